@@ -1,0 +1,164 @@
+"""A private PostgreSQL cluster so every reader (and CI) can run a chapter live.
+
+The cluster lives under ``.cache/pg`` in the checkout, listens on 127.0.0.1
+only, on a free port, and uses password authentication with a password kept
+in a 0600 file there.  Its connection string is handed over through an
+environment variable, so it never becomes a notebook parameter.  As root,
+PostgreSQL's tools run as the ``postgres`` OS user (initdb refuses root).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from . import redaction
+from .recording import repo_root
+
+ENV_VAR = "CONTENTION_BOOK_EMBEDDED_PG"
+SUPERUSER = "book"
+
+
+class EmbeddedPostgresError(RuntimeError):
+    pass
+
+
+def _bindir() -> Path:
+    """The server binaries: PG_BINDIR, Debian's newest version, or pg_ctl on PATH."""
+    if os.environ.get("PG_BINDIR"):
+        return Path(os.environ["PG_BINDIR"])
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
+                        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+                        reverse=True)
+    found = shutil.which("pg_ctl")
+    if found and (Path(found).parent / "initdb").exists():
+        candidates.append(Path(found))
+    if not candidates:
+        raise EmbeddedPostgresError(
+            "no PostgreSQL server binaries found (pg_ctl): install them, e.g. "
+            "`apt-get install postgresql postgresql-contrib`"
+        )
+    return candidates[0].parent
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class EmbeddedPostgres:
+    def __init__(self, root: Path | None = None, password: str | None = None):
+        self.root = Path(root or repo_root() / ".cache" / "pg")
+        self.data = self.root / "data"
+        self.pwfile = self.root / "password"
+        self.port: int | None = None
+        self._password = password
+        self.bindir = _bindir()
+        self._as_postgres = os.geteuid() == 0
+
+    # -- process plumbing ----------------------------------------------------
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        cmd = [str(self.bindir / args[0]), *args[1:]]
+        if self._as_postgres:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise EmbeddedPostgresError(
+                f"{args[0]} failed (exit {proc.returncode}): {redaction.redact(proc.stderr.strip()[-2000:])}"
+            )
+        return proc
+
+    def _chown(self, path: Path) -> None:
+        if self._as_postgres:
+            shutil.chown(path, "postgres", "postgres")
+
+    @property
+    def password(self) -> str:
+        if self._password is None:
+            self._password = self.pwfile.read_text().strip()
+        redaction.register(self._password)
+        return self._password
+
+    # -- lifecycle -----------------------------------------------------------
+    def init(self) -> None:
+        if (self.data / "PG_VERSION").exists():
+            if self._password is not None and self.pwfile.exists() and self.pwfile.read_text().strip() != self._password:
+                raise EmbeddedPostgresError(f"{self.root}: an existing cluster has another password; remove it first")
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._chown(self.root)
+        password = self._password or secrets.token_urlsafe(18)
+        self.pwfile.write_text(password + "\n")
+        os.chmod(self.pwfile, 0o600)
+        self._chown(self.pwfile)
+        self._password = password
+        redaction.register(password)
+        self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=scram-sha-256",
+                  f"--pwfile={self.pwfile}", "-E", "UTF8", "--locale=C.UTF-8")
+
+    def running(self) -> bool:
+        return self._run("pg_ctl", "status", "-D", str(self.data), check=False).returncode == 0
+
+    def start(self) -> "EmbeddedPostgres":
+        self.init()
+        if self.running():
+            self.port = int((self.data / "postmaster.pid").read_text().splitlines()[3])
+            return self
+        self.port = _free_port()
+        opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
+                "-c shared_preload_libraries= -c max_connections=100 -c fsync=on")
+        log = self.root / "server.log"
+        self._run("pg_ctl", "start", "-D", str(self.data), "-w", "-t", "60", "-l", str(log), "-o", opts)
+        return self
+
+    def stop(self) -> None:
+        if (self.data / "PG_VERSION").exists() and self.running():
+            self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w")
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- connecting ----------------------------------------------------------
+    def connection_string(self, database: str = "postgres") -> str:
+        # CommLog/Debug off: psqlODBC's logs must not collect anything about this session.
+        return (f"Driver={{PostgreSQL Unicode}};Server=127.0.0.1;Port={self.port};Database={database};"
+                f"Uid={SUPERUSER};Pwd={self.password};CommLog=0;Debug=0;")
+
+    def export(self, var: str = ENV_VAR) -> str:
+        """Put the connection string in an environment variable; return the variable's *name*."""
+        os.environ[var] = self.connection_string()
+        return var
+
+    def server_pids(self) -> list[int]:
+        """All processes of the cluster (postmaster and its children), for perf."""
+        pid = int((self.data / "postmaster.pid").read_text().splitlines()[0])
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        return [pid, *map(int, children)]
+
+
+@contextlib.contextmanager
+def embedded(var: str = ENV_VAR, stop_after: bool = True):
+    """Start (or reuse) the embedded cluster for the block; yields the env var name."""
+    pg = EmbeddedPostgres()
+    was_running = pg.running() if (pg.data / "PG_VERSION").exists() else False
+    pg.start()
+    if not was_running:
+        print(f"[harness] embedded PostgreSQL started on 127.0.0.1:{pg.port} (data in {pg.data})")
+    # wait until it accepts connections
+    deadline = time.monotonic() + 30
+    while pg._run("pg_isready", "-h", "127.0.0.1", "-p", str(pg.port), check=False).returncode != 0:
+        if time.monotonic() > deadline:
+            raise EmbeddedPostgresError("embedded PostgreSQL did not become ready within 30 s")
+        time.sleep(0.2)
+    try:
+        yield pg.export(var)
+    finally:
+        if stop_after and not was_running:
+            pg.stop()

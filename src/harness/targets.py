@@ -1,0 +1,260 @@
+"""Reaching a database: a target is a DSN name or an environment variable.
+
+A notebook's ``target`` parameter is only a *name*: either an ODBC DSN from
+odbc.ini, or an environment variable that holds a connection string.  The
+connection string itself never enters a parameter, a recording, a log line or
+an error message; any password in it is registered with
+:mod:`harness.redaction` the moment it is read.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import redaction
+from .host import local_host
+
+ENGINES = ("sqlserver", "postgres")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+OWNER_PROPERTY = "contention_book_owner"
+OWNER_MARK = "created by the contention-book harness; safe to drop"
+
+
+class TargetError(RuntimeError):
+    """A target cannot be resolved, reached or trusted."""
+
+
+def check_identifier(name: str, what: str = "identifier") -> str:
+    """Identifiers are spliced into SQL, so they must be plain words."""
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise TargetError(
+            f"{what} {name!r}: expected a plain identifier (a letter or _, then letters, digits or _, at most 63)"
+        )
+    return name
+
+
+# -- connection strings ------------------------------------------------------
+def parse_connection_string(text: str) -> list[tuple[str, str]]:
+    """Split ``k=v;k={v;with;semicolons}`` into ordered pairs (ODBC syntax)."""
+    pairs: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i] in "; \t\r\n":
+            i += 1
+        if i >= n:
+            break
+        eq = text.find("=", i)
+        if eq < 0:
+            raise TargetError("connection string: expected key=value pairs separated by ';' (a key has no '=')")
+        key = text[i:eq].strip()
+        i = eq + 1
+        if i < n and text[i] == "{":
+            j = i + 1
+            value_chars = []
+            while j < n:
+                if text[j] == "}":
+                    if j + 1 < n and text[j + 1] == "}":
+                        value_chars.append("}")
+                        j += 2
+                        continue
+                    break
+                value_chars.append(text[j])
+                j += 1
+            else:
+                raise TargetError(f"connection string: the value of {key!r} opens '{{' but never closes it")
+            value = "".join(value_chars)
+            i = j + 1
+            semi = text.find(";", i)
+            i = n if semi < 0 else semi + 1
+        else:
+            semi = text.find(";", i)
+            value = text[i:] if semi < 0 else text[i:semi]
+            i = n if semi < 0 else semi + 1
+            value = value.strip()
+        if key.lower() in redaction.SECRET_KEYS:
+            redaction.register(value)
+        pairs.append((key, value))
+    return pairs
+
+
+def format_connection_string(pairs: list[tuple[str, str]]) -> str:
+    def quote(v: str) -> str:
+        return "{" + v.replace("}", "}}") + "}" if any(c in v for c in ";{}") or v != v.strip() else v
+    return ";".join(f"{k}={quote(v)}" for k, v in pairs) + ";"
+
+
+def with_database(conn_str: str, database: str | None) -> str:
+    """Return the connection string pointed at another database (first key wins in ODBC)."""
+    pairs = parse_connection_string(conn_str)
+    if database is None:
+        return format_connection_string(pairs)
+    kept = [(k, v) for k, v in pairs if k.lower() not in ("database", "initial catalog")]
+    return format_connection_string(kept + [("Database", database)])
+
+
+# -- targets -----------------------------------------------------------------
+@dataclass
+class Target:
+    """A resolved target.  ``name`` is printable; the connection string is not."""
+
+    name: str
+    source: str  # "env" or "dsn"
+    engine: str | None = None
+    _conn_str: str = field(default="", repr=False)
+
+    def connection_string(self, database: str | None = None) -> str:
+        return with_database(self._conn_str, database)
+
+    def connect(self, database: str | None = None, autocommit: bool = True, timeout: int = 15):
+        import pyodbc
+
+        try:
+            conn = pyodbc.connect(self.connection_string(database), autocommit=autocommit, timeout=timeout)
+        except pyodbc.Error as exc:
+            raise TargetError(
+                f"target {self.name!r} ({self.source}): could not connect"
+                f"{' to database ' + repr(database) if database else ''}: {redaction.redact(exc)}"
+            ) from None
+        if self.engine is None:
+            self.engine = detect_engine(conn)
+        return conn
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'environment variable' if self.source == 'env' else 'ODBC DSN'})"
+
+
+def resolve_target(name: str, engine: str | None = None) -> Target:
+    """Resolve a target *name*: an environment variable first, then a DSN."""
+    if not name or not isinstance(name, str):
+        raise TargetError("target: expected the name of an ODBC DSN or of an environment variable")
+    if "=" in name or ";" in name:
+        raise TargetError(
+            "target: this looks like a connection string. Put it in an environment variable "
+            "(export MY_SQL='Driver=...;Server=...') and pass the variable's name, or define an ODBC DSN; "
+            "connection strings never go into notebook parameters"
+        )
+    if engine is not None and engine not in ENGINES:
+        raise TargetError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    if name in os.environ:
+        conn_str = os.environ[name]
+        parse_connection_string(conn_str)  # registers secrets, checks syntax
+        return Target(name=name, source="env", engine=engine, _conn_str=conn_str)
+    if not re.match(r"^[\w .-]{1,64}$", name):
+        raise TargetError(f"target {name!r}: no such environment variable, and not a valid DSN name")
+    return Target(name=name, source="dsn", engine=engine, _conn_str=f"DSN={name}")
+
+
+def detect_engine(conn) -> str:
+    import pyodbc
+
+    dbms = (conn.getinfo(pyodbc.SQL_DBMS_NAME) or "").lower()
+    if "sql server" in dbms:
+        return "sqlserver"
+    if "postgres" in dbms:
+        return "postgres"
+    raise TargetError(f"unsupported DBMS {dbms!r}: expected Microsoft SQL Server or PostgreSQL")
+
+
+def server_version(conn, engine: str) -> dict[str, Any]:
+    cur = conn.cursor()
+    if engine == "sqlserver":
+        row = cur.execute(
+            "SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)), "
+            "CAST(SERVERPROPERTY('ProductLevel') AS nvarchar(128)), "
+            "CAST(SERVERPROPERTY('ProductUpdateLevel') AS nvarchar(128)), "
+            "CAST(SERVERPROPERTY('Edition') AS nvarchar(128))"
+        ).fetchone()
+        version, level, update, edition = row
+        return {"name": "sqlserver", "version": version, "build": " ".join(x for x in (level, update) if x) or None,
+                "edition": edition}
+    row = cur.execute("SELECT current_setting('server_version'), version()").fetchone()
+    return {"name": "postgres", "version": row[0], "build": row[1], "edition": None}
+
+
+def major_version(version: str) -> int:
+    return int(re.match(r"\d+", version).group(0))
+
+
+def server_host(conn, engine: str) -> dict[str, Any]:
+    """Host facts of the *server*: DMVs on SQL Server, the OS when PostgreSQL is local."""
+    cur = conn.cursor()
+    if engine == "sqlserver":
+        info = cur.execute(
+            "SELECT cpu_count, hyperthread_ratio, socket_count, cores_per_socket, numa_node_count, "
+            "physical_memory_kb FROM sys.dm_os_sys_info"
+        ).fetchone()
+        cpu, _ht, sockets, per_socket, numa, mem_kb = info
+        visible_nodes = cur.execute(
+            "SELECT COUNT(*) FROM sys.dm_os_nodes WHERE node_state_desc NOT LIKE '%DAC%'"
+        ).fetchone()[0]
+        return {
+            "description": f"SQL Server host, {cpu} logical CPUs, {sockets} socket(s)",
+            "cpu_model": None,
+            "sockets": sockets,
+            "cores": sockets * per_socket if sockets and per_socket else None,
+            "logical_cpus": cpu,
+            "numa_nodes": numa or visible_nodes or None,
+            "memory_gb": round(mem_kb / 2**20, 1) if mem_kb else None,
+            "os": None,
+            "source": "sys.dm_os_sys_info and sys.dm_os_nodes",
+        }
+    addr = cur.execute("SELECT host(inet_server_addr())").fetchone()[0]
+    if addr in (None, "127.0.0.1", "::1"):
+        facts = local_host()
+        facts["source"] = "lscpu on this machine (the PostgreSQL server is local)"
+        return facts
+    return {"description": f"remote PostgreSQL at {addr}", "cpu_model": None, "sockets": None, "cores": None,
+            "logical_cpus": None, "numa_nodes": None, "source": "unknown: the server is remote"}
+
+
+# -- the harness's own database ----------------------------------------------
+def _owner_mark(conn, engine: str, database: str) -> str | None:
+    cur = conn.cursor()
+    if engine == "sqlserver":
+        exists = cur.execute("SELECT DB_ID(?)", database).fetchone()[0]
+        if exists is None:
+            return None
+        row = cur.execute(
+            f"SELECT CAST(value AS nvarchar(400)) FROM [{database}].sys.extended_properties "
+            "WHERE class = 0 AND name = ?", OWNER_PROPERTY).fetchone()
+        return row[0] if row else ""
+    row = cur.execute(
+        "SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = ?",
+        database).fetchone()
+    return None if row is None else row[0]
+
+
+def ensure_own_database(target: Target, database: str, *, allow_foreign: bool = False, log=print) -> None:
+    """Create the harness database if needed; refuse one it did not create.
+
+    Setup and reset scripts only ever run inside a database carrying the
+    harness's mark (an extended property on SQL Server, a comment on
+    PostgreSQL), unless the reader explicitly passes ``allow_foreign``.
+    """
+    check_identifier(database, "database")
+    conn = target.connect()
+    try:
+        engine = target.engine
+        mark = _owner_mark(conn, engine, database)
+        if mark is None:
+            log(f"[harness] creating database {database} on {target.name} and marking it as the harness's own")
+            cur = conn.cursor()
+            if engine == "sqlserver":
+                cur.execute(f"CREATE DATABASE [{database}]")
+                cur.execute(f"EXEC [{database}].sys.sp_addextendedproperty @name = ?, @value = ?",
+                            OWNER_PROPERTY, OWNER_MARK)
+            else:
+                cur.execute(f'CREATE DATABASE "{database}"')
+                cur.execute(f"COMMENT ON DATABASE \"{database}\" IS '{OWNER_MARK}'")
+        elif mark != OWNER_MARK:
+            if not allow_foreign:
+                raise TargetError(
+                    f"database {database!r} on {target.name} exists but was not created by this harness "
+                    "(no owner mark); refusing to run setup or reset scripts there. Choose another database "
+                    "name, or pass allow_foreign_database=True if you really mean it"
+                )
+            log(f"[harness] WARNING: using database {database}, which the harness did not create (allowed explicitly)")
+    finally:
+        conn.close()

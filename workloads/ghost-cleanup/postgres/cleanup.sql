@@ -1,0 +1,2 @@
+-- After the holding transaction ends: let VACUUM remove what pruning could not.
+VACUUM ghost_test;

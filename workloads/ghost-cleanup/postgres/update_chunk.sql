@@ -1,0 +1,1 @@
+CALL ghost_update_chunk(?);
