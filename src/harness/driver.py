@@ -223,8 +223,7 @@ def run_sessions(
             if on_tick:
                 on_tick(elapsed)
             if bar is not None:
-                bar.n = sum(done_counter)
-                bar.refresh()
+                bar.update(sum(done_counter) - bar.n)  # update() honours mininterval; refresh() would not
             for t in threads:
                 t.join(timeout=tick_s / max(1, len(threads)))
         end = time.perf_counter_ns() / 1e9

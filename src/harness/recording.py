@@ -191,8 +191,6 @@ class Recording:
         eng = self.engine
         host = self.host
         machine = host.get("description") or host.get("cpu_model") or "unknown machine"
-        cpus = host.get("logical_cpus")
-        machine += f", {cpus} logical CPUs" if cpus else ""
         origin = ""
         if self.kind == "published":
             c = self.manifest["citation"]
