@@ -1,0 +1,59 @@
+# Two commands matter: `make book` and `make test`. Everything else is optional.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+CH ?=
+SOURCE ?= recorded
+ENGINE ?=
+TARGET ?=
+RECORDING ?=
+RECORD_TO ?=
+ALLOW_SERVER_CHANGES ?=
+PARAMS ?=
+
+.PHONY: setup book chapter test lab bench-perftools clean clean-pg help
+
+help:
+	@echo "make book      execute every chapter on its recorded data and build the HTML book"
+	@echo "make test      run everything CI checks (starts and stops its own PostgreSQL)"
+	@echo "make chapter CH=ghost-cleanup [SOURCE=live ENGINE=postgres|sqlserver TARGET=DSN_OR_ENV_VAR] [RECORDING=id|dir]"
+	@echo "make lab       JupyterLab on notebooks/"
+	@echo "make bench-perftools   parse-speed and memory benchmark of the stack importers"
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+book: setup
+	$(BIN)/python -m harness.book build
+
+chapter: setup
+	@test -n "$(CH)" || { echo "make chapter: give CH=<chapter>, e.g. CH=ghost-cleanup"; exit 2; }
+	CONTENTION_BOOK_COMMAND='make chapter CH=$(CH) SOURCE=$(SOURCE)$(if $(ENGINE), ENGINE=$(ENGINE))$(if $(TARGET), TARGET=$(TARGET))$(if $(RECORDING), RECORDING=$(RECORDING))$(if $(RECORD_TO), RECORD_TO=$(RECORD_TO))$(if $(PARAMS), PARAMS="$(PARAMS)")' \
+	$(BIN)/python -m harness.book chapter $(CH) --source $(SOURCE) \
+		$(if $(ENGINE),--engine $(ENGINE)) $(if $(TARGET),--target $(TARGET)) \
+		$(if $(RECORDING),--recording $(RECORDING)) $(if $(RECORD_TO),--record-to $(RECORD_TO)) \
+		$(if $(ALLOW_SERVER_CHANGES),--allow-server-changes) $(foreach p,$(PARAMS),--param $(p))
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+lab: setup
+	$(BIN)/python -m pip install --quiet -r requirements-lab.txt
+	$(BIN)/jupyter lab notebooks/
+
+bench-perftools: setup
+	$(BIN)/python benchmarks/bench_perftools.py
+
+clean:
+	rm -rf book/_build book/chapters .pytest_cache
+
+clean-pg: setup
+	$(BIN)/python -c "from harness.embedded_pg import EmbeddedPostgres; EmbeddedPostgres().destroy()"

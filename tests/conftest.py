@@ -1,0 +1,39 @@
+"""Shared fixtures: a throwaway PostgreSQL with a known password, started once per session."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+KNOWN_PASSWORD = "Leak-Canary-7f3a9c"  # used only by the test cluster; tests grep every output for it
+TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """The embedded cluster, in a temporary directory, with KNOWN_PASSWORD."""
+    from harness.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
+
+    root = Path(tempfile.mkdtemp(prefix="contention-book-pg-"))
+    os.chmod(root, 0o755)
+    try:
+        server = EmbeddedPostgres(root=root / "pg", password=KNOWN_PASSWORD).start()
+    except EmbeddedPostgresError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.fail(f"the embedded PostgreSQL could not start: {exc}")
+    server.export(TEST_ENV_VAR)
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_target(pg):
+    from harness.targets import ensure_own_database, resolve_target
+
+    target = resolve_target(TEST_ENV_VAR, "postgres")
+    ensure_own_database(target, "contention_test", log=lambda *_: None)
+    return target
