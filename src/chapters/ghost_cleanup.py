@@ -209,24 +209,19 @@ def _run_postgres_variant(run: _Run, variant: str) -> None:
 
 
 def _start_stacks(run: _Run, variant: str, pids: list[int]):
-    try:
-        from perftools import capture
-    except ImportError as exc:  # perftools is part of this repository; say so if it is broken
-        run.w.add_note(f"stacks: perftools could not be imported ({exc})")
-        return None
-    rec_ = capture.record_stacks(pids, run.w.file_path(f"stacks/{variant}.folded.gz"))
-    try:
-        rec_.__enter__()
-    except Exception as exc:  # noqa: BLE001 - stacks are optional; the run goes on
-        run.w.add_note(f"stacks for {variant}: not recorded ({exc})")
-        return None
-    return rec_
+    """Start perf on the backend; perf's own problems never stop the run (see perftools.capture)."""
+    from perftools.capture import StackRecorder
+
+    recorder = StackRecorder(pids, run.w.file_path(f"stacks/{variant}.folded.gz"))
+    recorder.start()
+    return recorder
 
 
-def _finish_stacks(run: _Run, variant: str, rec_) -> None:
-    rec_.__exit__(None, None, None)
-    status = rec_.status
-    if not status.ok:
+def _finish_stacks(run: _Run, variant: str, recorder) -> None:
+    status = recorder.stop()
+    if status.ok:
+        run.log(f"[{CHAPTER}] {variant}: {status.samples:,} stack samples recorded")
+    else:
         run.w.add_note(f"stacks for {variant}: not recorded: {status.why}")
         path = run.w.file_path(f"stacks/{variant}.folded.gz")
         if path.exists():
@@ -713,6 +708,16 @@ def plot_curve(curve: pd.DataFrame, title: str):
     return fig
 
 
+def unresolved_share(profile) -> float:
+    """Share of sampled frames perf could not name (``[unknown]``), weighted by samples."""
+    unknown = np.array(["[unknown]" in str(n) for n in profile.frame_names()], dtype=float)
+    per_stack = np.bincount(profile.entry_stack(), weights=unknown[profile.stack_frames],
+                            minlength=profile.n_stacks)
+    weights = profile.stack_weights()
+    total = float(np.sum(profile.stack_lengths() * weights))
+    return float(np.sum(per_stack * weights) / total) if total else float("nan")
+
+
 def stacks_section(g: GhostRecording, top: int = 12) -> dict[str, Any]:
     """Text, figures and tables for the CPU-stacks section, or why there are none."""
     out: dict[str, Any] = {"text": "", "figures": [], "tables": []}
@@ -725,15 +730,21 @@ def stacks_section(g: GhostRecording, top: int = 12) -> dict[str, Any]:
 
     profiles = {variant: perftools.load(path) for variant, path in sorted(g.stacks.items())}
     for variant, prof in profiles.items():
+        setting = LABELS.get(variant, variant)
         table = perftools.top_functions(prof, n=top)
-        table.insert(0, "setting", LABELS.get(variant, variant))
-        out["tables"].append(table)
-        out["figures"].append(perftools.flame_figure(prof, title=f"{g.label}: {LABELS.get(variant, variant)}"))
+        out["tables"].append(pd.DataFrame({
+            "setting": setting, "function": table["module"] + "!" + table["function"],
+            "exclusive %": table["exclusive_pct"].round(1), "inclusive %": table["inclusive_pct"].round(1),
+        }).set_index(["setting", "function"]))
+        out["figures"].append(perftools.flame_figure(prof, title=f"{g.label}: {setting}"))
     base, held = UNHELD[g.engine], HELD[g.engine]
     if base in profiles and held in profiles:
         diff = perftools.diff(profiles[base], profiles[held], by="function").head(top)
-        out["tables"].append(diff)
-    unknown = perftools.unresolved_share(next(iter(profiles.values())))
+        out["tables"].append(pd.DataFrame({
+            "function": diff["name"], f"% {LABELS[base]}": diff["pct_a"].round(1),
+            f"% {LABELS[held]}": diff["pct_b"].round(1), "change (points)": diff["change_pp"].round(1),
+        }).set_index("function"))
+    unknown = unresolved_share(next(iter(profiles.values())))
     out["text"] = (
         f"Stacks were sampled with `perf` at the measured window of each setting. Debian's postgres binary is "
         f"stripped, so static functions show as `[unknown]` ({unknown:.0%} of sampled frames in the first "

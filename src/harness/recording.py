@@ -197,7 +197,8 @@ class Recording:
             origin = f"; transcribed from {c['author']}, “{c['title']}” ({c['date']})"
         else:
             origin = f"; recorded {self.manifest['started'][:10]} with `{self.manifest['measured']['command']}`"
-        return f"{self.id}: {self.kind}, {eng['name']} {eng['version']}, {machine}{origin}"
+        where = "" if self.path.name == self.id else f" (read from {self.path})"
+        return f"{self.id}{where}: {self.kind}, {eng['name']} {eng['version']}, {machine}{origin}"
 
     # -- data --------------------------------------------------------------
     def _listed(self, name: str) -> Path:

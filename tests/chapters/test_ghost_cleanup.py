@@ -1,0 +1,166 @@
+"""Ghost-cleanup chapter: plans, arithmetic and analysis without a server; a short live run on PostgreSQL."""
+import numpy as np
+import pandas as pd
+import pytest
+from tsql_parse import problems
+
+from chapters import ghost_cleanup as ghost
+from harness.guard import ServerChangeNotAllowed, StateGuard
+
+
+class FakeCursor:
+    def __init__(self, rows):
+        self.rows = rows
+        self.description = [("c",)]
+
+    def execute(self, sql, *params):
+        self.sql = sql
+        return self
+
+    def fetchone(self):
+        return self.rows[0]
+
+    def fetchall(self):
+        return self.rows
+
+
+class FakeConn:
+    def __init__(self, rows):
+        self.rows = rows
+        self.executed = []
+
+    def cursor(self):
+        return FakeCursor(self.rows)
+
+    def close(self):
+        pass
+
+
+def test_chunk_sizes():
+    assert ghost.chunk_sizes(10, 3) == [3, 3, 3, 1]
+    assert ghost.chunk_sizes(123456, 1235)[-1] == 123456 - 99 * 1235
+    with pytest.raises(ValueError):
+        ghost.chunk_sizes(0, 5)
+
+
+def test_ghost_visits_is_the_triangular_number():
+    assert ghost.ghost_visits(123_455) == 123_455 * 123_454 // 2
+    assert ghost.ghost_visits(1) == 0
+
+
+def test_database_options_plan_restores_the_prior_state():
+    change = ghost.sqlserver_changes("rcsi", "contention_lab", "16.0.4135.4")[0]
+    prior = change.read(FakeConn([("FULL", "DISABLED", False, "ON", True)]))
+    assert prior == {"recovery": "FULL", "delayed_durability": "DISABLED", "rcsi": False, "snapshot": "ON",
+                     "adr": True}
+    apply = change.apply(prior)
+    restore = change.restore(prior)
+    assert "ALTER DATABASE [contention_lab] SET READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE" in apply
+    assert "ALTER DATABASE [contention_lab] SET ACCELERATED_DATABASE_RECOVERY = OFF" in apply
+    assert "ALTER DATABASE [contention_lab] SET RECOVERY FULL" in restore
+    assert "ALTER DATABASE [contention_lab] SET DELAYED_DURABILITY = DISABLED" in restore
+    assert "ALTER DATABASE [contention_lab] SET ALLOW_SNAPSHOT_ISOLATION ON" in restore
+    assert "ALTER DATABASE [contention_lab] SET ACCELERATED_DATABASE_RECOVERY = ON" in restore
+    assert change.scope == "database"
+    for sql in apply + restore:
+        assert not problems(sql + ";"), sql
+
+
+def test_no_adr_statement_before_2019():
+    change = ghost.sqlserver_changes("read_committed", "contention_lab", "14.0.3456.2")[0]
+    prior = change.read(FakeConn([("SIMPLE", "ALLOWED", True, "OFF")]))
+    assert not any("ACCELERATED" in s for s in change.apply(prior) + change.restore(prior))
+    assert "ALTER DATABASE [contention_lab] SET READ_COMMITTED_SNAPSHOT OFF WITH ROLLBACK IMMEDIATE" in change.apply(prior)
+
+
+def test_trace_flag_is_server_scoped_and_restored_only_if_it_was_off():
+    changes = ghost.sqlserver_changes("rcsi_open_txn_tf7006", "contention_lab", "16.0.1000.6")
+    tf = changes[1]
+    assert tf.scope == "server"
+    off = tf.read(FakeConn([]))
+    assert off is False
+    assert tf.apply(off) == ["DBCC TRACEON(7006, -1)"] and tf.restore(off) == ["DBCC TRACEOFF(7006, -1)"]
+    on = tf.read(FakeConn([(7006, 1, 1, 0)]))
+    assert on is True and tf.apply(on) == [] and tf.restore(on) == []
+    for sql in tf.apply(off) + tf.restore(off):
+        assert not problems(sql + ";")
+
+
+def test_trace_flag_needs_opt_in():
+    changes = ghost.sqlserver_changes("rcsi_open_txn_tf7006", "contention_lab", "16.0.1000.6")
+    with pytest.raises(ServerChangeNotAllowed, match="global trace flag 7006"):
+        with StateGuard(lambda db: FakeConn([]), changes, allow_server_changes=False, log=lambda *_: None):
+            pass
+
+
+def test_database_name_is_validated():
+    with pytest.raises(Exception, match="plain identifier"):
+        ghost.sqlserver_changes("rcsi", "lab]; DROP DATABASE x; --", "16.0")
+
+
+def test_counter_rates_by_type():
+    cols = ["object_name", "counter_name", "instance_name", "cntr_value", "cntr_type"]
+    before = pd.DataFrame([("SQLServer:Locks", "Lock Requests/sec", "_Total", 1_000, 272696576),
+                           ("SQLServer:Access Methods", "Skipped Ghosted Records/sec", "", 500, 272696576),
+                           ("SQLServer:Transactions", "Version Store Size (KB)", "", 64, 65792)], columns=cols)
+    after = before.assign(cntr_value=[61_000, 400, 128])  # the skipped-ghost counter was reset meanwhile
+    rates = ghost.counter_rates(before, after, 2.0).set_index("counter")
+    assert rates.loc["Lock Requests/sec", "per_second"] == 30_000
+    assert rates.loc["Skipped Ghosted Records/sec", "per_second"] == 0  # clamped, not negative
+    assert np.isnan(rates.loc["Version Store Size (KB)", "per_second"])
+    assert rates.loc["Version Store Size (KB)", "value"] == 128
+
+
+def test_curve_growth_detects_linear_growth():
+    x = np.arange(1, 101) * 100
+    curve = pd.DataFrame({"variant": ["open_snapshot"] * 100 + ["baseline"] * 100,
+                          "updates_done": np.concatenate([x, x]),
+                          "elapsed_s": 0.0,
+                          "us_per_update": np.concatenate([10 + 0.01 * x, np.full(100, 10.0) + np.sin(x)])})
+    growth = ghost.curve_growth(curve).set_index("variant")
+    assert growth.loc["open_snapshot", "r2"] > 0.99
+    assert growth.loc["open_snapshot", "slope_us_per_1000"] == pytest.approx(10, rel=0.01)
+    assert growth.loc["baseline", "growth"] == pytest.approx(1, abs=0.2)
+
+
+def test_published_recordings_match_the_article():
+    pub = {g.recording.engine["version"]: g for g in ghost.load_published()}
+    sql2019 = pub["15.0.4410"]
+    assert sql2019.recording.kind == "published"
+    assert "sql.kiwi" in sql2019.recording.manifest["citation"]["url"]
+    idx = sql2019.index_stats
+    end = idx[(idx["variant"] == "rcsi_open_txn") & (idx["phase"] == "after_run")]
+    assert end["pages"].tolist() == [823, 2, 1]
+    assert end["ghost_versions"].tolist()[0] == 123455
+    nums = ghost.key_numbers(ghost.load_published(), ghost.load(ghost.DEFAULT_MEASURED))
+    assert nums["pub15_rcsi_s"] == 82 and nums["pub16_rcsi_open_txn_s"] == 92
+    assert nums["pub15_rcsi_x"] == 41
+    assert all(not isinstance(v, np.generic) for v in nums.values())
+
+
+def test_verdicts_on_the_reference_recording():
+    table = ghost.verdicts(ghost.load_published(), ghost.load(ghost.DEFAULT_MEASURED))
+    assert set(table["verdict"]) <= {"agrees", "differs", "not testable here"}
+    assert (table["verdict"] == "not testable here").any()  # 2022 behaviour needs a SQL Server recording
+
+
+@pytest.mark.live
+def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
+    from conftest import TEST_ENV_VAR
+
+    lines = []
+    path = ghost.run_live(target=TEST_ENV_VAR, engine="postgres", updates=1500, chunk=100,
+                          record_to=str(tmp_path / "rec"), database="contention_test", stacks=False,
+                          log=lines.append)
+    g = ghost.load(path)
+    assert g.recording.kind == "measured" and g.recording.engine["name"] == "postgres"
+    assert g.recording.manifest["measured"]["command"]
+    assert set(g.runs["variant"]) == {"baseline", "open_snapshot"}
+    assert (g.runs["operations"] == 1500).all()
+    assert len(g.curve) == 30
+    rel = g.relation_stats.set_index(["variant", "phase", "relation"])
+    # the held snapshot keeps every replaced version; VACUUM removes them once it ends
+    assert rel.loc[("open_snapshot", "after_run", "ghost_test"), "dead_tuples"] >= 1400
+    assert rel.loc[("open_snapshot", "after_cleanup", "ghost_test"), "dead_tuples"] == 0
+    assert rel.loc[("baseline", "after_run", "ghost_test"), "dead_tuples"] < 1400
+    assert any("recording written" in line for line in lines)

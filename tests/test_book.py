@@ -1,0 +1,127 @@
+"""The book as a reader meets it: notebooks run on recorded data, live runs, the HTML build, no leaks."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+import yaml
+
+from harness import book
+from harness.recording import data_root, repo_root
+
+
+def test_environment_yml_agrees_with_requirements():
+    pins = {line.strip() for line in (repo_root() / "requirements.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")}
+    env = yaml.safe_load((repo_root() / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    assert set(pip_section) == pins
+    assert all("==" in pin for pin in pins), "every requirement is pinned"
+
+
+def test_notebooks_are_committed_without_outputs_and_have_parameters():
+    notebooks = book.notebooks()
+    assert "ghost-cleanup" in notebooks
+    for name, path in notebooks.items():
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), name
+        tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{name}: exactly one cell tagged 'parameters'"
+        for param in ("source", "recording", "engine", "target", "record_to"):
+            assert re.search(rf"^{param}\s*=", tagged[0].source, re.M), f"{name}: parameter {param}"
+
+
+def test_toc_lists_only_chapters_that_exist():
+    toc = yaml.safe_load((repo_root() / "book" / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    for f in files:
+        if f.startswith("chapters/"):
+            assert f.split("/")[1] in {p.stem for p in book.notebooks().values()}
+        else:
+            assert (repo_root() / "book" / f"{f}.md").exists()
+
+
+def glue_keys(nb_path):
+    nb = json.loads(nb_path.read_text())
+    keys = set()
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            keys.update(out.get("metadata", {}).get("scrapbook", {}).get("name", "") and
+                        [out["metadata"]["scrapbook"]["name"]] or [])
+    return keys
+
+
+def referenced_glue(nb_path):
+    nb = json.loads(nb_path.read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return {m.split(":")[0] for m in re.findall(r"\{glue:(?:text|figure)\}`([^`]+)`", text)} | \
+           set(re.findall(r"```\{glue:figure\} (\S+)", text))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", list(book.notebooks()))
+def test_notebook_runs_on_recorded_data(chapter, tmp_path):
+    out = book.execute(chapter, {}, output=tmp_path / f"{chapter}.ipynb")
+    missing = referenced_glue(out) - glue_keys(out)
+    assert not missing, f"prose refers to values the notebook did not glue: {sorted(missing)}"
+
+
+@pytest.mark.slow
+def test_a_recording_copied_elsewhere_renders(tmp_path):
+    from chapters import ghost_cleanup as ghost
+
+    copy = tmp_path / "colleague" / "their-run"
+    shutil.copytree(data_root() / "ghost-cleanup" / ghost.DEFAULT_MEASURED, copy)
+    out = book.execute("ghost-cleanup", {"recording": str(copy)}, output=tmp_path / "out.ipynb")
+    assert f"(read from {copy})" in out.read_text()
+
+
+@pytest.mark.slow
+def test_a_tampered_recording_gives_a_clear_error(tmp_path):
+    from chapters import ghost_cleanup as ghost
+
+    copy = tmp_path / "tampered"
+    shutil.copytree(data_root() / "ghost-cleanup" / ghost.DEFAULT_MEASURED, copy)
+    with open(copy / "runs.csv", "a") as fh:
+        fh.write("extra,0,1,1,1,1,1,0\n")
+    with pytest.raises(SystemExit, match=r"RecordingError: recording .*tampered: file runs.csv has sha256"):
+        book.execute("ghost-cleanup", {"recording": str(copy)}, output=tmp_path / "out.ipynb")
+
+
+@pytest.mark.slow
+@pytest.mark.live
+def test_live_chapter_run_renders_and_leaks_no_password(pg, tmp_path, capfd):
+    from conftest import KNOWN_PASSWORD, TEST_ENV_VAR
+
+    record_to = tmp_path / "recordings"
+    record_to.mkdir()
+    out = book.execute("ghost-cleanup", {"source": "live", "engine": "postgres", "target": TEST_ENV_VAR,
+                                         "updates": 2000, "record_to": str(record_to)},
+                       output=tmp_path / "live.ipynb", live=True)
+    made = [p for p in record_to.iterdir() if p.is_dir()]
+    assert len(made) == 1 and (made[0] / "manifest.json").exists()
+    assert f"{made[0].name}: measured" in out.read_text()  # the chapter shows the new recording
+    captured = capfd.readouterr()
+    outputs = {"stdout": captured.out, "stderr": captured.err, str(out): out.read_text()}
+    for f in made[0].rglob("*"):
+        if f.is_file():
+            outputs[str(f)] = f.read_bytes().decode("utf-8", "replace")
+    leaks = [where for where, text in outputs.items() if KNOWN_PASSWORD in text]
+    assert not leaks, f"the password appears in: {leaks}"
+    assert TEST_ENV_VAR in out.read_text()  # the *name* of the target is recorded, which is fine
+
+
+@pytest.mark.slow
+def test_the_book_builds_with_warnings_as_errors():
+    proc = subprocess.run([sys.executable, "-m", "harness.book", "build"], cwd=repo_root(),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    html = repo_root() / "book" / "_build" / "html"
+    chapter = (html / "chapters" / "03-ghost-cleanup.html").read_text()
+    assert "Ghost cleanup under row versioning" in chapter
+    assert "published-white-2024-sql2019" in chapter and "measured-postgres-reference" in chapter
+    assert (html / "running-live.html").exists() and (html / "recordings.html").exists()
