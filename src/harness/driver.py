@@ -212,7 +212,7 @@ def run_sessions(
         window["start"] = time.perf_counter_ns() / 1e9
         total = operations_per_session * sessions if operations_per_session is not None else None
         if progress:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm  # plain text: readable in a terminal, a papermill log and a notebook
 
             bar = tqdm(total=total, desc=progress if isinstance(progress, str) else f"{sessions} session(s)",
                        unit="op", leave=False, mininterval=0.5)
