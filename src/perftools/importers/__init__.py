@@ -1,0 +1,35 @@
+"""One importer module per export format, all producing a Profile.
+
+Like speedscope's ``src/import/*.ts``: each module reads one format,
+documents the reference it follows, and knows nothing of the others.
+:func:`load` picks the importer by name or by sniffing the file.
+"""
+
+from __future__ import annotations
+
+from . import folded, perf_script, wpa_csv, wpa_tree, xperf_dumper
+
+__all__ = ["load", "IMPORTERS", "folded", "perf_script", "wpa_csv", "wpa_tree", "xperf_dumper"]
+
+IMPORTERS = {
+    "wpa_csv": wpa_csv.load,
+    "wpa_tree": wpa_tree.load,
+    "xperf_dumper": xperf_dumper.load,
+    "perf_script": perf_script.load,
+    "folded": folded.load,
+}
+
+
+def load(path, format: str | None = None, **options):
+    """Read ``path`` into a :class:`~perftools.model.Profile`.
+
+    ``format``: one of ``wpa_csv``, ``wpa_tree``, ``xperf_dumper``,
+    ``perf_script``, ``folded`` (or an alias such as ``perf``); sniffed from
+    the file when omitted.  ``options`` go to the importer (e.g.
+    ``process_root=True`` for folded, ``weight="period"`` for perf).
+    Raises :class:`~perftools.errors.FormatError` for malformed input.
+    """
+    from ..sniff import canonical_format, sniff
+
+    fmt = canonical_format(format) if format else sniff(path)
+    return IMPORTERS[fmt](path, **options)

@@ -1,0 +1,122 @@
+"""Folded ("collapsed") stacks: ``root;caller;leaf COUNT`` per line.
+
+Format reference: brendangregg/FlameGraph (the output of the
+``stackcollapse-*.pl`` scripts and the input of ``flamegraph.pl``); UIforETW's
+``xperf_to_collapsedstacks.py`` writes the same with the process as the
+first frame.  It is both an input format and the export format of this
+package (what :mod:`perftools.capture` stores), so reading then writing a
+canonical file (sorted, one line per stack) gives the same bytes back.
+
+Frames are written ``module!function`` (just ``function`` when the module
+is unknown); ``;`` inside a name becomes ``:`` as in UIforETW.  With
+``process_root=True`` the first frame of each line is the process.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from collections import defaultdict
+
+import numpy as np
+
+from ..errors import FormatError
+from ..model import Profile, ProfileBuilder, frame_name, split_frame_name
+from ..source import display_name, open_text
+
+__all__ = ["load", "dumps", "write", "format_weight"]
+
+LINE_EXPECTED = "a folded stack 'frame;frame;... COUNT'"
+
+
+def load(path, *, process_root: bool = False) -> Profile:
+    """Read folded stacks; ``process_root``: first frame names the process."""
+    name = display_name(path)
+    b = ProfileBuilder()
+    stack_cache: dict[str, int] = {}
+    sids, weights, procs = [], [], []
+    with open_text(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            text, sep, count = line.rpartition(" ")
+            if not sep or not text.strip():
+                raise FormatError(name, lineno, LINE_EXPECTED, line)
+            try:
+                w = float(count) if not count.isdigit() else int(count)
+            except ValueError:
+                raise FormatError(name, lineno, "a sample count after the last space", count) from None
+            if not w >= 0 or w == float("inf"):
+                raise FormatError(name, lineno, "a finite, non-negative sample count", count)
+            proc = ""
+            if process_root:
+                proc, semi, text = text.partition(";")
+                if not semi or not text:
+                    raise FormatError(name, lineno, "a process name and at least one frame ('process;frame;... COUNT')", line)
+            sid = stack_cache.get(text)
+            if sid is None:
+                frames = text.split(";")
+                if "" in frames:
+                    raise FormatError(name, lineno, "a frame name between each pair of ';'", line)
+                sid = stack_cache[text] = b.stack([b.frame(*split_frame_name(fr)) for fr in frames])
+            sids.append(sid)
+            weights.append(w)
+            procs.append(proc)
+    if not sids:
+        raise FormatError(name, 1, LINE_EXPECTED, "an empty file")
+    return b.build(
+        sids,
+        np.asarray(weights, dtype=np.float64),
+        process=procs,
+        meta={"format": "folded", "source": name, "weight_unit": "samples"},
+    )
+
+
+def format_weight(w: float) -> str:
+    """Integers without a decimal point; other weights in shortest form."""
+    return str(int(w)) if float(w).is_integer() else repr(float(w))
+
+
+def _clean(name: str) -> str:
+    return name.replace(";", ":").replace("\n", " ")
+
+
+def lines(profile: Profile, *, process_root: bool = False) -> list[str]:
+    """Folded lines (sorted, one per distinct stack) without newlines."""
+    names = [_clean(n) for n in profile.frame_names()]
+    s = profile.samples
+    keys = ["process", "stack_id"] if process_root else ["stack_id"]
+    grouped = s.groupby(keys, observed=True, sort=False)["weight"].sum()
+    off, vals = profile.stack_offsets, profile.stack_frames
+    totals: dict[str, float] = defaultdict(float)
+    for key, x in grouped.items():
+        proc, i = (key if process_root else ("", key))
+        t = ";".join(names[f] for f in vals[off[i] : off[i + 1]])
+        if proc:
+            t = _clean(str(proc)) + ";" + t
+        totals[t] += x
+    return [f"{t} {format_weight(v)}" for t, v in sorted(totals.items())]
+
+
+def dumps(profile: Profile, *, process_root: bool = False) -> str:
+    """The profile as folded text (each line ends with a newline)."""
+    out = lines(profile, process_root=process_root)
+    return "".join(line + "\n" for line in out)
+
+
+def write(profile: Profile, dest, *, process_root: bool = False) -> None:
+    """Write folded text to a path (gzip'd if it ends in ``.gz``) or file."""
+    text = dumps(profile, process_root=process_root)
+    if hasattr(dest, "write"):
+        dest.write(text)
+        return
+    dest = os.fspath(dest)
+    if dest.endswith(".gz"):
+        # mtime=0: the same profile always gives the same bytes (manifests hash them)
+        with open(dest, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+            gz.write(text.encode("utf-8"))
+    else:
+        with io.open(dest, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
