@@ -636,6 +636,25 @@ def _tf7006_agrees(el: pd.DataFrame) -> bool | None:
     return None
 
 
+def growth_note(g: GhostRecording) -> str:
+    """What the run without the open transaction shows, in words built from the recording."""
+    n = measured_numbers(g)
+    if np.isnan(n["m_base_growth"]):
+        return ""
+    text = (f"Without the open transaction the time per update still grew {n['m_base_growth']:.1f}× over the run, "
+            f"though only {n['m_base_after_run_dead']:,.0f} removable versions were left at its end. ")
+    if g.engine == "postgres":
+        text += (f"The growth comes from the table's size, not from dead tuples: heap and index grew to "
+                 f"{n['m_base_after_run_pages']:,.0f} pages for one live row. The one-row `UPDATE` reads the "
+                 "heap with a sequential scan, and the scan visits every page, even one that pruning has emptied. "
+                 f"`VACUUM` did not give the pages back ({n['m_base_after_cleanup_pages']:,.0f} afterwards), "
+                 "because it returns only empty pages at the end of the file.")
+    else:
+        text += ("Here the cleanup task runs, but it removes ghosts only after each transaction ends, and the "
+                 "next update has already started by then.")
+    return text
+
+
 def header_note(measured: GhostRecording, published: Sequence[GhostRecording]) -> str:
     lines = ["**What this chapter shows.**",
              f"- Measured or reader's recording — {measured.recording.describe()}"]
@@ -745,10 +764,17 @@ def stacks_section(g: GhostRecording, top: int = 12) -> dict[str, Any]:
             f"% {LABELS[held]}": diff["pct_b"].round(1), "change (points)": diff["change_pp"].round(1),
         }).set_index("function"))
     unknown = unresolved_share(next(iter(profiles.values())))
+    hottest = []
+    for variant, prof in profiles.items():
+        top1 = perftools.top_functions(prof, n=1).iloc[0]
+        hottest.append(f"*{LABELS.get(variant, variant)}*: `{top1['function']}` "
+                       f"({top1['exclusive_pct']:.0f}% of samples exclusive)")
     out["text"] = (
+        "The hottest function per setting: " + "; ".join(hottest) + ". " +
         f"Stacks were sampled with `perf` at the measured window of each setting. Debian's postgres binary is "
         f"stripped, so static functions show as `[unknown]` ({unknown:.0%} of sampled frames in the first "
-        "capture): the call chains are complete, and exported functions resolve by name. The tables give the "
-        "functions with the largest exclusive share; the last one is the change in share between the two settings."
+        "capture). The call chains are complete, and exported functions resolve by name. The tables give the "
+        "functions with the largest exclusive share. The last table gives the change in share between the two "
+        "settings."
     )
     return out
