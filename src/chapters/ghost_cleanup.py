@@ -14,7 +14,9 @@ figures the notebook shows.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,18 +120,11 @@ class _Run:
         """Run the chunks in one session; return (RunResult, curve frame)."""
         call = workloads.load(CHAPTER, self.engine, "update_chunk")[0]
         chunks = self.chunks
-        started = {"done": False}
-
-        def tick(_elapsed: float) -> None:
-            if before_window and not started["done"]:
-                started["done"] = True
-                before_window()
-
         result = run_sessions(
             lambda: self.connect(),
             lambda cur, _s, op: _drain(cur.execute(call, chunks[op])),
             sessions=1, operations_per_session=len(chunks), setup_session=setup_session,
-            keep_timeline=True, progress=f"{variant} ({sum(chunks):,} updates)", on_tick=tick,
+            keep_timeline=True, progress=f"{variant} ({sum(chunks):,} updates)", on_ready=before_window,
         )
         if result.errors:
             raise RuntimeError(f"variant {variant}: {result.errors} chunk(s) failed: "
@@ -167,44 +162,41 @@ def _pg_stats(run: _Run, conn, variant: str, phase: str) -> pd.DataFrame:
 
 
 def _run_postgres_variant(run: _Run, variant: str) -> None:
-    conn = run.connect()
-    holder = None
-    capture = None
-    backend = {}
-    try:
-        workloads.run_script(conn, CHAPTER, "postgres", "setup")
-        if variant == "open_snapshot":
-            holder = run.connect(autocommit=False)
-            workloads.run_script(holder, CHAPTER, "postgres", "open_snapshot")
-            held = _query(conn, "open_snapshot_check", "postgres").iloc[0, 0]
-            if held < 1:
-                raise RuntimeError("open_snapshot: the holding transaction does not show a backend_xmin")
-            run.log(f"[{CHAPTER}] open_snapshot: a REPEATABLE READ transaction holds the xmin horizon")
+    with contextlib.closing(run.connect()) as conn:
+        holder = None
+        capture = None
+        backend = {}
+        try:
+            workloads.run_script(conn, CHAPTER, "postgres", "setup")
+            if variant == "open_snapshot":
+                holder = run.connect(autocommit=False)
+                workloads.run_script(holder, CHAPTER, "postgres", "open_snapshot")
+                if _query(conn, "open_snapshot_check", "postgres").iloc[0, 0] < 1:
+                    raise RuntimeError("open_snapshot: the holding transaction does not show a backend_xmin")
+                run.log(f"[{CHAPTER}] open_snapshot: a REPEATABLE READ transaction holds the xmin horizon")
 
-        def session(cur, _i):
-            workloads.run_script(cur.connection, CHAPTER, "postgres", "session")
-            backend["pid"] = cur.execute("SELECT pg_backend_pid()").fetchone()[0]
+            def session(cur, _i):
+                workloads.run_script(cur.connection, CHAPTER, "postgres", "session")
+                backend["pid"] = cur.execute("SELECT pg_backend_pid()").fetchone()[0]
 
-        def start_capture():
-            nonlocal capture
-            if run.stacks:
-                capture = _start_stacks(run, variant, [backend["pid"]])
+            def start_capture():
+                nonlocal capture
+                if run.stacks:
+                    capture = _start_stacks(run, variant, [backend["pid"]])
 
-        result, curve = run.drive(variant, session, start_capture)
-        if capture is not None:
+            result, curve = run.drive(variant, session, start_capture)
             _finish_stacks(run, variant, capture)
             capture = None
-        run.record_run(variant, result, curve)
-        stats = [_pg_stats(run, conn, variant, "after_run")]
-    finally:
-        if capture is not None:
-            _finish_stacks(run, variant, capture)
-        if holder is not None:
-            holder.rollback()
-            holder.close()
-    workloads.run_script(conn, CHAPTER, "postgres", "cleanup")
-    stats.append(_pg_stats(run, conn, variant, "after_cleanup"))
-    conn.close()
+            run.record_run(variant, result, curve)
+            stats = [_pg_stats(run, conn, variant, "after_run")]
+        finally:
+            if capture is not None:
+                _finish_stacks(run, variant, capture)
+            if holder is not None:
+                holder.rollback()
+                holder.close()
+        workloads.run_script(conn, CHAPTER, "postgres", "cleanup")
+        stats.append(_pg_stats(run, conn, variant, "after_cleanup"))
     run.w.append_csv(FILES["relation"], pd.concat(stats, ignore_index=True))
 
 
@@ -212,12 +204,15 @@ def _start_stacks(run: _Run, variant: str, pids: list[int]):
     """Start perf on the backend; perf's own problems never stop the run (see perftools.capture)."""
     from perftools.capture import StackRecorder
 
-    recorder = StackRecorder(pids, run.w.file_path(f"stacks/{variant}.folded.gz"))
+    # PERF names another perf binary (or a missing one, to check the run goes on without stacks)
+    recorder = StackRecorder(pids, run.w.file_path(f"stacks/{variant}.folded.gz"), perf=os.environ.get("PERF", "perf"))
     recorder.start()
     return recorder
 
 
 def _finish_stacks(run: _Run, variant: str, recorder) -> None:
+    if recorder is None:
+        return
     status = recorder.stop()
     if status.ok:
         run.log(f"[{CHAPTER}] {variant}: {status.samples:,} stack samples recorded")
@@ -308,8 +303,8 @@ def _run_sqlserver_variant(run: _Run, variant: str, version: str) -> None:
         return
     changes = sqlserver_changes(variant, run.db, version)
     with StateGuard(lambda database: run.t.connect(database), changes,
-                    allow_server_changes=run.allow_server_changes, log=run.log):
-        conn = run.connect()
+                    allow_server_changes=run.allow_server_changes, log=run.log), \
+            contextlib.closing(run.connect()) as conn:
         holder = None
         try:
             workloads.run_script(conn, CHAPTER, "sqlserver", "setup")
@@ -335,7 +330,6 @@ def _run_sqlserver_variant(run: _Run, variant: str, version: str) -> None:
         run.log(f"[{CHAPTER}] {variant}: waiting {run.cleanup_wait_s:.0f} s for the ghost cleanup task")
         time.sleep(run.cleanup_wait_s)
         stats.append(_query(conn, "index_stats", "sqlserver").assign(phase="after_cleanup"))
-        conn.close()
     frame = pd.concat(stats, ignore_index=True)
     frame.insert(0, "variant", variant)
     run.w.append_csv(FILES["index"], frame[list(INDEX_COLUMNS)])

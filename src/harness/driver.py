@@ -129,6 +129,7 @@ def run_sessions(
     keep_timeline: bool = False,
     progress: bool | str = True,
     on_tick: Callable[[float], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
     tick_s: float = 0.1,
     max_errors_per_session: int = 100,
 ) -> RunResult:
@@ -137,14 +138,16 @@ def run_sessions(
     Stop after ``operations_per_session`` calls each, or after ``duration_s``
     of the measured window, whichever comes first.  ``on_tick`` is called
     from the main thread about every ``tick_s`` during the window (samplers
-    hook in there).
+    hook in there); ``on_ready`` once, after every session has connected and
+    warmed up and before any is released (profilers attach there).
     """
     if operations_per_session is None and duration_s is None:
         raise ValueError("run_sessions: give operations_per_session, duration_s or both")
     if sessions < 1:
         raise ValueError(f"run_sessions: sessions must be at least 1, got {sessions}")
     stats = [SessionStats(i) for i in range(sessions)]
-    barrier = threading.Barrier(sessions + 1)
+    ready = threading.Barrier(sessions + 1)  # everyone connected and warmed up
+    barrier = threading.Barrier(sessions + 1)  # released together: the measured window starts
     stop = threading.Event()
     ready_errors: list[str] = []
     window = {"start": 0.0}
@@ -165,6 +168,7 @@ def run_sessions(
                 ready_errors.append(f"session {i}: {redact(exc)}")
                 stop.set()
             try:
+                ready.wait()
                 barrier.wait()
             except threading.BrokenBarrierError:
                 return
@@ -206,9 +210,13 @@ def run_sessions(
         t.start()
     bar = None
     try:
-        barrier.wait(timeout=600)
+        ready.wait(timeout=600)
         if ready_errors:
+            barrier.abort()
             raise SessionsFailed("sessions could not start: " + "; ".join(ready_errors[:5]))
+        if on_ready:
+            on_ready()
+        barrier.wait(timeout=600)
         window["start"] = time.perf_counter_ns() / 1e9
         total = operations_per_session * sessions if operations_per_session is not None else None
         if progress:
@@ -229,6 +237,7 @@ def run_sessions(
         end = time.perf_counter_ns() / 1e9
     except BaseException:
         stop.set()
+        ready.abort()
         barrier.abort()
         for t in threads:
             t.join(timeout=30)

@@ -189,8 +189,11 @@ def server_host(conn, engine: str) -> dict[str, Any]:
         visible_nodes = cur.execute(
             "SELECT COUNT(*) FROM sys.dm_os_nodes WHERE node_state_desc NOT LIKE '%DAC%'"
         ).fetchone()[0]
+        online = cur.execute(
+            "SELECT COUNT(*) FROM sys.dm_os_schedulers WHERE status = N'VISIBLE ONLINE'").fetchone()[0]
         return {
-            "description": f"SQL Server host, {cpu} logical CPUs, {sockets} socket(s)",
+            "description": f"SQL Server host, {cpu} logical CPUs, {sockets} socket(s), "
+                           f"{online} schedulers visible online",
             "cpu_model": None,
             "sockets": sockets,
             "cores": sockets * per_socket if sockets and per_socket else None,
@@ -198,7 +201,7 @@ def server_host(conn, engine: str) -> dict[str, Any]:
             "numa_nodes": numa or visible_nodes or None,
             "memory_gb": round(mem_kb / 2**20, 1) if mem_kb else None,
             "os": None,
-            "source": "sys.dm_os_sys_info and sys.dm_os_nodes",
+            "source": "sys.dm_os_sys_info, sys.dm_os_nodes and sys.dm_os_schedulers",
         }
     addr = cur.execute("SELECT host(inet_server_addr())").fetchone()[0]
     if addr in (None, "127.0.0.1", "::1"):

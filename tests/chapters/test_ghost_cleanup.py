@@ -164,3 +164,61 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     assert rel.loc[("open_snapshot", "after_cleanup", "ghost_test"), "dead_tuples"] == 0
     assert rel.loc[("baseline", "after_run", "ghost_test"), "dead_tuples"] < 1400
     assert any("recording written" in line for line in lines)
+
+
+@pytest.mark.live
+def test_interrupted_live_run_leaves_an_incomplete_recording(pg, tmp_path, monkeypatch):
+    from conftest import TEST_ENV_VAR
+    from harness.recording import Recording, RecordingError
+
+    real = ghost.run_sessions
+    calls = {"n": 0}
+
+    def second_variant_interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ghost, "run_sessions", second_variant_interrupted)
+    dest = tmp_path / "interrupted"
+    with pytest.raises(KeyboardInterrupt):
+        ghost.run_live(target=TEST_ENV_VAR, engine="postgres", updates=300, chunk=100, record_to=str(dest),
+                       database="contention_test", stacks=False, log=lambda *_: None)
+    with pytest.raises(RecordingError, match="marked incomplete .*KeyboardInterrupt"):
+        Recording.open(dest)
+    partial = Recording.open(dest, allow_incomplete=True)
+    assert partial.csv("runs.csv")["variant"].tolist() == ["baseline"]  # the finished variant is kept
+    # the holder of the second variant was released: nothing holds the horizon any more
+    from harness.targets import resolve_target
+
+    c = resolve_target(TEST_ENV_VAR).connect("contention_test")
+    held = c.cursor().execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'contention_test' "
+                              "AND state LIKE 'idle in transaction%'").fetchone()[0]
+    assert held == 0
+
+
+@pytest.mark.live
+def test_stacks_recorded_or_explained(pg, tmp_path, monkeypatch):
+    """With perf the recording holds stacks per variant; without it the run goes on and says why."""
+    from conftest import TEST_ENV_VAR
+    from perftools.capture import perf_available
+
+    monkeypatch.setenv("PERF", "/nonexistent/perf")
+    path = ghost.run_live(target=TEST_ENV_VAR, engine="postgres", updates=200, chunk=100, variants=["baseline"],
+                          record_to=str(tmp_path / "noperf"), database="contention_test", log=lambda *_: None)
+    g = ghost.load(path)
+    assert not g.stacks
+    assert any(n.startswith("stacks for baseline: not recorded") for n in g.recording.manifest["notes"])
+    assert "holds no CPU stacks" in ghost.stacks_section(g)["text"]
+
+    monkeypatch.delenv("PERF")
+    if not perf_available().ok:
+        pytest.skip("perf is not usable on this machine; the path without it is covered above")
+    path = ghost.run_live(target=TEST_ENV_VAR, engine="postgres", updates=3000, chunk=1000,
+                         record_to=str(tmp_path / "perf"), database="contention_test", log=lambda *_: None)
+    g = ghost.load(path)
+    assert set(g.stacks) == {"baseline", "open_snapshot"}
+    section = ghost.stacks_section(g)
+    assert len(section["figures"]) == 2 and len(section["tables"]) == 3
+    assert "hottest function" in section["text"]

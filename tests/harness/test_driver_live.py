@@ -94,3 +94,12 @@ def test_connection_failure_is_reported(monkeypatch):
         run_sessions(lambda: target.connect(timeout=2), lambda cur, s, i: None, sessions=2,
                      operations_per_session=1, progress=False)
     assert "nope-secret" not in str(err.value)
+
+
+def test_on_ready_runs_before_the_window(pg_target):
+    order = []
+    run_sessions(lambda: pg_target.connect("contention_test"),
+                 lambda cur, s, i: order.append("op"), sessions=2, operations_per_session=2,
+                 setup_session=lambda cur, i: order.append("setup"), on_ready=lambda: order.append("ready"),
+                 progress=False)
+    assert order[:3] == ["setup", "setup", "ready"] and order.count("op") == 4
