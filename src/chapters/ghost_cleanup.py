@@ -746,7 +746,7 @@ def stacks_section(g: GhostRecording, top: int = 12) -> dict[str, Any]:
         setting = LABELS.get(variant, variant)
         table = perftools.top_functions(prof, n=top)
         out["tables"].append(pd.DataFrame({
-            "setting": setting, "function": table["module"] + "!" + table["function"],
+            "setting": setting, "function": table["function"],
             "exclusive %": table["exclusive_pct"].round(1), "inclusive %": table["inclusive_pct"].round(1),
         }).set_index(["setting", "function"]))
         out["figures"].append(perftools.flame_figure(prof, title=f"{g.label}: {setting}"))
