@@ -14,6 +14,7 @@ from . import analysis
 from .errors import FormatError
 from .importers import folded, load
 from .model import Profile
+from .sniff import canonical_format, sniff
 
 __all__ = ["main"]
 
@@ -21,7 +22,8 @@ __all__ = ["main"]
 def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("input and filters")
     g.add_argument("--format", help="wpa_csv, wpa_tree, xperf_dumper, perf_script or folded (default: sniff)")
-    g.add_argument("--root-is-process", action="store_true", help="folded input: the first frame of each line is the process")
+    g.add_argument("--root-is-process", action="store_true",
+                   help="folded input: the first frame of each line is the process (detected when it reads 'name (pid)')")
     g.add_argument("--process", action="append", help="keep samples of this process (name, 'name (pid)' or pid); repeatable")
     g.add_argument("--thread", action="append", type=int, help="keep samples of this thread id; repeatable")
     g.add_argument("--module", action="append", help="keep samples whose stack has a frame in this module; repeatable")
@@ -73,7 +75,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(path: str, args) -> Profile:
-    opts = {"process_root": True} if args.root_is_process else {}
+    opts = {}
+    if args.root_is_process:
+        fmt = canonical_format(args.format) if args.format else sniff(path)
+        if fmt != "folded":
+            raise ValueError(f"--root-is-process applies to folded stacks; {path} is {fmt}")
+        opts["process_root"] = True
     p = load(path, args.format, **opts)
     if any(v is not None for v in (args.process, args.thread, args.module, args.start, args.end)):
         p = p.filter(process=args.process, thread=args.thread, module=args.module, start=args.start, end=args.end)
@@ -177,6 +184,9 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as exc:
         print(f"perftools: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug, not bad input: say so, still no traceback
+        print(f"perftools: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     try:
         for line in lines:
             print(line)

@@ -108,7 +108,8 @@ def _targets(p: Profile, function: str) -> np.ndarray:
     ids = p.find_frames(function)
     if not len(ids):
         names = list(dict.fromkeys(list(p.frame_names()) + list(p.frames["function"])))
-        close = difflib.get_close_matches(function, names, n=5, cutoff=0.6)
+        q = function.lower()
+        close = [n for n in names if q in n.lower()][:5] or difflib.get_close_matches(function, names, n=5, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise KeyError(f"no frame named {function!r} in the profile{hint}")
     return ids
@@ -220,7 +221,7 @@ def diff(a: Profile, b: Profile, *, by: str = "function", measure: str = "exclus
         return t.groupby(key, sort=False)[[measure, measure + "_pct"]].sum()
 
     ta, tb = side(a), side(b)
-    m = ta.join(tb, how="outer", lsuffix="_a", rsuffix="_b").fillna(0.0)
+    m = ta.add_suffix("_a").join(tb.add_suffix("_b"), how="outer").fillna(0.0)
     out = pd.DataFrame(
         {
             "name": m.index.astype(str),
@@ -230,6 +231,7 @@ def diff(a: Profile, b: Profile, *, by: str = "function", measure: str = "exclus
             "weight_b": m[measure + "_b"].to_numpy(),
         }
     )
+    out = out[(out["weight_a"] != 0) | (out["weight_b"] != 0)]
     out.insert(3, "change_pp", out["pct_b"] - out["pct_a"])
     order = np.lexsort((out["name"].to_numpy(), -out["change_pp"].abs().to_numpy()))
     out = out.iloc[order].reset_index(drop=True)

@@ -100,7 +100,7 @@ def _precheck(perf: str, status: CaptureStatus) -> bool:
     status.paranoid = _paranoid()
     if os.geteuid() != 0 and status.paranoid is not None and status.paranoid > 2:
         status.why = (
-            f"{PARANOID} is {status.paranoid} and we are not root: perf may not sample "
+            f"kernel.perf_event_paranoid is {status.paranoid} ({PARANOID}) and we are not root: perf may not sample "
             "(lower it to 1, or run as root / with CAP_PERFMON)"
         )
         return False

@@ -178,7 +178,7 @@ def flame_figure(
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     handles = [Patch(color=c, label=m or "(no module)") for m, c in colors.items()]
-    if len(handles) and any(n.module not in colors for _, d, _, n in boxes if d and not n.merged):
+    if len(handles) and any(n.module not in colors for _, d, _, n in boxes if d and not n.merged and n.module != "(process)"):
         handles.append(Patch(color="#999999", label="other modules"))
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=fontsize, frameon=False)

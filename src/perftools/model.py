@@ -142,16 +142,21 @@ class ProfileBuilder:
 
 
 def _nullable_int(values, n, dtype):
+    """Pandas nullable integers from None, a float array with NaN, ints or a list."""
+    np_dtype = np.dtype(dtype.lower())
     if values is None:
-        return pd.array([None] * n, dtype=dtype) if n else pd.array([], dtype=dtype)
+        return pd.arrays.IntegerArray(np.zeros(n, dtype=np_dtype), np.ones(n, dtype=bool))
     if isinstance(values, pd.api.extensions.ExtensionArray):
         return values.astype(dtype)
     arr = np.asarray(values)
     if arr.dtype.kind == "f":
         mask = np.isnan(arr)
-        return pd.arrays.IntegerArray(np.where(mask, 0, arr).astype(dtype.lower()), mask)
+        with np.errstate(invalid="ignore"):
+            ints = arr.astype(np_dtype)  # NaN becomes garbage, hidden by the mask
+        ints[mask] = 0
+        return pd.arrays.IntegerArray(ints, mask)
     if arr.dtype.kind in "iu":
-        return pd.array(arr.astype(dtype.lower()), dtype=dtype)
+        return pd.arrays.IntegerArray(arr.astype(np_dtype, copy=False), np.zeros(len(arr), dtype=bool))
     return pd.array(list(values), dtype=dtype)
 
 
@@ -173,7 +178,8 @@ def make_samples(n, stack_id, weight=None, process=None, thread=None, time=None,
             "thread": _nullable_int(thread, n, "Int64"),
             "time": np.asarray(time, dtype=np.float64),
             "cpu": _nullable_int(cpu, n, "Int32"),
-        }
+        },
+        copy=False,  # the importer's arrays are ours to keep
     )
 
 

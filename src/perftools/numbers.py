@@ -24,6 +24,7 @@ __all__ = [
     "detect_decimal",
     "parse_number",
     "parse_strings",
+    "column_evidence",
     "split_unit",
     "TIME_UNITS",
 ]

@@ -29,6 +29,7 @@ ALIASES = {
     "collapsed": "folded", "flamegraph": "folded",
 }
 _PERF_HEADER = re.compile(HEADER_PATTERN)
+_DUMPER_EVENT = re.compile(r"^(SampledProfile|Stack),\s*\d+\s*,")
 _FOLDED = re.compile(r"^\S.* \d+(\.\d+)?$")
 
 
@@ -51,7 +52,7 @@ def sniff(path) -> str:
     if not content:
         raise FormatError(name, 1, "a stack export (the file is empty)", "an empty file")
     stripped = [ln.strip() for ln in content[:200]]
-    if "BeginHeader" in stripped or any(s.startswith(("SampledProfile,", "Stack,")) for s in stripped):
+    if "BeginHeader" in stripped or any(_DUMPER_EVENT.match(s) for s in stripped):
         return "xperf_dumper"
     first = content[0]
     delim = sniff_delimiter(first)

@@ -1,4 +1,5 @@
-"""Opening export files the way they arrive: gzip'd or not, any BOM, CRLF.
+"""Opening export files the way they arrive: gzip'd or not, any BOM, CRLF,
+and reading big ones without holding on to memory.
 
 WPA on Windows writes UTF-8 with a BOM (or UTF-16 when a table is pasted
 into Notepad), perf output is plain UTF-8, and our own captures are stored
@@ -8,12 +9,20 @@ gzip'd.  Importers ask this module for bytes or text and never care which.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import io
 import os
+import queue
+import threading
 from typing import BinaryIO
 
-__all__ = ["open_binary", "open_text", "read_head", "detect_encoding", "display_name"]
+import pyarrow as pa
+
+__all__ = [
+    "open_binary", "open_text", "read_head", "detect_encoding", "display_name",
+    "arrow_pool", "arrow_pool_scope", "prefetch", "prefetch_many",
+]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -57,3 +66,92 @@ def read_head(path, size: int = 65536) -> str:
     enc, bom = detect_encoding(data[:4])
     text = data[bom:].decode(enc, errors="replace")
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_POOL: list = []
+
+
+def arrow_pool():
+    """The Arrow memory pool for streaming a big export: jemalloc if built.
+
+    Streaming allocates and frees a few MB per 1 MB block; jemalloc hands
+    freed pages back to the OS sooner than the default mimalloc.  Measured
+    on a 192 MB wpaexporter CSV: peak RSS 283 MB instead of 325 MB at the
+    same speed.  (Zero decay, ``jemalloc_set_decay_ms(0)``, gets 216 MB but
+    doubles the time in page faults.)  ``None`` (the default pool) on builds
+    without jemalloc.  While a file is read it is also made the default
+    pool (:func:`arrow_pool_scope`), since not every Arrow allocation on the
+    way takes a pool argument."""
+    if not _POOL:
+        try:
+            _POOL.append(pa.jemalloc_memory_pool())
+        except (NotImplementedError, pa.ArrowNotImplementedError, AttributeError):
+            _POOL.append(None)
+    return _POOL[0]
+
+
+@contextlib.contextmanager
+def arrow_pool_scope():
+    """Make :func:`arrow_pool` Arrow's default pool while a big file is read."""
+    pool = arrow_pool()
+    if pool is None:
+        yield
+        return
+    old = pa.default_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(old)
+
+
+def prefetch(iterable, depth: int = 2):
+    """Iterate ``iterable`` in a background thread, ``depth`` items ahead.
+
+    pyarrow's CSV reader releases the GIL while it parses, so the next 1 MB
+    block is parsed while Python interns the previous one.  Exceptions
+    reach the consumer."""
+    for _, item in prefetch_many([iterable], depth):
+        yield item
+
+
+def prefetch_many(iterables, depth: int = 2):
+    """Like :func:`prefetch` for several iterables at once, each in its own
+    thread; yields ``(index, item)`` in arrival order."""
+    iterables = list(iterables)
+    q: queue.Queue = queue.Queue(maxsize=max(1, depth * len(iterables)))
+    done = object()
+    stop = threading.Event()
+
+    def run(i, iterable):
+        try:
+            for item in iterable:
+                if stop.is_set():
+                    return
+                q.put((i, item, None))
+            q.put((i, done, None))
+        except BaseException as exc:  # handed to the consumer
+            q.put((i, done, exc))
+
+    threads = [threading.Thread(target=run, args=(i, it), name=f"perftools-prefetch-{i}", daemon=True)
+               for i, it in enumerate(iterables)]
+    for t in threads:
+        t.start()
+    try:
+        left = len(threads)
+        while left:
+            i, item, exc = q.get()
+            if item is done:
+                if exc is not None:
+                    raise exc
+                left -= 1
+                continue
+            yield i, item
+    finally:
+        stop.set()
+        for t in threads:
+            while t.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    q.get(timeout=0.05)
+                except queue.Empty:
+                    pass

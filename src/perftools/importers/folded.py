@@ -17,12 +17,13 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 from collections import defaultdict
 
 import numpy as np
 
 from ..errors import FormatError
-from ..model import Profile, ProfileBuilder, frame_name, split_frame_name
+from ..model import Profile, ProfileBuilder, split_frame_name
 from ..source import display_name, open_text
 
 __all__ = ["load", "dumps", "write", "format_weight"]
@@ -30,9 +31,34 @@ __all__ = ["load", "dumps", "write", "format_weight"]
 LINE_EXPECTED = "a folded stack 'frame;frame;... COUNT'"
 
 
-def load(path, *, process_root: bool = False) -> Profile:
-    """Read folded stacks; ``process_root``: first frame names the process."""
+_PROCESS = re.compile(r"^[^;!]* \(\d+\)$")
+
+
+def _first_frames_are_processes(path) -> bool:
+    """Do all lines start with a ``name (pid)`` frame, as our captures write?"""
+    seen = False
+    with open_text(path) as f:
+        for line in f:
+            text = line.rstrip("\n").rpartition(" ")[0]
+            if not text:
+                continue
+            first, semi, _ = text.partition(";")
+            if not semi or not _PROCESS.match(first):
+                return False
+            seen = True
+    return seen
+
+
+def load(path, *, process_root: bool | None = None) -> Profile:
+    """Read folded stacks.
+
+    ``process_root``: the first frame of each line names the process.
+    ``None`` (default) decides from the file: yes when every line starts
+    with a ``name (pid)`` frame, the spelling :func:`write` uses (and WPA's),
+    which no ``module!function`` frame has."""
     name = display_name(path)
+    if process_root is None:
+        process_root = _first_frames_are_processes(path)
     b = ProfileBuilder()
     stack_cache: dict[str, int] = {}
     sids, weights, procs = [], [], []

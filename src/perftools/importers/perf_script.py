@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from ..errors import FormatError
 from ..model import NO_STACK, Profile, ProfileBuilder
-from ..source import detect_encoding, display_name, open_binary
+from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary
 
 __all__ = ["load", "HEADER_PATTERN"]
 
@@ -211,7 +211,8 @@ def load(path, *, weight: str = "samples") -> Profile:
     if weight not in ("samples", "period"):
         raise ValueError("weight must be 'samples' or 'period'")
     try:
-        return _load_fast(path, weight)
+        with arrow_pool_scope():
+            return _load_fast(path, weight)
     except _Bad as bad:
         _diagnose(path, weight)
         raise FormatError(display_name(path), None, HEADER_EXPECTED + " or " + FRAME_EXPECTED, str(bad))

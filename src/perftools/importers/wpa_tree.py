@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ..model import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
-from ..numbers import detect_decimal, parse_number, split_unit
+from ..numbers import detect_decimal, parse_number
 from ..source import display_name, open_text
 from .wpa_csv import find_columns, sniff_delimiter
 
