@@ -113,8 +113,10 @@ class Target:
         try:
             conn = pyodbc.connect(self.connection_string(database), autocommit=autocommit, timeout=timeout)
         except pyodbc.Error as exc:
+            hint = " (no environment variable of that name exists, so it was tried as an ODBC DSN)" \
+                if self.source == "dsn" else ""
             raise TargetError(
-                f"target {self.name!r} ({self.source}): could not connect"
+                f"target {self.name!r}{hint}: could not connect"
                 f"{' to database ' + repr(database) if database else ''}: {redaction.redact(exc)}"
             ) from None
         if self.engine is None:
