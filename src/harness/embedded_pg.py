@@ -58,7 +58,7 @@ class EmbeddedPostgres:
         self.data = self.root / "data"
         self.pwfile = self.root / "password"
         self.port: int | None = None
-        self._password = password
+        self._secret = password
         self.bindir = _bindir()
         self._as_postgres = os.geteuid() == 0
 
@@ -80,25 +80,25 @@ class EmbeddedPostgres:
 
     @property
     def password(self) -> str:
-        if self._password is None:
-            self._password = self.pwfile.read_text().strip()
-        redaction.register(self._password)
-        return self._password
+        if self._secret is None:
+            self._secret = self.pwfile.read_text().strip()
+        redaction.register(self._secret)
+        return self._secret
 
     # -- lifecycle -----------------------------------------------------------
     def init(self) -> None:
         if (self.data / "PG_VERSION").exists():
-            if self._password is not None and self.pwfile.exists() and self.pwfile.read_text().strip() != self._password:
+            if self._secret is not None and self.pwfile.exists() and self.pwfile.read_text().strip() != self._secret:
                 raise EmbeddedPostgresError(f"{self.root}: an existing cluster has another password; remove it first")
             return
         self.root.mkdir(parents=True, exist_ok=True)
         self._chown(self.root)
-        password = self._password or secrets.token_urlsafe(18)
-        self.pwfile.write_text(password + "\n")
+        secret = self._secret or secrets.token_urlsafe(18)
+        self.pwfile.write_text(secret + "\n")
         os.chmod(self.pwfile, 0o600)
         self._chown(self.pwfile)
-        self._password = password
-        redaction.register(password)
+        self._secret = secret
+        redaction.register(secret)
         self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=scram-sha-256",
                   f"--pwfile={self.pwfile}", "-E", "UTF8", "--locale=C.UTF-8")
 

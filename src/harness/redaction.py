@@ -24,7 +24,7 @@ def register(value: str | None) -> None:
 
 
 def redact(text: object) -> str:
-    """Return ``text`` with registered secrets and any PWD=... masked."""
+    """Return ``text`` with registered secrets and any PWD or PASSWORD value masked."""
     out = _KEY_VALUE.sub(lambda m: f"{m.group(1)}=***", str(text))
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)
