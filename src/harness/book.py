@@ -61,9 +61,8 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     source = books[chapter]
     out = output or executed_path(source)
     out.parent.mkdir(parents=True, exist_ok=True)
-    shown = {k: v for k, v in parameters.items()}
     print(f"[book] executing {source.relative_to(repo_root())} -> {out.relative_to(repo_root()) if out.is_relative_to(repo_root()) else out}"
-          + (f" with {shown}" if shown else ""), flush=True)
+          + (f" with {parameters}" if parameters else ""), flush=True)
     started = time.perf_counter()
     try:
         papermill.execute_notebook(

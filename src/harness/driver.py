@@ -190,6 +190,7 @@ def run_sessions(
                         st.error_samples.append(f"stopped after {st.errors} errors")
                         break
                     op += 1
+                    done_counter[i] = op
                     continue
                 end = perf()
                 st.histogram.record(end - start)
