@@ -30,7 +30,7 @@ from harness import workloads
 from harness.driver import run_sessions
 from harness.guard import Change, StateGuard
 from harness.live import default_destination, invocation, live_target, measured_writer
-from harness.targets import Target, check_identifier, ensure_own_database, major_version, server_version
+from harness.targets import Target, check_identifier, ensure_own_database, major_version
 
 CHAPTER = "ghost-cleanup"
 NOTEBOOK = "03-ghost-cleanup.ipynb"
@@ -370,15 +370,14 @@ def run_live(
                                  title="Ghost cleanup: one row, its key updated over and over")
         with writer:
             run = _Run(tgt, database, writer, updates, chunk, cleanup_wait_s, stacks, allow_server_changes, log)
-            conn = tgt.connect(database)
-            version = server_version(conn, tgt.engine)["version"]
+            version = writer.manifest["engine"]["version"]  # read once, by measured_writer
             if engine == "postgres":
-                settings = dict(conn.cursor().execute(
-                    "SELECT name, setting FROM pg_settings WHERE name IN "
-                    "('autovacuum', 'autovacuum_naptime', 'shared_buffers', 'block_size', 'synchronous_commit')"
-                ).fetchall())
+                with contextlib.closing(tgt.connect(database)) as conn:
+                    settings = dict(conn.cursor().execute(
+                        "SELECT name, setting FROM pg_settings WHERE name IN "
+                        "('autovacuum', 'autovacuum_naptime', 'shared_buffers', 'block_size', 'synchronous_commit')"
+                    ).fetchall())
                 writer.update(engine={"settings": settings})
-            conn.close()
             for variant in variants:
                 if engine == "postgres":
                     _run_postgres_variant(run, variant)
