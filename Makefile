@@ -14,7 +14,13 @@ RECORD_TO ?=
 ALLOW_SERVER_CHANGES ?=
 PARAMS ?=
 
-.PHONY: setup book chapter test lab bench-perftools clean clean-pg help
+.PHONY: setup book chapter test lab bench-perftools native clean clean-pg help
+
+# Native microbenchmarks: every native/<name>.c becomes native/build/<name>.
+CC ?= cc
+NATIVE_CFLAGS ?= -O2 -g -std=c11 -Wall -Wextra -Werror -pthread
+NATIVE_SRC := $(wildcard native/*.c)
+NATIVE_BIN := $(patsubst native/%.c,native/build/%,$(NATIVE_SRC))
 
 help:
 	@echo "make book      execute every chapter on its recorded data and build the HTML book"
@@ -22,6 +28,7 @@ help:
 	@echo "make chapter CH=ghost-cleanup [SOURCE=live ENGINE=postgres|sqlserver TARGET=DSN_OR_ENV_VAR] [RECORDING=id|dir]"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench-perftools   parse-speed and memory benchmark of the stack importers"
+	@echo "make native    build the C microbenchmarks in native/ (chapters build them on demand too)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,8 +59,14 @@ lab: setup
 bench-perftools: setup
 	$(BIN)/python benchmarks/bench_perftools.py
 
+native: $(NATIVE_BIN)
+
+native/build/%: native/%.c native/common.h
+	@mkdir -p native/build
+	$(CC) $(NATIVE_CFLAGS) -o $@ $< -lm
+
 clean:
-	rm -rf book/_build book/chapters .pytest_cache
+	rm -rf book/_build book/chapters .pytest_cache native/build
 
 clean-pg: setup
 	$(BIN)/python -c "from harness.embedded_pg import EmbeddedPostgres; EmbeddedPostgres().destroy()"

@@ -1,6 +1,7 @@
 """A private PostgreSQL cluster so every reader (and CI) can run a chapter live.
 
-The cluster lives under ``.cache/pg`` in the checkout, listens on 127.0.0.1
+The cluster lives under ``.cache/pg`` in the checkout (or where
+``CONTENTION_BOOK_PG_ROOT`` says), listens on 127.0.0.1
 only, on a free port, and uses password authentication with a password kept
 in a 0600 file there.  Its connection string is handed over through an
 environment variable, so it never becomes a notebook parameter.  As root,
@@ -21,6 +22,7 @@ from . import redaction
 from .recording import repo_root
 
 ENV_VAR = "CONTENTION_BOOK_EMBEDDED_PG"
+ROOT_ENV = "CONTENTION_BOOK_PG_ROOT"  # another home for the cluster than .cache/pg
 SUPERUSER = "book"
 
 
@@ -54,7 +56,7 @@ def _free_port() -> int:
 
 class EmbeddedPostgres:
     def __init__(self, root: Path | None = None, password: str | None = None):
-        self.root = Path(root or repo_root() / ".cache" / "pg")
+        self.root = Path(root or os.environ.get(ROOT_ENV) or repo_root() / ".cache" / "pg")
         self.data = self.root / "data"
         self.pwfile = self.root / "password"
         self.port: int | None = None

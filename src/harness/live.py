@@ -88,15 +88,17 @@ def measured_writer(target: Target, chapter: str, parameters: Mapping[str, Any],
         host = server_host(conn, target.engine)
     finally:
         conn.close()
+    return rec.RecordingWriter(dest, chapter=chapter, kind="measured", engine=engine, host=host,
+                               parameters=dict(parameters), title=title, measured=provenance(command))
+
+
+def provenance(command: str) -> dict[str, Any]:
+    """The manifest's ``measured`` block: which code, which commit, which command."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         tool_version = version("contention-book")
     except PackageNotFoundError:
         tool_version = "unknown"
-    return rec.RecordingWriter(
-        dest, chapter=chapter, kind="measured", engine=engine, host=host, parameters=dict(parameters),
-        title=title,
-        measured={"tool": "contention-book harness", "tool_version": tool_version, "git_commit": git_commit(),
-                  "command": command, "python": f"{platform.python_implementation()} {sys.version.split()[0]}"},
-    )
+    return {"tool": "contention-book harness", "tool_version": tool_version, "git_commit": git_commit(),
+            "command": command, "python": f"{platform.python_implementation()} {sys.version.split()[0]}"}

@@ -1,0 +1,139 @@
+"""Sample PostgreSQL wait events from pg_stat_activity while a workload runs.
+
+PostgreSQL has no cumulative wait statistics (no sys.dm_os_wait_stats), so
+the way to see where sessions wait is to look often: every backend's
+``wait_event_type`` / ``wait_event`` at 10-20 Hz.  A sample is a snapshot,
+so a share of samples estimates a share of time.  The sampler runs in its
+own thread on its own connection, and records the rate it actually achieved.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+import pandas as pd
+
+from .redaction import redact
+
+COLUMNS = ["t_s", "pid", "backend_type", "state", "wait_event_type", "wait_event"]
+# The sampler's own query is left out; background processes (walwriter, checkpointer...)
+# have no database, so they are kept whatever database is asked for.
+QUERY = """
+SELECT pid, backend_type, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')
+FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND (datname IS NULL OR datname = ?)
+"""
+
+
+class WaitSampler:
+    """Use as a context manager, or call start() and stop(); read ``frame()`` after."""
+
+    def __init__(self, connect: Callable[[], Any], database: str, hz: float = 20.0):
+        if not 0 < hz <= 200:
+            raise ValueError(f"WaitSampler: hz={hz}: expected a rate above 0 and at most 200 samples per second")
+        self.connect = connect
+        self.database = database
+        self.interval = 1.0 / hz
+        self.rows: list[tuple] = []
+        self.ticks = 0
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = 0.0
+        self._ended = 0.0
+
+    def start(self) -> "WaitSampler":
+        conn = self.connect()  # connect here, so a bad target fails before the workload starts
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, args=(conn,), name="wait-sampler", daemon=True)
+        self._started = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def _loop(self, conn) -> None:
+        cur = conn.cursor()
+        next_at = time.perf_counter()
+        try:
+            while not self._stop.is_set():
+                t = time.perf_counter() - self._started
+                for row in cur.execute(QUERY, self.database).fetchall():
+                    self.rows.append((t, *row))
+                self.ticks += 1
+                next_at += self.interval
+                delay = next_at - time.perf_counter()
+                if delay > 0:
+                    self._stop.wait(delay)
+                else:
+                    next_at = time.perf_counter()  # fell behind: do not burst to catch up
+        except Exception as exc:  # noqa: BLE001 - reported by stop()
+            self.error = redact(exc)
+        finally:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def stop(self) -> "WaitSampler":
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._ended = time.perf_counter()
+        return self
+
+    def __enter__(self) -> "WaitSampler":
+        return self.start()
+
+    def __exit__(self, *exc) -> bool:
+        self.stop()
+        return False
+
+    @property
+    def achieved_hz(self) -> float:
+        span = self._ended - self._started
+        return self.ticks / span if span > 0 else float("nan")
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=COLUMNS)
+
+
+def label(frame: pd.DataFrame) -> pd.Series:
+    """``Type:Event`` for a waiting sample, ``CPU`` for an active one that waits on nothing.
+
+    A session with no transaction open that waits for its client is ``idle``;
+    one that holds a transaction open while it waits for its client keeps
+    ``Client:ClientRead``, since its locks and snapshot still count.
+    """
+    waiting = frame["wait_event_type"].ne("")
+    lab = (frame["wait_event_type"] + ":" + frame["wait_event"]).where(waiting, "CPU")
+    idle = frame["state"].eq("idle") | (~waiting & frame["state"].ne("active"))
+    return lab.mask(idle, "idle")
+
+
+def shares(frame: pd.DataFrame, backend_type: str | None = "client backend") -> pd.DataFrame:
+    """Share of samples per wait label (idle samples left out), for one kind of backend."""
+    f = frame if backend_type is None else frame[frame["backend_type"] == backend_type]
+    labs = label(f)
+    labs = labs[labs != "idle"]
+    counts = labs.value_counts()
+    out = counts.rename_axis("wait").reset_index(name="samples")
+    out["share"] = out["samples"] / out["samples"].sum() if len(out) else []
+    return out
+
+
+def wal_snapshot(cursor) -> dict[str, float]:
+    """pg_stat_wal's cumulative counters (PostgreSQL 14+), for before/after deltas.
+
+    A backend publishes its WAL counters at most once a second and when it
+    exits: take the 'after' snapshot once the workload's sessions have closed.
+    """
+    cursor.execute("SELECT wal_records, wal_fpi, wal_bytes, wal_buffers_full, wal_write, wal_sync, "
+                   "wal_write_time, wal_sync_time FROM pg_stat_wal")
+    row = cursor.fetchone()
+    names = [d[0] for d in cursor.description]
+    return {n: float(v) for n, v in zip(names, row)}
+
+
+def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Counter deltas; a counter that went backwards was reset, and its delta is the after value."""
+    return {k: (after[k] - before[k]) if after[k] >= before[k] else after[k] for k in after if k in before}

@@ -1,0 +1,63 @@
+"""The wait-event sampler against the test PostgreSQL: it sees a lock wait it was shown."""
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from harness import pg_waits
+
+pytestmark = pytest.mark.live
+
+
+def test_sampler_sees_a_lock_wait_and_keeps_its_rate(pg_target):
+    setup = pg_target.connect("contention_test")
+    setup.execute("DROP TABLE IF EXISTS waits_probe; CREATE TABLE waits_probe (id int PRIMARY KEY, v int)")
+    setup.execute("INSERT INTO waits_probe VALUES (1, 0)")
+    holder = pg_target.connect("contention_test", autocommit=False)
+    holder.execute("UPDATE waits_probe SET v = v + 1 WHERE id = 1")  # holds the row lock
+
+    def blocked():
+        c = pg_target.connect("contention_test")
+        c.execute("SET application_name = 'blocked'; UPDATE waits_probe SET v = v + 1 WHERE id = 1")
+        c.close()
+
+    t = threading.Thread(target=blocked)
+    with pg_waits.WaitSampler(lambda: pg_target.connect("contention_test"), "contention_test", hz=20) as sampler:
+        t.start()
+        time.sleep(1.0)
+        holder.commit()
+        t.join(timeout=10)
+    holder.close()
+    frame = sampler.frame()
+    assert sampler.error is None
+    assert 12 <= sampler.achieved_hz <= 21
+    assert ((frame["wait_event_type"] == "Lock") & (frame["wait_event"] == "transactionid")).sum() >= 10
+    shares = pg_waits.shares(frame)
+    share = dict(zip(shares["wait"], shares["share"]))
+    assert share["Lock:transactionid"] > 0.3  # the blocked session, for most of the second
+    assert share["Client:ClientRead"] > 0.3  # the holder: idle in transaction
+
+
+def test_wal_delta_counts_records(pg_target):
+    cur = pg_target.connect("contention_test").cursor()
+    before = pg_waits.wal_snapshot(cur)
+    writer = pg_target.connect("contention_test")  # a backend flushes its WAL counters when it exits
+    writer.execute("CREATE TABLE IF NOT EXISTS wal_probe (v int); INSERT INTO wal_probe SELECT generate_series(1, 100)")
+    writer.close()
+    time.sleep(0.2)
+    after = pg_waits.wal_snapshot(cur)
+    d = pg_waits.delta(before, after)
+    assert d["wal_records"] >= 100 and d["wal_bytes"] > 0
+
+
+def test_labels_and_rate_limits():
+    frame = pd.DataFrame([(0.0, 1, "client backend", "active", "", ""),
+                          (0.0, 2, "client backend", "active", "LWLock", "WALInsert"),
+                          (0.0, 3, "client backend", "idle", "Client", "ClientRead"),
+                          (0.0, 4, "client backend", "idle", "", "")], columns=pg_waits.COLUMNS)
+    frame.loc[5] = (0.0, 5, "client backend", "idle in transaction", "Client", "ClientRead")
+    assert list(pg_waits.label(frame)) == ["CPU", "LWLock:WALInsert", "idle", "idle", "Client:ClientRead"]
+    assert pg_waits.delta({"a": 5.0}, {"a": 2.0}) == {"a": 2.0}  # reset: the after value
+    with pytest.raises(ValueError, match="hz=0"):
+        pg_waits.WaitSampler(lambda: None, "x", hz=0)
