@@ -14,7 +14,7 @@ RECORD_TO ?=
 ALLOW_SERVER_CHANGES ?=
 PARAMS ?=
 
-.PHONY: setup book chapter test lab bench-perftools native clean clean-pg help
+.PHONY: setup book chapter test lab bench-perftools bench-driver native clean clean-pg help
 
 # Native microbenchmarks: every native/<name>.c becomes native/build/<name>.
 CC ?= cc
@@ -28,6 +28,7 @@ help:
 	@echo "make chapter CH=ghost-cleanup [SOURCE=live ENGINE=postgres|sqlserver TARGET=DSN_OR_ENV_VAR] [RECORDING=id|dir]"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench-perftools   parse-speed and memory benchmark of the stack importers"
+	@echo "make bench-driver      the sessions driver against pgbench on the same single-row insert"
 	@echo "make native    build the C microbenchmarks in native/ (chapters build them on demand too)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -58,6 +59,9 @@ lab: setup
 
 bench-perftools: setup
 	$(BIN)/python benchmarks/bench_perftools.py
+
+bench-driver: setup
+	$(BIN)/python benchmarks/bench_driver.py
 
 native: $(NATIVE_BIN)
 

@@ -41,3 +41,9 @@ def problems(sql: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - the grammar gave up entirely
         return [f"parser failed: {exc}"]
     return [f"line {v.line_no}: {v.desc()}" for v in parsed.violations]
+
+
+def assert_parses(sql: str, what: str = "T-SQL") -> None:
+    """Fail with the parser's complaints, naming ``what`` was checked."""
+    found = problems(sql if sql.rstrip().endswith(";") else sql + ";")
+    assert not found, f"{what} does not parse: {found}\n{sql}"

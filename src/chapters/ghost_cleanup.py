@@ -31,6 +31,7 @@ from harness.driver import run_sessions
 from harness.guard import Change, StateGuard
 from harness.live import default_destination, invocation, live_target, measured_writer
 from harness.targets import Target, check_identifier, ensure_own_database, major_version
+from harness.sqlserver_dmv import trace_flag_change
 
 CHAPTER = "ghost-cleanup"
 NOTEBOOK = "03-ghost-cleanup.ipynb"
@@ -255,27 +256,10 @@ def _database_options_change(db: str, version: str, rcsi: bool) -> Change:
     )
 
 
-def _trace_flag_change(flag: int) -> Change:
-    """A global trace flag, on for the run and back to its prior state after."""
-
-    def read(conn):
-        cur = conn.cursor()
-        cur.execute(f"DBCC TRACESTATUS({int(flag)}, -1) WITH NO_INFOMSGS")
-        rows = cur.fetchall() if cur.description else []
-        return bool(rows and rows[0][2])  # columns: TraceFlag, Status, Global, Session
-
-    return Change(
-        description=f"global trace flag {int(flag)}",
-        scope="server", read=read,
-        apply=lambda prior: [] if prior else [f"DBCC TRACEON({int(flag)}, -1)"],
-        restore=lambda prior: [] if prior else [f"DBCC TRACEOFF({int(flag)}, -1)"],
-    )
-
-
 def sqlserver_changes(variant: str, db: str, version: str) -> list[Change]:
     changes = [_database_options_change(db, version, rcsi=variant != "read_committed")]
     if variant == "rcsi_open_txn_tf7006":
-        changes.append(_trace_flag_change(7006))
+        changes.append(trace_flag_change(7006))
     return changes
 
 
