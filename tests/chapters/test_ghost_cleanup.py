@@ -171,7 +171,7 @@ def test_interrupted_live_run_leaves_an_incomplete_recording(pg, tmp_path, monke
     from conftest import TEST_ENV_VAR
     from harness.recording import Recording, RecordingError
 
-    real = ghost.run_sessions
+    real = ghost.live.run_sessions
     calls = {"n": 0}
 
     def second_variant_interrupted(*args, **kwargs):
@@ -180,7 +180,7 @@ def test_interrupted_live_run_leaves_an_incomplete_recording(pg, tmp_path, monke
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ghost, "run_sessions", second_variant_interrupted)
+    monkeypatch.setattr(ghost.live, "run_sessions", second_variant_interrupted)
     dest = tmp_path / "interrupted"
     with pytest.raises(KeyboardInterrupt):
         ghost.run_live(target=TEST_ENV_VAR, engine="postgres", updates=300, chunk=100, record_to=str(dest),
