@@ -14,7 +14,7 @@ RECORD_TO ?=
 ALLOW_SERVER_CHANGES ?=
 PARAMS ?=
 
-.PHONY: setup book chapter test lab bench-perftools bench-driver native clean clean-pg help
+.PHONY: setup book chapter record test lab bench-perftools bench-driver native clean clean-pg help
 
 # Native microbenchmarks: every native/<name>.c becomes native/build/<name>.
 CC ?= cc
@@ -26,6 +26,7 @@ help:
 	@echo "make book      execute every chapter on its recorded data and build the HTML book"
 	@echo "make test      run everything CI checks (starts and stops its own PostgreSQL)"
 	@echo "make chapter CH=ghost-cleanup [SOURCE=live ENGINE=postgres|sqlserver TARGET=DSN_OR_ENV_VAR] [RECORDING=id|dir]"
+	@echo "make record CH=<chapter> ENGINE=<engine> [TARGET=...]   a live run, kept as a new recording under data/"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench-perftools   parse-speed and memory benchmark of the stack importers"
 	@echo "make bench-driver      the sessions driver against pgbench on the same single-row insert"
@@ -49,6 +50,11 @@ chapter: setup
 		$(if $(ENGINE),--engine $(ENGINE)) $(if $(TARGET),--target $(TARGET)) \
 		$(if $(RECORDING),--recording $(RECORDING)) $(if $(RECORD_TO),--record-to $(RECORD_TO)) \
 		$(if $(ALLOW_SERVER_CHANGES),--allow-server-changes) $(foreach p,$(PARAMS),--param $(p))
+
+# record: a live run whose recording stays under data/<chapter>/ (the same as chapter SOURCE=live)
+record:
+	@test -n "$(CH)" -a -n "$(ENGINE)" || { echo "make record: give CH=<chapter> ENGINE=postgres|sqlserver|native [TARGET=...]"; exit 2; }
+	@$(MAKE) --no-print-directory chapter SOURCE=live
 
 test: setup
 	$(BIN)/python -m pytest -q
