@@ -149,7 +149,7 @@ def perf_counters_query(counters: Sequence[tuple[str, str]]) -> tuple[str, list[
         raise ValueError("perf_counters_query: name at least one (object, counter) pair")
     clauses, params = [], []
     for obj, name in counters:
-        clauses.append("(RTRIM(object_name) LIKE ? AND (RTRIM(counter_name) = ? OR RTRIM(counter_name) = ?))")
+        clauses.append("(RTRIM(object_name) LIKE ? AND LOWER(RTRIM(counter_name)) IN (LOWER(?), LOWER(?)))")
         params += [f"%:{obj}", name, _base_name(name)]
     sql = ("SELECT RTRIM(object_name) AS object_name, RTRIM(counter_name) AS counter_name, "
            "RTRIM(instance_name) AS instance_name, cntr_value, cntr_type "
@@ -174,11 +174,12 @@ def interpret(before: pd.DataFrame, after: pd.DataFrame, seconds: float) -> pd.D
     both["cntr_value_before"] = both["cntr_value_before"].fillna(both["cntr_value"])
     d = both["cntr_value"].astype(float) - both["cntr_value_before"].astype(float)
     both["delta"] = d.where(d >= 0, both["cntr_value"].astype(float))  # cleared meanwhile: counts from 0
-    bases = both[both["cntr_type"] == PERF_LARGE_RAW_BASE].set_index(["object_name", "counter_name", "instance_name"])
+    bases = both[both["cntr_type"] == PERF_LARGE_RAW_BASE].assign(counter_name=lambda f: f["counter_name"].str.lower())
+    bases = bases.set_index(["object_name", "counter_name", "instance_name"])
     rows = []
     for r in both[both["cntr_type"] != PERF_LARGE_RAW_BASE].itertuples(index=False):
         t = int(r.cntr_type)
-        base_key = (r.object_name, _base_name(r.counter_name), r.instance_name)
+        base_key = (r.object_name, _base_name(r.counter_name).lower(), r.instance_name)  # "CPU usage % base"
         base = bases.loc[base_key] if base_key in bases.index else None
         if t in RATE_TYPES:
             value, unit = r.delta / seconds, "per second"

@@ -59,6 +59,7 @@ def test_counters_interpreted_by_type():
     assert got.loc["Latch Waits/sec", "value"] == 1000 and got.loc["Latch Waits/sec", "unit"] == "per second"
     assert got.loc["Average Latch Wait Time (ms)", "value"] == 8  # 4000 ms over 500 waits
     assert got.loc["User Connections", "value"] == 14
+    assert got.loc["CPU usage %", "value"] == 0.6  # its base is spelt "CPU usage % base": matched in any case
     assert "Average Latch Wait Time Base" not in got.index
     with pytest.raises(ValueError, match="positive duration"):
         dmv.interpret(before, after, 0)

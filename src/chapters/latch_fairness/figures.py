@@ -1,0 +1,134 @@
+"""The chapter's figures (seaborn / matplotlib); each function returns a Figure."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .common import KIND_LABELS, KINDS, VARIANT_LABELS
+
+PALETTE = {"fair": "#c0392b", "unfair": "#2e86c1", "spin_then_park": "#27ae60", "eventual": "#8e44ad"}
+
+
+def _empty(ax, text):
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center")
+
+
+def plot_published(metrics: pd.DataFrame):
+    """Paired bars, fair vs unfair, one panel per counter; log scales where the values span decades."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    names = list(dict.fromkeys(metrics["metric"]))
+    cols = 4
+    rows = int(np.ceil(len(names) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(13, 3.2 * rows))
+    palette = {VARIANT_LABELS["fair"]: PALETTE["fair"], VARIANT_LABELS["unfair"]: PALETTE["unfair"]}
+    for ax, name in zip(axes.flat, names):
+        part = metrics[metrics["metric"] == name].dropna(subset=["value"])
+        if part.empty:
+            _empty(ax, f"{name}\nnot in this recording")
+            continue
+        shown = part.assign(shown=part["value"].clip(lower=0.5))
+        sns.barplot(data=shown, x="recording", y="shown", hue="setting", palette=palette, ax=ax,
+                    legend=ax is axes.flat[0])
+        positive = part["value"][part["value"] > 0]
+        if len(positive) and positive.max() / max(positive.min(), 0.5) > 100:
+            ax.set_yscale("log")
+            ax.set_ylabel("log scale")
+        else:
+            ax.set_ylabel("")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("")
+        ax.tick_params(axis="x", labelsize=7)
+        for bar, val in zip(ax.patches, shown["value"]):
+            ax.annotate(f"{val:,.0f}" if val >= 10 else f"{val:g}", (bar.get_x() + bar.get_width() / 2,
+                        bar.get_height()), ha="center", va="bottom", fontsize=7)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    if axes.flat[0].get_legend():
+        axes.flat[0].legend(fontsize=7, title=None, loc="lower right", framealpha=0.9)
+    fig.tight_layout()
+    return fig
+
+
+def _kind_lines(ax, summary, y, cpus, ylabel, log=True):
+    import seaborn as sns
+
+    data = summary.assign(setting=summary["kind"].map(lambda k: KIND_LABELS.get(k, k)))
+    palette = {KIND_LABELS[k]: PALETTE[k] for k in KINDS}
+    order = [KIND_LABELS[k] for k in KINDS if k in set(summary["kind"])]
+    sns.lineplot(data=data, x="threads", y=y, hue="setting", hue_order=order, palette=palette, marker="o", ax=ax)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(summary["threads"].unique()))
+    ax.get_xaxis().set_major_formatter(__import__("matplotlib").ticker.ScalarFormatter())
+    if log:
+        ax.set_yscale("log")
+    if cpus:
+        ax.axvline(cpus, color="grey", ls="--", lw=0.8)
+        ax.annotate(f"{cpus} logical CPUs", (cpus, 1), xycoords=("data", "axes fraction"), ha="left", va="top",
+                    fontsize=7, color="grey", xytext=(3, -3), textcoords="offset points")
+    ax.set_xlabel("threads")
+    ax.set_ylabel(ylabel)
+
+
+def plot_throughput(summary: pd.DataFrame | None, cpus: int | None):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if summary is None or summary.empty:
+        _empty(ax, "this recording holds no native sweep")
+        return fig
+    s = summary.assign(mrps=summary["records_per_s"] / 1e6)
+    _kind_lines(ax, s, "mrps", cpus, "million records / s (log scale)")
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_title("Throughput of one hot lock, by hand-off policy (median of repetitions)")
+    ax.legend(title=None, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_latency(summary: pd.DataFrame | None, cpus: int | None):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=False)
+    if summary is None or summary.empty:
+        for ax in axes:
+            _empty(ax, "this recording holds no native sweep")
+        return fig
+    s = summary.assign(p99_us=summary["wait_p99_ns"].clip(lower=1) / 1e3,
+                       max_ms=summary["wait_max_ns"].clip(lower=1) / 1e6)
+    _kind_lines(axes[0], s, "p99_us", cpus, "µs (log scale)")
+    axes[0].set_title("99th percentile wait for the lock")
+    _kind_lines(axes[1], s, "max_ms", cpus, "ms (log scale)")
+    axes[1].set_title("Longest single wait (worst repetition)")
+    axes[0].legend(title=None, fontsize=7)
+    axes[1].get_legend().remove()
+    fig.tight_layout()
+    return fig
+
+
+def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    if summary is None or summary.empty:
+        for ax in axes:
+            _empty(ax, "this recording holds no native sweep")
+        return fig
+    floor = 1e-5
+    s = summary.assign(w=summary["waits_per_record"].clip(lower=floor), sp=summary["spins_per_record"].clip(lower=floor),
+                       cs=summary["cs_per_record"].clip(lower=floor))
+    for ax, col, title in ((axes[0], "w", "Waits (parks) per record"),
+                           (axes[1], "sp", "Spins (PAUSE) per record"),
+                           (axes[2], "cs", "Context switches per record")):
+        _kind_lines(ax, s, col, cpus, f"per record (log scale; {floor:g} = none)")
+        ax.set_title(title)
+        if ax is not axes[0]:
+            ax.get_legend().remove()
+    axes[0].legend(title=None, fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,185 @@
+"""Latch-fairness chapter: published recording, analysis, verdicts, native smoke run; no server needed."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import chapters.latch_fairness as lf
+from chapters.latch_fairness import analysis, native_sweep
+from chapters.latch_fairness.common import NATIVE_COLUMNS
+from harness import native
+from harness.recording import Recording, RecordingError, RecordingWriter
+
+
+# -- the published recording -------------------------------------------------------------
+def test_published_recording_matches_the_article():
+    p = lf.load_published()
+    assert p.recording.kind == "published" and p.engine == "sqlserver"
+    assert p.recording.manifest["citation"]["url"].startswith("https://www.sql.kiwi/2022/08/")
+    assert p.recording.host["logical_cpus"] == 12 and p.recording.host["cores"] == 6
+    latch = p.latch.set_index("variant")
+    assert latch.loc["fair", "waits"] == 271_609 and latch.loc["fair", "wait_time_ms"] == 22_642
+    assert latch.loc["unfair", "waits"] == 57 and latch.loc["unfair", "max_wait_time_ms"] == 1
+    spin = p.spinlock.set_index(["variant", "name"])
+    assert spin.loc[("unfair", "LATCH_SPIN_STATS"), "spins"] == 221_891_800
+    assert spin.loc[("unfair", "LATCH_SPIN_STATS"), "collisions"] == 337_110
+    assert spin.loc[("fair", "X_PACKET_LIST"), "spins"] == 56_635
+    wait = p.wait.set_index(["variant", "name"])
+    assert wait.loc[("fair", "LATCH_EX"), "signal_wait_time_ms"] == 2_644
+    assert wait.loc[("unfair", "CXPACKET"), "waits"] == 280_905
+    assert p.runs.set_index("variant")["elapsed_s"].to_dict() == {"fair": 5.5, "unfair": 4.5}
+    assert (p.runs["operations"] == 64 * 1024 * 1024).all() and (p.runs["sessions"] == 11).all()
+
+
+def test_published_numbers_are_derived_not_typed():
+    k = analysis.published_numbers(lf.load_published())
+    assert k["pub_latch_wait_drop_x"] == pytest.approx(271_609 / 57)
+    assert k["pub_speedup_x"] == pytest.approx(5.5 / 4.5)
+    assert k["pub_fair_wait_s_per_worker"] == pytest.approx(22.642 / 11)
+    assert k["convoy_capacity"] == 500  # the article's 2 ms hold time
+
+
+def test_convoy_arithmetic():
+    c = analysis.convoy(2.0, 600.0, seconds=3)
+    assert c["capacity_per_s"] == 500 and c["queue_growth_per_s"] == 100
+    assert c["queue_after"] == 300 and c["wait_of_last_ms"] == 600
+    assert analysis.convoy(2.0, 400.0)["queue_after"] == 0  # below capacity no queue builds
+    with pytest.raises(ValueError, match="positive hold time"):
+        analysis.convoy(0, 10)
+
+
+# -- analysis on a synthetic native sweep -----------------------------------------------------
+def sweep(fair_rate_at_8=1e5, unfair_max_ns=5e6, fair_max_ns=1e6, stp_waits=10):
+    rows = []
+    for kind in ("fair", "unfair", "spin_then_park", "eventual"):
+        for threads in (1, 2, 4, 8):
+            for rep in range(2):
+                rate = 1e7 if threads == 1 or kind != "fair" else (fair_rate_at_8 if threads == 8 else 2e5)
+                records = int(rate)
+                rows.append({"kind": kind, "threads": threads, "repetition": rep, "duration_s": 1.0,
+                             "records": records, "records_per_s": rate, "record_bytes": 64,
+                             "waits": records if kind == "fair" and threads > 1 else (stp_waits if kind == "spin_then_park" else 100),
+                             "parks": 0, "handoffs": 0, "spins": records * 3 if kind in ("spin_then_park", "eventual") else 0,
+                             "backoffs": 0, "queue_spins": 0, "wait_p50_ns": 30, "wait_p99_ns": 5e4 if kind == "fair" else 400,
+                             "wait_p999_ns": 1e5, "wait_max_ns": fair_max_ns if kind == "fair" else unfair_max_ns,
+                             "voluntary_cs": records if kind == "fair" else 10, "involuntary_cs": 5, "cpu_s": 1.0,
+                             "jain_index": 1.0, "min_share": 0.9})
+    frame = pd.DataFrame(rows)
+    return native_sweep.to_runs(frame)
+
+
+def native_recording(tmp_path, runs, name="sweep"):
+    with native.writer(tmp_path / name, chapter="latch-fairness", parameters={"duration_ms": 1000, "repetitions": 2,
+                       "record_bytes": 64, "fair_after_us": 500, "spin_us": 20}, command="test", title="t") as w:
+        w.write_csv("runs.csv", runs)
+    return lf.load(tmp_path / name)
+
+
+def test_native_summary_and_verdicts_follow_the_data(tmp_path):
+    g = native_recording(tmp_path, sweep())
+    s = analysis.native_summary(g)
+    assert set(s["kind"]) == {"fair", "unfair", "spin_then_park", "eventual"} and (s["repetitions"] == 2).all()
+    assert s.set_index(["kind", "threads"]).loc[("fair", 8), "waits_per_record"] == 1
+    v = analysis.verdicts(lf.load_published(), g).set_index("claim")
+    verdict = dict(zip([c.split(" (")[0] for c in v.index], v["verdict"]))
+    assert verdict["The unfair latch waits far less often"] == "agrees"
+    assert verdict["The unfair latch spins far more"] == "agrees"
+    assert verdict["The unfair latch gives higher throughput"] == "agrees"
+    assert verdict["The unfair latch's maximum wait is no worse"] == "differs"  # 5 ms against 1 ms
+
+
+def test_verdicts_can_flip(tmp_path):
+    """Each verdict is computed, not fixed: the opposite data gives the opposite answer."""
+    g = native_recording(tmp_path, sweep(fair_rate_at_8=1e8, unfair_max_ns=1e5, stp_waits=10**7))
+    v = analysis.verdicts(lf.load_published(), g)
+    got = dict(zip([c.split(" (")[0] for c in v["claim"]], v["verdict"]))
+    assert got["The unfair latch gives higher throughput"] == "differs"
+    assert got["The unfair latch's maximum wait is no worse"] == "agrees"
+    assert got["The unfair latch waits far less often"] == "differs"
+
+
+def test_key_numbers_from_a_native_recording(tmp_path):
+    g = native_recording(tmp_path, sweep())
+    k = analysis.key_numbers(lf.load_published(), g)
+    assert k["m_threads_max"] == 8 and k["m_fair_rate_1"] == pytest.approx(10.0)
+    assert k["m_fair_collapse_x"] == pytest.approx(100)
+    assert k["m_handoff_us"] == pytest.approx(10 - 0.1)  # 10 µs per record minus 100 ns alone
+    assert k["m_fair_half_threads"] == 2
+    assert all(not isinstance(v, np.generic) for v in k.values())
+
+
+def test_verdicts_for_a_sqlserver_measured_recording(tmp_path):
+    """A reader's SQL Server recording has the published layout; its verdicts come from its own deltas."""
+    p = lf.load_published()
+    dest = tmp_path / "sql"
+    with RecordingWriter(dest, chapter="latch-fairness", kind="measured",
+                         engine={"name": "sqlserver", "version": "16.0.4135.4"},
+                         host={"cpu_model": None, "sockets": 1, "cores": 8, "logical_cpus": 16, "numa_nodes": 1},
+                         parameters={}, measured={"tool": "t", "tool_version": "0", "command": "test"}) as w:
+        for name in ("runs.csv", "dmv/latch.csv", "dmv/spinlock.csv", "dmv/wait.csv"):
+            w.write_bytes(name, p.recording.read_bytes(name))
+    v = analysis.verdicts(p, lf.load(dest))
+    assert list(v["verdict"]) == ["agrees", "agrees", "agrees", "agrees"]
+
+
+def test_bad_recordings_give_clear_errors(tmp_path):
+    runs = sweep().drop(columns=["wait_p99_ns"])
+    with pytest.raises(RecordingError, match=r"runs.csv lacks column\(s\) wait_p99_ns"):
+        native_recording(tmp_path, runs)
+    with pytest.raises(RecordingError, match="no manifest.json found"):
+        lf.load(tmp_path / "nowhere")
+    with RecordingWriter(tmp_path / "pg", chapter="latch-fairness", kind="measured",
+                         engine={"name": "postgres", "version": "16"},
+                         host={"cpu_model": None, "sockets": 1, "cores": 1, "logical_cpus": 1, "numa_nodes": 1},
+                         parameters={}, measured={"tool": "t", "tool_version": "0", "command": "x"}) as w:
+        w.write_text("runs.csv", "variant\n")
+    with pytest.raises(RecordingError, match="no PostgreSQL analogue"):
+        lf.load(tmp_path / "pg")
+
+
+def test_parameters_are_checked():
+    assert native_sweep.parse_threads("1, 2,4") == [1, 2, 4]
+    assert native_sweep.parse_threads("") == list(native_sweep.DEFAULT_THREADS)
+    with pytest.raises(ValueError, match="threads: 'x' is not a whole number"):
+        native_sweep.parse_threads("1,x")
+    with pytest.raises(ValueError, match="out of range"):
+        native_sweep.parse_threads("0")
+    with pytest.raises(ValueError, match="bogus not known; expected some of fair"):
+        native_sweep.parse_list("fair,bogus", "variants", ("fair", "unfair"))
+    with pytest.raises(ValueError, match="no faithful PostgreSQL analogue"):
+        lf.run_live(engine="postgres")
+
+
+# -- the native program ---------------------------------------------------------------------
+def test_native_program_rejects_bad_options():
+    import subprocess
+
+    exe = native.build("latch_convoy")
+    for args, message in ((["--kinds", "fair,nope"], "unknown kind 'nope'"),
+                          (["--threads", "0"], "--threads=0: expected an integer from 1 to 1024"),
+                          (["--duration-ms"], "needs a value"), (["--frobnicate", "1"], "unknown option")):
+        proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
+def test_native_smoke_sweep_records_and_renders(tmp_path):
+    """Build, run a tiny sweep over every kind, write a recording, and read it back."""
+    lines = []
+    path = lf.run_live(engine="native", threads="1,4", duration_ms=60, repetitions=1, record_bytes=32,
+                       record_to=str(tmp_path / "smoke"), log=lines.append)
+    rec = Recording.open(path)
+    assert rec.kind == "measured" and rec.engine["name"] == "native" and rec.host["logical_cpus"] >= 1
+    assert rec.parameters["threads"] == [1, 4] and rec.manifest["measured"]["command"]
+    g = lf.load(path)
+    assert set(g.runs["kind"]) == {"fair", "unfair", "spin_then_park", "eventual"}
+    assert len(g.runs) == 8 and set(NATIVE_COLUMNS) <= set(g.runs.columns)
+    assert (g.runs["records"] > 0).all()
+    one = g.runs[g.runs["threads"] == 1]
+    assert (one["waits"] == 0).all() and (one["handoffs"] == 0).all()  # alone, nobody waits
+    fair4 = g.runs[(g.runs["kind"] == "fair") & (g.runs["threads"] == 4)].iloc[0]
+    assert fair4["handoffs"] == fair4["parks"]  # every fair park ends in a hand-off
+    assert (g.runs.loc[g.runs["kind"] == "unfair", "handoffs"] == 0).all()  # barging never hands off
+    assert (g.runs.loc[g.runs["kind"].isin(["fair", "unfair"]), "spins"] == 0).all()
+    assert (g.runs["wait_p50_ns"] <= g.runs["wait_p99_ns"]).all()
+    assert (g.runs["wait_p99_ns"] <= g.runs["wait_max_ns"]).all()
+    assert any("recording written" in line for line in lines)
+    analysis.verdicts(lf.load_published(), g)  # renders for any sweep
