@@ -124,4 +124,10 @@ def test_the_book_builds_with_warnings_as_errors():
     chapter = (html / "chapters" / "03-ghost-cleanup.html").read_text()
     assert "Ghost cleanup under row versioning" in chapter
     assert "published-white-2024-sql2019" in chapter and "measured-postgres-reference" in chapter
+    for name, notebook in book.notebooks().items():  # every chapter is a page, with its figures
+        page = html / "chapters" / f"{notebook.stem}.html"
+        assert page.exists(), f"{name}: no page {page}"
+        text = page.read_text()
+        assert "<img" in text and "Run it yourself" in text, f"{name}: page without figures or run instructions"
+        assert "Traceback" not in text, f"{name}: an error was rendered into the page"
     assert (html / "running-live.html").exists() and (html / "recordings.html").exists()

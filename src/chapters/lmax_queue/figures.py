@@ -1,0 +1,120 @@
+"""The chapter's figures (seaborn / matplotlib)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import analysis
+from .recordings import LmaxRecording
+
+
+def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
+    """Throughput against sessions per queue design: the database recording's curves, published points."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    measured = analysis.scaling(db)
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    sns.lineplot(data=measured, x="sessions", y="throughput", hue="design", style="design", markers=True,
+                 dashes=False, ax=ax)
+    pub = analysis.scaling(adkin)
+    for row in pub.itertuples():
+        ax.scatter([row.sessions], [row.throughput], marker="*", s=220, color="black", zorder=5)
+        ax.annotate(f"published: {row.design}\n{row.throughput:,.0f} msgs/s, {row.sessions} thread",
+                    (row.sessions, row.throughput), textcoords="offset points", xytext=(12, -22), fontsize=8)
+    knee = analysis.finding(adkin, "scaling_knee", "imoltp_v1")
+    if knee is not None:
+        ax.axvline(float(knee["sessions"]), color="grey", ls="--", lw=1)
+        ax.text(float(knee["sessions"]), 0.97, f"published: v1 leaves linear \nscaling at {int(knee['sessions'])} threads ",
+                transform=ax.get_xaxis_transform(), fontsize=8, va="top", ha="right", color="dimgrey")
+    ax.set_yscale("log")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.set_xlabel("producer sessions (log scale)")
+    ax.set_ylabel("messages pushed per second (log scale)")
+    ax.set_title(f"Queue designs: {db.label} against the article's points")
+    ax.legend(fontsize=8, title=None, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_native(native: LmaxRecording, lmax: LmaxRecording):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    t = analysis.scaling(native)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    sns.barplot(data=t, x="sessions", y="throughput", hue="design", ax=axes[0])
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("producers (one consumer)")
+    axes[0].set_ylabel("messages per second (log)")
+    axes[0].set_title(f"Measured: {native.label}")
+    axes[0].legend(fontsize=8, title=None)
+    lat = t.melt(id_vars=["design", "sessions"], value_vars=["p50_us", "p99_us"], var_name="percentile",
+                 value_name="us")
+    lat["series"] = lat["design"].str.split(" ").str[0] + " " + lat["percentile"].str.replace("_us", "")
+    sns.lineplot(data=lat, x="sessions", y="us", hue="series", marker="o", ax=axes[1])
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("producers (one consumer)")
+    axes[1].set_ylabel("enqueue to dequeue, µs (log)")
+    axes[1].set_title("Latency percentiles (measured)")
+    axes[1].legend(fontsize=7, title=None)
+    pub = lmax.runs.assign(design=[analysis.label(v) for v in lmax.runs["variant"]])
+    sns.barplot(data=pub, x="topology", y="throughput", hue="design", ax=axes[2])
+    axes[2].set_yscale("log")
+    axes[2].set_xlabel("")
+    axes[2].set_ylabel("operations per second (log)")
+    axes[2].set_title("Published: LMAX paper (Java)")
+    axes[2].tick_params(axis="x", labelsize=8)
+    axes[2].legend(fontsize=8, title=None)
+    fig.tight_layout()
+    return fig
+
+
+def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fs = analysis.false_sharing(native)
+    names = {"single": "one thread, one counter", "adjacent": "2 threads, counters in one line",
+             "padded": "2 threads, counters padded apart", "shared_atomic": "2 threads, one atomic counter"}
+    fs["layout"] = fs["layout"].map(lambda x: names.get(x, x))
+    inc = analysis.paper_increments(lmax)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    sns.barplot(data=fs, y="layout", x="ns_per_increment", ax=axes[0], color="tab:blue")
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("ns per increment (log)")
+    axes[0].set_ylabel("")
+    axes[0].set_title(f"Measured: {native.label}")
+    sns.barplot(data=inc, y="method", x="ns_per_increment", ax=axes[1], color="tab:grey")
+    axes[1].set_xscale("log")
+    axes[1].set_xlabel("ns per increment (log)")
+    axes[1].set_ylabel("")
+    axes[1].set_title("Published: LMAX paper, 500M increments")
+    fig.tight_layout()
+    return fig
+
+
+def plot_pressure(db: LmaxRecording):
+    """Wait-event shares (PostgreSQL) or spinlock shares (SQL Server) per design and session count."""
+    import matplotlib.pyplot as plt
+
+    p = analysis.db_pressure(db)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    if p.empty:
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"{db.label}: no wait or spinlock data recorded", ha="center")
+        return fig
+    top = p.groupby("what")["value"].sum().sort_values(ascending=False).head(7).index
+    p = p.assign(what=p["what"].where(p["what"].isin(top), "other"))
+    p["run"] = [f"{analysis.label(v, db.engine)} · {s}" for v, s in zip(p["variant"], p["sessions"])]
+    wide = p.pivot_table(index="run", columns="what", values="value", aggfunc="sum", sort=False).fillna(0)
+    wide.plot.barh(stacked=True, ax=ax, width=0.8, colormap="tab10")
+    ax.invert_yaxis()
+    ax.set_xlabel("share of sampled busy sessions" if db.waits is not None else "share of spins")
+    ax.set_ylabel("")
+    ax.set_title(f"Where the sessions were: {db.label}")
+    ax.legend(fontsize=7, title=None, bbox_to_anchor=(1.01, 1), loc="upper left")
+    ax.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,250 @@
+"""LMAX-queue chapter: workloads parse, guard plans, gates, analysis, published numbers; native and PostgreSQL smoke."""
+import re
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+from tsql_parse import problems
+
+from chapters import lmax_queue as lq
+from chapters.lmax_queue import analysis, live_sqlserver as ss, native_run
+from harness import workloads
+from harness.recording import RecordingError, repo_root
+
+IDS = {"memory_optimized_filegroup": {"database": "contention_lab"}, "push_call": {"procedure": "lmax_loop_v1"}}
+
+
+class FakeCursor:
+    def __init__(self, rows):
+        self.rows = rows
+        self.description = [("c",)]
+
+    def execute(self, sql, *params):
+        self.sql, self.params = sql, params
+        return self
+
+    def fetchone(self):
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self):
+        return self.rows
+
+
+class FakeConn:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def cursor(self):
+        return FakeCursor(self.rows)
+
+    def close(self):
+        pass
+
+
+# -- T-SQL ------------------------------------------------------------------------------------------
+def sqlserver_scripts():
+    return sorted(p.stem for p in (repo_root() / "workloads" / "lmax-queue" / "sqlserver").glob("*.sql"))
+
+
+@pytest.mark.parametrize("script", sqlserver_scripts())
+def test_every_tsql_batch_parses(script):
+    for i, batch in enumerate(workloads.load("lmax-queue", "sqlserver", script, **IDS.get(script, {}))):
+        found = problems(batch if batch.rstrip().endswith(";") else batch + ";")
+        assert not found, f"{script} batch {i}: {found}\n{batch}"
+
+
+def test_natively_compiled_procedures_are_there_and_parse():
+    batches = workloads.load("lmax-queue", "sqlserver", "setup_imoltp")
+    native = [b for b in batches if "WITH NATIVE_COMPILATION, SCHEMABINDING" in b]
+    names = {re.search(r"CREATE PROCEDURE dbo\.(\w+)", b).group(1) for b in native}
+    assert names == {"lmax_get_slot", "lmax_push_v1", "lmax_push_v2", "lmax_loop_v3"}
+    assert all("BEGIN ATOMIC WITH (TRANSACTION ISOLATION LEVEL = SNAPSHOT" in b for b in native)
+    assert all(not problems(b + ";") for b in native)
+    # the parser does catch a broken native procedure (the test above can fail)
+    assert problems(native[0].replace("BEGIN ATOMIC WITH (", "BEGIN ATOMIC WITH ((") + ";")
+
+
+def test_memory_optimized_filegroup_stand_in_is_strict():
+    assert not problems("ALTER DATABASE [lab] ADD FILEGROUP [lab_mod] CONTAINS MEMORY_OPTIMIZED_DATA;")
+    assert problems("ALTER DATABASE [lab] ADD FILEGROUP [lab_mod] CONTAINS MEMORY_OPTIMIZED;")
+
+
+def test_the_queue_size_goes_to_the_one_fill_batch():
+    for script in ("setup_imoltp", "setup_disk"):
+        i = ss.parameter_batch(script)
+        assert "DECLARE @queue_size bigint = ?" in workloads.load("lmax-queue", "sqlserver", script)[i]
+
+
+# -- guard, gates, arithmetic -----------------------------------------------------------------------
+def test_delayed_durability_plan_restores_the_prior_setting():
+    change = ss.delayed_durability_change("contention_lab")
+    prior = change.read(FakeConn([("DISABLED",)]))
+    assert change.scope == "database"
+    assert change.apply(prior) == ["ALTER DATABASE [contention_lab] SET DELAYED_DURABILITY = FORCED"]
+    assert change.restore(prior) == ["ALTER DATABASE [contention_lab] SET DELAYED_DURABILITY = DISABLED"]
+    for sql in change.apply(prior) + change.restore(prior):
+        assert not problems(sql + ";")
+    with pytest.raises(RuntimeError, match="not found"):
+        change.read(FakeConn([]))
+    with pytest.raises(Exception, match="plain identifier"):
+        ss.delayed_durability_change("lab]; DROP DATABASE x; --")
+
+
+def test_version_gate_and_single_session_v3():
+    keep, notes = ss.runnable(["imoltp_v1", "disk_naive"], "12.0.6024.0")
+    assert keep == [] and len(notes) == 2 and "2016" in notes[0]
+    keep, notes = ss.runnable(["imoltp_v1", "imoltp_v3", "disk_ring_sequence"], "16.0.4135.4")
+    assert keep == ["imoltp_v1", "imoltp_v3", "disk_ring_sequence"] and not notes
+    assert ss.sessions_for("imoltp_v3", [1, 2, 4]) == [1]
+    assert ss.sessions_for("imoltp_v2", [1, 2, 4]) == [1, 2, 4]
+
+
+def test_chunks_and_queue_size_checks():
+    assert ss.chunks(100_000, 1000) == (100, 1000)
+    assert ss.chunks(500, 1000) == (1, 500)
+    with pytest.raises(ValueError):
+        ss.chunks(0, 10)
+    assert ss.queue_size_for("imoltp_v2", 2_000_000, 16, 100_000) == 2_000_000
+    with pytest.raises(ValueError, match="ring would fill"):
+        ss.queue_size_for("imoltp_v2", 2_000_000, 32, 100_000)
+    assert ss.queue_size_for("disk_naive", 10, 32, 100_000) == 10  # the naive queue has no slots
+
+
+def test_spinlock_deltas_put_the_articles_spinlocks_first():
+    cols = ["name", "collisions", "spins", "spins_per_collision", "sleep_time", "backoffs"]
+    before = pd.DataFrame([("LOCK_HASH", 10, 100, 10, 0, 0), ("CMED_HASH_SET", 5, 50, 10, 0, 0)], columns=cols)
+    after = pd.DataFrame([("LOCK_HASH", 20, 10_100, 10, 0, 1), ("CMED_HASH_SET", 7, 250, 10, 0, 0)], columns=cols)
+    empty = {"wait": pd.DataFrame(columns=["name", "waits", "wait_time_ms", "max_wait_time_ms", "signal_wait_time_ms"]),
+             "latch": pd.DataFrame(columns=["name", "waits", "wait_time_ms", "max_wait_time_ms"])}
+    d = ss.stats_deltas({**empty, "spinlock": before}, {**empty, "spinlock": after})["spinlock"]
+    assert d["name"].tolist()[:5] == ["CMED_HASH_SET", "XDESMGR", "BLOCKER_ENUM", "LOGCACHE_ACCESS", "LOCK_HASH"]
+    assert d.set_index("name").loc["CMED_HASH_SET", "spins"] == 200
+    assert d.set_index("name").loc["XDESMGR", "spins"] == 0
+
+
+# -- parameters -------------------------------------------------------------------------------------
+def test_parameters_are_checked():
+    assert lq.parse_sessions("4, 1,2", "postgres") == [1, 2, 4]
+    assert lq.parse_sessions("", "native") == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="sessions='1,x'"):
+        lq.parse_sessions("1,x", "postgres")
+    with pytest.raises(ValueError, match="from 1 to 256"):
+        lq.parse_sessions("0", "postgres")
+    assert lq.parse_variants("ring, naive", "postgres") == ["ring", "naive"]
+    with pytest.raises(ValueError, match="imoltp_v1.*expected some of"):
+        lq.parse_variants("imoltp_v1", "postgres")
+    with pytest.raises(ValueError, match="engine 'oracle'"):
+        lq.parse_variants("", "oracle")
+    with pytest.raises(ValueError, match="power of two"):
+        native_run.check_queue_size(1000)
+
+
+# -- recordings and analysis ------------------------------------------------------------------------
+def test_published_recordings_hold_the_sources_numbers():
+    adkin, lmax = lq.load_published()
+    assert adkin.recording.kind == lmax.recording.kind == "published"
+    assert adkin.recording.host["logical_cpus"] == 40
+    n = analysis.key_numbers(adkin, lmax, *lq.load_measured(""))
+    assert n["pub_knee_threads"] == 23 and n["pub_v3_msgs"] == 200_000 and n["pub_queue_size"] == 2_000_000
+    assert n["lmax_1p1c_disruptor"] == 25_998_336 and n["lmax_3p1c_abq"] == 5_539_531
+    assert n["lmax_lat_abq_ns"] == 32_757 and n["lmax_lat_disruptor_ns"] == 52
+    assert n["lmax_inc_single_ns"] == pytest.approx(0.6) and n["lmax_inc_cas2_ns"] == pytest.approx(60)
+    assert all(not isinstance(v, np.generic) for v in n.values())
+    # shapes are kept as text: the v2 speed-up has no invented number
+    v2 = analysis.finding(adkin, "speedup", "imoltp_v2")
+    assert np.isnan(v2["value"]) and "nearly doubled" in v2["statement"]
+
+
+def test_a_published_recording_is_refused_as_the_measured_one():
+    with pytest.raises(RecordingError, match="expected a measured recording"):
+        lq.load_measured("published-adkin-2016-imoltp")
+    with pytest.raises(RecordingError, match="no manifest.json"):
+        lq.load("no-such-recording")
+
+
+def test_verdicts_on_the_references():
+    table = analysis.verdicts(*lq.load_published(), *lq.load_measured(""))
+    assert set(table["verdict"]) <= {"agrees", "differs", "not testable here"}
+    assert (table["verdict"] == "not testable here").sum() == 4  # the SQL Server claims
+
+
+def fake_recording(engine, runs, **extra):
+    class R:
+        pass
+
+    r = R()
+    r.engine = {"name": engine, "version": "x"}
+    r.kind = "measured"
+    g = lq.LmaxRecording(r, pd.DataFrame(runs), **extra)
+    return g
+
+
+def test_scaling_takes_medians_and_best_finds_the_peak():
+    g = fake_recording("native", {"variant": ["ring"] * 4, "sessions": [1, 1, 1, 2],
+                                  "throughput": [10.0, 30.0, 20.0, 50.0], "p50_ns": [1000] * 4, "p99_ns": [2000] * 4})
+    t = analysis.scaling(g)
+    assert analysis._at(t, "ring", 1) == 20.0 and analysis._at(t, "ring", 1, "p99_us") == 2.0
+    assert analysis.best(t, "ring") == (50.0, 2.0)
+    assert np.isnan(analysis.best(t, "locked")[0])
+
+
+def test_spinlock_shares_and_wait_summaries():
+    g = fake_recording("sqlserver", {"variant": ["imoltp_v2"], "sessions": [8], "throughput": [1.0]},
+                       spinlocks=pd.DataFrame({"variant": ["imoltp_v2"] * 2, "sessions": [8, 8],
+                                               "name": ["CMED_HASH_SET", "XDESMGR"], "collisions": [1, 1],
+                                               "spins": [300, 100], "backoffs": [0, 0]}))
+    p = analysis.db_pressure(g).set_index("what")["value"]
+    assert p["CMED_HASH_SET"] == 0.75
+    assert analysis.top_waits(g, "imoltp_v2", n=1) == "CMED_HASH_SET (75%)"
+    w = fake_recording("postgres", {"variant": ["ring"], "sessions": [2], "throughput": [1.0]},
+                       waits=pd.DataFrame({"variant": ["ring"] * 2, "sessions": [2, 2], "wait": ["CPU", "LWLock:WALWrite"],
+                                           "samples": [9, 1], "share": [0.9, 0.1]}))
+    assert analysis.top_waits(w, "ring") == "LWLock:WALWrite (10%)"
+
+
+# -- native smoke -----------------------------------------------------------------------------------
+def test_native_programs_build_run_and_check_their_options(tmp_path):
+    runs = native_run.sweep(["ring", "locked"], [1, 2], messages=20_000, queue_size=256, repetitions=1)
+    assert len(runs) == 4 and (runs["operations"] == runs["sessions"] * 20_000).all()
+    assert (runs["throughput"] > 0).all() and (runs["p99_ns"] >= runs["p50_ns"]).all()
+    assert (runs.loc[runs["variant"] == "locked", "mean_batch"] == 1).all()
+    fs = native_run.false_sharing(200_000, 1)
+    assert list(fs["layout"]) == list(native_run.LAYOUTS)
+    exe = repo_root() / "native" / "build" / "lmax_disruptor"
+    bad = subprocess.run([str(exe), "--queue", "ring", "--producers", "1", "--messages", "10", "--size", "1000"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "power of two" in bad.stderr
+    bad = subprocess.run([str(exe), "--queue", "stack"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "expected ring or locked" in bad.stderr
+    path = native_run.run_native(variants=["ring"], sessions=[1], messages_per_session=10_000, queue_size=64,
+                                 repetitions=1, increments=100_000, dest=tmp_path / "nat", command="pytest",
+                                 log=lambda *_: None)
+    g = lq.load(path)
+    assert g.engine == "native" and g.false_sharing is not None and g.recording.manifest["measured"]["command"] == "pytest"
+
+
+# -- PostgreSQL live --------------------------------------------------------------------------------
+@pytest.mark.live
+def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
+    from conftest import TEST_ENV_VAR
+
+    lines = []
+    path = lq.run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", variants="ring,skip_locked",
+                       duration_s=0.6, queue_size=500, record_to=str(tmp_path / "rec"), database="contention_test",
+                       log=lines.append)
+    g = lq.load(path)
+    assert g.engine == "postgres" and g.recording.kind == "measured"
+    assert set(zip(g.runs["variant"], g.runs["sessions"])) == {("ring", 1), ("ring", 2), ("skip_locked", 1),
+                                                               ("skip_locked", 2)}
+    assert (g.runs["operations"] > 0).all() and (g.runs["errors"] == 0).all()
+    rel = g.relation.set_index(["variant", "sessions"])
+    assert (rel.loc["ring", "live_tuples"] == 500).all()  # a ring never grows
+    assert (rel.loc["ring", "n_tup_hot_upd"] > 0).all()
+    sl = g.runs[g.runs["variant"] == "skip_locked"]
+    assert (sl["consumers"] == sl["sessions"]).all() and (sl["dequeued"] > 0).all()
+    assert g.waits is not None and set(g.waits["variant"]) <= {"ring", "skip_locked"}
+    native, db = lq.load_measured(path)
+    assert db.id == g.id
+    assert not analysis.verdicts(*lq.load_published(), native, db).empty
+    assert any("recording written" in line for line in lines)

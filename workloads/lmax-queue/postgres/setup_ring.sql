@@ -1,0 +1,18 @@
+-- LMAX queue, PostgreSQL analogue: a ring of fixed slots updated in place.
+-- The slot comes from a sequence modulo the ring's size.  No indexed column
+-- changes on a push, and fillfactor 50 leaves room on every page for the new
+-- version, so an update can stay heap-only (HOT): no new index entry, and
+-- the old version is pruned from its page by a later visit.
+-- Runs only in the harness's own database.
+CREATE EXTENSION IF NOT EXISTS pgstattuple;
+DROP TABLE IF EXISTS lmax_ring;
+DROP TABLE IF EXISTS lmax_queue;
+DROP SEQUENCE IF EXISTS lmax_seq;
+CREATE SEQUENCE lmax_seq AS bigint START WITH 0 MINVALUE 0;
+CREATE TABLE lmax_ring (
+    slot            integer     NOT NULL PRIMARY KEY,
+    message_id      bigint,
+    pushed_at       timestamptz NOT NULL,
+    message         char(300)   NOT NULL,
+    reference_count integer     NOT NULL
+) WITH (fillfactor = 50);
