@@ -1,0 +1,155 @@
+"""The chapter's figures (seaborn / matplotlib)."""
+from __future__ import annotations
+
+import pandas as pd
+
+
+def _empty(text: str):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 1.4))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center")
+    return fig
+
+
+def heatmap(matrix: pd.DataFrame, title: str):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if matrix.empty:
+        return _empty("no core-to-core measurement in this recording")
+    n = len(matrix)
+    fig, ax = plt.subplots(figsize=(min(11, 2.5 + 0.35 * n), min(9, 2 + 0.3 * n)))
+    sns.heatmap(matrix, annot=n <= 16, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": "one-way ns (median)"},
+                mask=matrix.isna())
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def c2c_compare(table: pd.DataFrame):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if table.empty:
+        return _empty("no core-to-core figures")
+    fig, ax = plt.subplots(figsize=(10, 0.32 * len(table) + 1.2))
+    data = table.assign(what=table["machine"] + " · " + table["relation"])
+    sns.barplot(data=data, y="what", x="median_one_way_ns", hue="source", dodge=False, ax=ax, orient="h")
+    ax.set_xlabel("median one-way latency, ns")
+    ax.set_ylabel("")
+    ax.set_title("Cache-line transfer by distance: published machines and this one")
+    ax.legend(fontsize=8, title=None, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def ladder(table: pd.DataFrame, title: str):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if table.empty:
+        return _empty("no native measurements")
+    fig, ax = plt.subplots(figsize=(9, 0.4 * len(table) + 1.2))
+    sns.barplot(data=table, y="operation", x="ns", hue="kind", dodge=False, ax=ax, orient="h")
+    ax.set_xscale("log")
+    ax.set_xlabel("ns per operation (log scale)")
+    ax.set_ylabel("")
+    for i, v in enumerate(table["ns"]):
+        ax.text(v * 1.08, i, f"{v:,.1f}" if v < 100 else f"{v:,.0f}", va="center", fontsize=8)
+    ax.set_title(title)
+    ax.legend(fontsize=8, title=None, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def throughput(curve: pd.DataFrame):
+    """Two panels: the article's published points, and each measured database curve."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if curve.empty:
+        return _empty("no insert-rate data")
+    pub, meas = curve[curve["kind"] == "published"], curve[curve["kind"] == "measured"]
+    panels = [p for p in (pub, meas) if len(p)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    for ax, part in zip(axes[0], panels):
+        sns.lineplot(data=part.assign(what=part["recording"] + ": " + part["setting"]), x="sessions", y="throughput",
+                     hue="what", marker="o", ax=ax)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("sessions (threads)")
+        ax.set_ylabel("inserts per second")
+        ax.set_title("published (article)" if part is pub else "measured")
+        ax.legend(fontsize=7, title=None, loc="lower right")
+        if part is pub:
+            for r in part.itertuples(index=False):
+                ax.annotate(f"{r.throughput:,.0f}", (r.sessions, r.throughput), textcoords="offset points",
+                            xytext=(4, 6), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def spins(summary: pd.DataFrame):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if summary.empty:
+        return _empty("no log-cache runs in this recording")
+    data = summary.assign(workers=summary["workers"].astype(str) + " worker(s)")
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for ax, col, title, log in ((axes[0], "throughput", "records per second", False),
+                                (axes[1], "spins_per_record", "spins per record", False),
+                                (axes[2], "writer_flushes_per_s", "log writer flushes per second", True)):
+        sns.barplot(data=data, x="workers", y=col, hue="setting", ax=ax)
+        ax.set_title(title)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        if log:
+            ax.set_yscale("log")
+        ax.legend(fontsize=7, title=None)
+    for ax in axes[1:]:
+        ax.get_legend().remove()
+    fig.tight_layout()
+    return fig
+
+
+def waits(table: pd.DataFrame, title: str):
+    import matplotlib.pyplot as plt
+
+    if table.empty:
+        return _empty("no wait samples")
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(table) + 1.5))
+    t = table.copy()
+    t.index = [f"{v} · {s} session(s)" for v, s in t.index]
+    t.plot.barh(stacked=True, ax=ax, colormap="tab20")
+    ax.invert_yaxis()
+    ax.set_xlabel("% of samples of active client backends")
+    ax.set_title(title)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def stack_shares(shares: pd.DataFrame, published: pd.DataFrame):
+    """Spin-wait share of samples per capture, next to the article's BackOff shares."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    rows = [{"what": f"article: {r.variant}", "pct": float(r.pct), "source": "published"}
+            for r in published.itertuples(index=False) if "BackOff" in r.function]
+    rows += [{"what": f"{r.recording}: {r.variant}", "pct": float(r.pct), "source": "measured"}
+             for r in shares.itertuples(index=False)]
+    data = pd.DataFrame(rows)
+    fig, ax = plt.subplots(figsize=(9, 0.4 * len(data) + 1.2))
+    sns.barplot(data=data, y="what", x="pct", hue="source", dodge=False, ax=ax, orient="h")
+    ax.set_xlabel("% of sampled CPU in the spinlock's backoff (stacks holding it)")
+    ax.set_ylabel("")
+    for i, v in enumerate(data["pct"]):
+        ax.text(v + 0.3, i, f"{v:.2f}%", va="center", fontsize=8)
+    ax.legend(fontsize=8, title=None, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["heatmap", "c2c_compare", "ladder", "throughput", "spins", "waits", "stack_shares"]

@@ -1,0 +1,388 @@
+"""logcache-spinlock chapter: published data, plans and guards without a server, analysis, stacks, native smoke,
+and a short live PostgreSQL run."""
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from tsql_parse import problems
+
+import chapters.logcache_spinlock as lc
+from chapters.logcache_spinlock import analysis, live_postgres, live_sqlserver as lss, native_run, stacks
+from harness import workloads
+from harness.guard import ServerChangeNotAllowed, StateGuard
+from harness.recording import RecordingError, repo_root
+
+WPA = repo_root() / "tests" / "perftools" / "fixtures" / "wpa"
+
+
+# -- fakes for SQL Server ------------------------------------------------------------
+class FakeCursor:
+    def __init__(self, conn):
+        self.conn = conn
+        self.description = None
+        self._rows = []
+
+    def execute(self, sql, *params):
+        self.conn.executed.append(sql)
+        if self.conn.fail_on and self.conn.fail_on in sql:
+            raise RuntimeError(f"simulated failure on: {sql}")
+        for needle, (cols, rows) in self.conn.answers.items():
+            if needle in sql:
+                self.description = [(c,) for c in cols]
+                self._rows = rows
+                return self
+        self.description, self._rows = None, []
+        return self
+
+    def fetchall(self):
+        return list(self._rows)
+
+    def fetchone(self):
+        return self._rows[0] if self._rows else None
+
+    def nextset(self):
+        return False
+
+
+class FakeConn:
+    """Answers the chapter's DMV queries from a recorded scheduler map; records every statement."""
+
+    def __init__(self, answers, log, fail_on=None):
+        self.answers, self.executed, self.fail_on = answers, log, fail_on
+
+    def cursor(self):
+        return FakeCursor(self)
+
+    def close(self):
+        pass
+
+
+def scheduler_map(cpus=40, online=None, affinity="AUTO", sockets=2, cores=10, lw_cpu=0):
+    online = set(range(cpus)) if online is None else set(online)
+    return {
+        "dm_os_sys_info": (["cpu_count", "hyperthread_ratio", "socket_count", "cores_per_socket", "numa_node_count",
+                            "affinity_type_desc"], [(cpus, cpus // sockets, sockets, cores, sockets, affinity)]),
+        "dm_os_schedulers\nWHERE scheduler_id < 1048576": (
+            ["scheduler_id", "cpu_id", "parent_node_id", "is_online", "status"],
+            [(i, i, i * sockets // cpus, int(i in online), "VISIBLE ONLINE" if i in online else "VISIBLE OFFLINE")
+             for i in range(cpus)]),
+        "LOG WRITER": (["session_id", "command", "scheduler_id", "cpu_id", "parent_node_id"],
+                       [(8, "LOG WRITER", lw_cpu, lw_cpu, 0)]),
+        "delayed_durability_desc": (["delayed_durability_desc"], [("DISABLED",)]),
+    }
+
+
+# -- published -----------------------------------------------------------------------
+def test_published_recording_holds_the_articles_numbers():
+    pub, c2c = lc.load_published()
+    runs = pub.runs.set_index("variant")
+    assert runs.loc["default", "throughput"] == 186_915 and runs.loc["default", "sessions"] == 40
+    assert runs.loc["no_logwriter_core", "throughput"] == 436_781 and runs.loc["no_logwriter_core", "sessions"] == 38
+    assert runs.loc["no_logwriter_core_tf8015", "throughput_bound"] == "at least"
+    shares = pub.table("published_stacks").set_index(["variant", "kind"])["pct"]
+    assert shares[("default", "function")] == 23.89 and shares[("no_logwriter_core", "function")] == 1.43
+    assert shares[("no_logwriter_core", "module")] == 12.32 and shares[("in_memory_oltp", "spinlock")] == 14.46
+    assert pub.recording.manifest["citation"]["url"].startswith("https://chrisadkin.io/2015/09/09/")
+    assert pub.recording.host["logical_cpus"] == 40 and pub.recording.engine["settings"]["trace_flags"] == [1117, 2032, 8008]
+    pc = c2c.table("published_c2c")
+    assert set(pc["relation"]) >= {"SMT sibling", "same socket", "cross socket", "same CCX", "cross CCX"}
+
+
+def test_a_published_recording_is_refused_as_the_measured_one():
+    with pytest.raises(RecordingError, match="takes a measured recording"):
+        lc.load_measured(lc.PUBLISHED)
+
+
+# -- the affinity plan ------------------------------------------------------------------
+def test_cpu_ranges_and_siblings():
+    assert lss.cpu_ranges([0, 1, 2, 5, 7, 8]) == "0 TO 2, 5, 7 TO 8"
+    assert lss.cpu_ranges([3]) == "3"
+    assert lss.core_siblings(0, 2) == [0, 1] and lss.core_siblings(21, 2) == [20, 21]
+    assert lss.core_siblings(5, 1) == [5]
+    assert lss.threads_per_core({"cpu_count": 40, "socket_count": 2, "cores_per_socket": 10}) == 2
+    assert lss.threads_per_core({"cpu_count": 8}) == 1
+    with pytest.raises(ValueError, match="at least one CPU"):
+        lss.cpu_ranges([])
+
+
+def test_affinity_plan_from_a_scheduler_map_removes_both_hyperthreads():
+    log = []
+    conn = FakeConn(scheduler_map(lw_cpu=0), log)
+    change = lss.affinity_change(lss.log_writer_cpus)
+    prior = change.read(conn)
+    assert prior["auto"] and prior["per_core"] == 2 and prior["logwriter_cpus"] == [0]
+    assert prior["new_cpus"] == list(range(2, 40))
+    assert change.apply(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 2 TO 39"]
+    assert change.restore(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO"]
+    assert change.scope == "server"
+    for sql in change.apply(prior) + change.restore(prior):
+        assert not problems(sql + ";"), sql
+
+
+def test_a_manual_mask_is_restored_to_its_own_cpus():
+    conn = FakeConn(scheduler_map(online=range(0, 20), affinity="MANUAL", lw_cpu=11), [])
+    change = lss.affinity_change(lss.log_writer_cpus)
+    prior = change.read(conn)
+    assert prior["new_cpus"] == [c for c in range(20) if c not in (10, 11)]
+    assert change.apply(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 9, 12 TO 19"]
+    assert change.restore(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 19"]
+
+
+def test_no_log_writer_means_no_plan():
+    answers = scheduler_map()
+    answers["LOG WRITER"] = (["session_id", "command", "scheduler_id", "cpu_id", "parent_node_id"], [])
+    with pytest.raises(RuntimeError, match="no LOG WRITER"):
+        lss.affinity_change(lss.log_writer_cpus).read(FakeConn(answers, []))
+
+
+def test_affinity_is_restored_after_a_failure_inside_the_guard():
+    log = []
+    change = lss.affinity_change(lss.log_writer_cpus)
+    with pytest.raises(ZeroDivisionError):
+        with StateGuard(lambda db: FakeConn(scheduler_map(), log), [change], allow_server_changes=True,
+                        log=lambda *_: None, retry_wait_s=0):
+            1 / 0
+    alters = [s for s in log if s.startswith("ALTER SERVER")]
+    assert alters == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 2 TO 39",
+                      "ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO"]
+
+
+def test_affinity_is_restored_when_the_apply_itself_fails():
+    log = []
+    change = lss.affinity_change([0])
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        with StateGuard(lambda db: FakeConn(scheduler_map(), log, fail_on="CPU = 2 TO 39"), [change],
+                        allow_server_changes=True, log=lambda *_: None, retry_wait_s=0):
+            pass
+    assert log[-1] == "ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO"
+
+
+def test_affinity_change_needs_opt_in_and_the_run_refuses_before_starting():
+    with pytest.raises(ServerChangeNotAllowed, match="process affinity"):
+        with StateGuard(lambda db: FakeConn(scheduler_map(), []), [lss.affinity_change([0])],
+                        allow_server_changes=False, log=lambda *_: None):
+            pass
+    with pytest.raises(ServerChangeNotAllowed, match="variants=default"):
+        lss.run_sqlserver(None, "contention_lab", None, variants=["default", "no_logwriter_core"],
+                          allow_server_changes=False)
+
+
+def test_delayed_durability_is_database_scoped_and_restored():
+    change = lss.delayed_durability_change("contention_lab")
+    prior = change.read(FakeConn(scheduler_map(), []))
+    assert change.scope == "database" and prior == "DISABLED"
+    assert change.apply(prior) == ["ALTER DATABASE [contention_lab] SET DELAYED_DURABILITY = FORCED"]
+    assert change.restore(prior) == ["ALTER DATABASE [contention_lab] SET DELAYED_DURABILITY = DISABLED"]
+    with pytest.raises(Exception, match="plain identifier"):
+        lss.delayed_durability_change("x]; DROP DATABASE y; --")
+
+
+def test_trace_flags_read_only_global_ones():
+    answers = {"TRACESTATUS": (["TraceFlag", "Status", "Global", "Session"], [(8015, 1, 1, 0), (3604, 1, 0, 1)])}
+    assert lss.trace_flags(FakeConn(answers, [])) == [8015]
+
+
+# -- T-SQL --------------------------------------------------------------------------------
+@pytest.mark.parametrize("script", sorted(p.stem for p in (repo_root() / "workloads" / "logcache-spinlock" /
+                                                           "sqlserver").glob("*.sql")))
+def test_every_tsql_workload_parses(script):
+    for batch in workloads.load("logcache-spinlock", "sqlserver", script, database="contention_lab"):
+        found = problems(batch if batch.rstrip().endswith(";") else batch + ";")
+        assert not found, f"{script}: {found}\n{batch}"
+
+
+def test_generated_counter_query_parses():
+    from harness.sqlserver_dmv import perf_counters_query
+
+    sql, params = perf_counters_query(lss.LOG_COUNTERS)
+    assert not problems(sql + ";") and len(params) == 3 * len(lss.LOG_COUNTERS)
+
+
+# -- PostgreSQL pinning plan ------------------------------------------------------------------
+def test_cpu_split_and_pinning_restore():
+    assert live_postgres.cpu_split({0, 1, 2, 3}) == ([0], [1, 2, 3])
+    with pytest.raises(live_postgres.PinError, match="at least 2 CPUs"):
+        live_postgres.cpu_split({0})
+    state = {10: {0, 1}, 11: {0, 1}}
+    calls = []
+
+    def setaff(pid, cpus):
+        calls.append((pid, set(cpus)))
+        if pid == 11 and len(calls) > 2:
+            raise ProcessLookupError  # the backend ended before the restore: not a problem
+        state[pid] = set(cpus)
+
+    with pytest.raises(KeyError):
+        with live_postgres.Pinning(lambda *_: None, getaffinity=lambda pid: state[pid], setaffinity=setaff) as p:
+            p.pin(10, [0], "walwriter alone")
+            p.pin(11, [1], "backend")
+            raise KeyError("workload failed")
+    assert state[10] == {0, 1}  # restored although the workload failed
+    assert calls[-2:] == [(11, {0, 1}), (10, {0, 1})]
+
+
+# -- analysis on recordings ---------------------------------------------------------------------
+def fake_native(tmp_path, cpus=4, topo=None):
+    """A small native recording written by the real writer."""
+    from harness import native
+
+    dest = tmp_path / "nat"
+    with native.writer(dest, chapter=lc.CHAPTER, parameters={}, command="test", title="t") as w:
+        rows = [(a, b, "store", 10, 10, 5.0 if topo and topo[a][0] == topo[b][0] else 40.0 + a, 1, 1, 1)
+                for a in range(cpus) for b in range(a + 1, cpus)]
+        w.write_csv("samples/core_to_core.csv", pd.DataFrame(rows, columns=[
+            "cpu_a", "cpu_b", "method", "batches", "round_trips_per_batch", "median_one_way_ns", "p10_one_way_ns",
+            "p90_one_way_ns", "min_one_way_ns"]))
+        w.write_csv("samples/topology.csv", pd.DataFrame(
+            [{"cpu": c, "core": (topo or {}).get(c, (c, 0))[0], "package": (topo or {}).get(c, (c, 0))[1],
+              "l3": "0-3", "siblings": str(c)} for c in range(cpus)]))
+        w.write_csv("samples/load_latency.csv", pd.DataFrame({"size_bytes": [16384, 2**28], "loads": [1, 1],
+                                                              "ns_per_load": [1.0, 120.0]}))
+        w.write_csv("samples/context_switch.csv", pd.DataFrame(
+            {"method": ["futex", "futex"], "placement": ["same_cpu", "different_cpus"], "cpu_a": [0, 0],
+             "cpu_b": [0, 1], "median_ns_per_handoff": [2000.0, 5000.0]}))
+        w.write_csv("runs.csv", pd.DataFrame({
+            "variant": ["writer_shared", "writer_alone"] * 2, "sessions": [2, 2, 2, 2], "workers": [2, 2, 2, 2],
+            "repetition": [0, 0, 1, 1], "throughput": [1e6, 2e6, 1.2e6, 2.2e6], "spins_per_record": [1.0, 0.1, 1.1, 0.1],
+            "backoffs_per_record": [0.01, 0.0, 0.01, 0.0], "collisions_per_record": [0.1, 0.01, 0.1, 0.01],
+            "writer_flushes_per_s": [100.0, 5000.0, 120.0, 5100.0], "writer_wait_p50_ns": [1e7, 100.0, 1e7, 90.0],
+            "writer_wait_p99_ns": [1e8, 1e4, 1e8, 1e4]}))
+    return lc.load(dest)
+
+
+def test_matrix_relations_and_ladder(tmp_path):
+    topo = {0: (0, 0), 1: (0, 0), 2: (1, 1), 3: (1, 1)}  # two sockets, one core each with two hyperthreads
+    nat = fake_native(tmp_path, topo=topo)
+    m = analysis.c2c_matrix(nat)
+    assert m.shape == (4, 4) and np.isnan(m.loc[0, 0]) and m.loc[0, 1] == m.loc[1, 0]
+    rel = analysis.c2c_by_relation(nat).set_index("relation")
+    assert rel.loc["SMT sibling", "pairs"] == 2 and rel.loc["cross socket", "pairs"] == 4
+    lad = analysis.ladder(nat)
+    assert lad["ns"].is_monotonic_increasing and lad["operation"].iloc[-1].startswith("wake a sleeper")
+    pub, _ = lc.load_published()
+    v = analysis.verdicts(pub, {"native": nat}).set_index("recording")
+    rows = analysis.verdicts(pub, {"native": nat})
+    distance = rows[rows["claim"].str.startswith("A line transfer")].iloc[0]
+    assert distance["verdict"] == "agrees"  # SMT 5 ns < cross socket 40+ ns
+    ctx = rows[rows["claim"].str.startswith("A context switch")].iloc[0]
+    assert ctx["verdict"] == "agrees"
+    assert set(v["verdict"]) <= {"agrees", "differs", "not testable here"}
+
+
+def test_verdicts_can_differ(tmp_path):
+    nat = fake_native(tmp_path, cpus=2)
+    r = nat.runs
+    r.loc[r["variant"] == "writer_alone", "throughput"] = 1.0  # B slower than A
+    pub, _ = lc.load_published()
+    rows = analysis.verdicts(pub, {"native": nat})
+    toy = rows[rows["claim"].str.contains("toy log cache: records")].iloc[0]
+    assert toy["verdict"] == "differs"
+    one = rows[rows["claim"].str.startswith("A line transfer")].iloc[0]
+    assert one["verdict"] == "not testable here" and "one distance" in one["measured here"]
+
+
+def test_key_numbers_on_the_reference_recordings():
+    pub, c2c = lc.load_published()
+    measured = lc.load_measured(None)
+    assert set(measured) >= {"native", "postgres"}
+    nums = analysis.key_numbers(pub, c2c, measured)
+    assert nums["pub_base_rate"] == 186_915 and nums["pub_aff_x"] == pytest.approx(436_781 / 186_915)
+    assert nums["nat_c2c_pairs"] >= 1 and 1 < nums["nat_c2c_median_ns"] < 1000
+    assert nums["nat_cs_same_ns"] > nums["nat_c2c_median_ns"]
+    assert nums["pg_def_one"] > 0 and nums["pg_wal_bytes_per_insert"] > 50
+    assert all(not isinstance(v, np.generic) for v in nums.values())
+    curve = analysis.throughput_curve([pub, *measured.values()])
+    assert set(curve["kind"]) == {"published", "measured"}
+
+
+# -- stacks -----------------------------------------------------------------------------------------
+def test_stack_spec_errors_and_wpa_backoff_share(tmp_path):
+    with pytest.raises(stacks.StacksError, match="is not a file"):
+        stacks.parse_spec(str(tmp_path / "missing.csv"))
+    spec = f"default:{WPA / 'logcache_before.csv'},no_logwriter_core:{WPA / 'logcache_after.csv'}"
+    paths = stacks.parse_spec(spec)
+    assert list(paths) == ["default", "no_logwriter_core"]
+    with pytest.raises(stacks.StacksError, match="given twice"):
+        stacks.parse_spec(f"dup:{WPA / 'logcache_before.csv'},dup:{WPA / 'logcache_after.csv'}")
+    part = stacks.section({"fixture": stacks.load_profiles(paths)})
+    shares = part["shares"].set_index("role")["pct"]
+    assert shares["baseline"] > shares["relieved"] > 0
+    assert any("LogAppendContext::BackOff" in " ".join(map(str, t.reset_index().iloc[:, 2].astype(str)))
+               for t in part["tables"] if "path" in t.columns)
+    pub, _ = lc.load_published()
+    rows = analysis.verdicts(pub, {}, part["shares"])
+    assert rows[rows["claim"].str.contains("stack samples")]["verdict"].tolist() == ["agrees"]
+
+
+def test_bad_stack_file_names_the_label(tmp_path):
+    bad = tmp_path / "bad.folded"
+    bad.write_text("a;b;c notanumber\n")
+    with pytest.raises(stacks.StacksError, match="stacks bad"):
+        stacks.load_profiles(stacks.parse_spec(str(bad)))
+
+
+# -- native ---------------------------------------------------------------------------------------------
+def test_native_programs_reject_bad_options():
+    from harness import native
+
+    for program, arg in (("c2c_pingpong", "--batches=1"), ("logcache_spin", "--workers=0"),
+                         ("ctxswitch_pingpong", "--method=smoke"), ("c2c_chase", "--sizes=64")):
+        exe = native.build(program)
+        proc = subprocess.run([str(exe), arg], capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and program in proc.stderr, (program, proc.stderr)
+
+
+def test_native_smoke_run_writes_a_recording_that_loads(tmp_path):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the native chapter needs 2 CPUs")
+    path = native_run.run_native(record_to=str(tmp_path / "n"), workers=[1], seconds=0.1, repetitions=1,
+                                 c2c_batches=20, ctx_batches=10, chase_loads=20_000, log=lambda *_: None)
+    nat = lc.load(path)
+    assert nat.engine == "native" and set(nat.runs["variant"]) == {"writer_shared", "writer_alone"}
+    assert (nat.runs["records"] > 0).all()
+    assert len(nat.table("c2c")) == len(os.sched_getaffinity(0)) * (len(os.sched_getaffinity(0)) - 1) // 2
+    assert set(nat.table("ctxswitch")["placement"]) == {"same_cpu", "different_cpus"}
+
+
+def test_native_layouts():
+    lay = native_run.layouts([0, 1, 2], 2)
+    assert lay["writer_shared"] == {"writer_cpu": 0, "worker_cpus": [0, 1, 2]}
+    assert lay["writer_alone"] == {"writer_cpu": 0, "worker_cpus": [1, 2]}
+    assert native_run.default_workers(2) == [1, 2] and native_run.default_workers(16) == [15, 16]
+    with pytest.raises(ValueError, match="at least 2 CPUs"):
+        native_run.layouts([0], 1)
+
+
+def test_bad_parameters_are_named():
+    with pytest.raises(ValueError, match="engine 'oracle'"):
+        lc.run_live(engine="oracle")
+    with pytest.raises(ValueError, match="variants"):
+        lc.run_live(engine="postgres", variants="default,nope")
+    with pytest.raises(ValueError, match="sessions="):
+        lc.run_live(engine="postgres", sessions="1,two")
+
+
+# -- live PostgreSQL ---------------------------------------------------------------------------------------
+@pytest.mark.live
+def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path):
+    from conftest import TEST_ENV_VAR
+    from harness.targets import resolve_target
+
+    conn = resolve_target(TEST_ENV_VAR, "postgres").connect()
+    ww = live_postgres.walwriter_pid(conn)
+    conn.close()
+    before = os.sched_getaffinity(ww)
+    mine = os.sched_getaffinity(0)
+    path = lc.run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", duration_s=1.0, batch=50,
+                       seed_rows=100, database="contention_test", capture_stacks=False,
+                       record_to=str(tmp_path / "rec"), log=lambda *_: None)
+    g = lc.load(path)
+    assert g.engine == "postgres" and g.recording.manifest["measured"]["command"]
+    assert set(g.runs["variant"]) == {"default", "walwriter_alone"}
+    assert (g.runs["throughput"] > 0).all() and set(g.runs["sessions"]) == {1, 2}
+    assert set(g.table("pg_waits")["backend_type"]) <= {"client backend", "walwriter"}
+    assert (g.table("pg_wal")["wal_records"] >= g.table("pg_wal")["rows"]).all()  # at least one record per insert
+    assert os.sched_getaffinity(ww) == before and os.sched_getaffinity(0) == mine

@@ -1,0 +1,1 @@
+CALL logcache_insert_rows(?, ?);

@@ -1,0 +1,1 @@
+SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter';

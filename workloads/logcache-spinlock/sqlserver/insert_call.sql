@@ -1,0 +1,1 @@
+EXEC dbo.usp_logcache_insert @RowsToInsert = ?, @Offset = ?;
