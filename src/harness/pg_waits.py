@@ -2,19 +2,15 @@
 
 PostgreSQL has no cumulative wait statistics (no sys.dm_os_wait_stats), so
 the way to see where sessions wait is to look often: every backend's
-``wait_event_type`` / ``wait_event`` at 10-20 Hz.  A sample is a snapshot,
-so a share of samples estimates a share of time.  The sampler runs in its
-own thread on its own connection, and records the rate it actually achieved.
+``wait_event_type`` / ``wait_event`` at 10-20 Hz (harness.polling).
 """
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any, Callable
 
 import pandas as pd
 
-from .redaction import redact
+from .polling import PollingSampler
 
 COLUMNS = ["t_s", "pid", "backend_type", "state", "wait_event_type", "wait_event"]
 # The sampler's own query is left out; background processes (walwriter, checkpointer...)
@@ -26,72 +22,11 @@ WHERE pid <> pg_backend_pid() AND (datname IS NULL OR datname = ?)
 """
 
 
-class WaitSampler:
-    """Use as a context manager, or call start() and stop(); read ``frame()`` after."""
+class WaitSampler(PollingSampler):
+    """pg_stat_activity at ``hz``; ``frame()`` has the columns in COLUMNS."""
 
     def __init__(self, connect: Callable[[], Any], database: str, hz: float = 20.0):
-        if not 0 < hz <= 200:
-            raise ValueError(f"WaitSampler: hz={hz}: expected a rate above 0 and at most 200 samples per second")
-        self.connect = connect
-        self.database = database
-        self.interval = 1.0 / hz
-        self.rows: list[tuple] = []
-        self.ticks = 0
-        self.error: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._started = 0.0
-        self._ended = 0.0
-
-    def start(self) -> "WaitSampler":
-        conn = self.connect()  # connect here, so a bad target fails before the workload starts
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, args=(conn,), name="wait-sampler", daemon=True)
-        self._started = time.perf_counter()
-        self._thread.start()
-        return self
-
-    def _loop(self, conn) -> None:
-        cur = conn.cursor()
-        next_at = time.perf_counter()
-        try:
-            while not self._stop.is_set():
-                t = time.perf_counter() - self._started
-                for row in cur.execute(QUERY, self.database).fetchall():
-                    self.rows.append((t, *row))
-                self.ticks += 1
-                next_at += self.interval
-                delay = next_at - time.perf_counter()
-                if delay > 0:
-                    self._stop.wait(delay)
-                else:
-                    next_at = time.perf_counter()  # fell behind: do not burst to catch up
-        except Exception as exc:  # noqa: BLE001 - reported by stop()
-            self.error = redact(exc)
-        finally:
-            try:
-                conn.close()
-            except Exception:  # noqa: BLE001
-                pass
-
-    def stop(self) -> "WaitSampler":
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._ended = time.perf_counter()
-        return self
-
-    def __enter__(self) -> "WaitSampler":
-        return self.start()
-
-    def __exit__(self, *exc) -> bool:
-        self.stop()
-        return False
-
-    @property
-    def achieved_hz(self) -> float:
-        span = self._ended - self._started
-        return self.ticks / span if span > 0 else float("nan")
+        super().__init__(connect, QUERY, [database], hz=hz, name="wait-sampler")
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=COLUMNS)

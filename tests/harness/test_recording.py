@@ -140,6 +140,7 @@ def test_committed_recordings_are_valid():
             rec = Recording.open(data_root() / chapter / rid)
             assert rec.chapter == chapter
             if rec.kind == "published":
-                assert rec.manifest["citation"]["url"].startswith("http")
+                url = rec.manifest["citation"]["url"]  # an address, or a plain statement that the source had none
+                assert url.startswith("http") or "no address" in url, f"{rid}: citation url {url!r}"
             else:
                 assert rec.manifest["measured"]["command"]

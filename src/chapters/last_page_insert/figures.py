@@ -1,0 +1,139 @@
+"""The chapter's figures (seaborn / matplotlib); each takes frames from :mod:`.analysis`."""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import analysis as an
+
+
+def _empty(ax, text: str) -> None:
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
+
+
+def plot_throughput(published: list, measured) -> "object":
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
+    pts = an.published_points(published)
+    if len(pts):
+        pts = pts.assign(what=pts["source"].str.replace(" (published)", "", regex=False) + ": " + pts["case"])
+        sns.barplot(data=pts, y="what", x="relative", hue="setting", ax=axes[0], orient="h")
+        axes[0].axvline(1, color="grey", lw=0.8)
+        axes[0].set_xlabel("throughput, × the source's own 'before'")
+        axes[0].set_ylabel("")
+        axes[0].set_title("Published (other systems: 32-128 cores)")
+        axes[0].legend(fontsize=8, title=None, loc="lower right")
+    else:
+        _empty(axes[0], "no published points")
+    t = an.throughput_table(measured)
+    if len(t):
+        sns.lineplot(data=t, x="sessions", y="throughput", hue="setting", marker="o", ax=axes[1])
+        axes[1].set_xscale("log", base=2)
+        axes[1].set_xticks(sorted(t["sessions"].unique()))
+        axes[1].set_xticklabels([str(s) for s in sorted(t["sessions"].unique())])
+        axes[1].set_ylim(bottom=0)
+        axes[1].set_ylabel("inserts per second")
+        axes[1].set_xlabel("inserting sessions")
+        axes[1].set_title(f"Measured: {measured.label}, {measured.cpus or '?'} logical CPUs")
+        axes[1].legend(fontsize=8, title=None)
+    else:
+        _empty(axes[1], "no measured runs")
+    fig.tight_layout()
+    return fig
+
+
+def plot_waits(measured) -> "object":
+    import matplotlib.pyplot as plt
+
+    w = an.wait_shares(measured)
+    if w.empty:
+        fig, ax = plt.subplots(figsize=(8, 1.5))
+        _empty(ax, "this recording has no wait samples")
+        return fig
+    w = w.assign(row=w["setting"] + ", " + w["sessions"].astype(int).astype(str) + " s.")
+    wide = w.pivot_table(index="row", columns="wait", values="share", aggfunc="sum", sort=False).fillna(0)
+    order = [c for c in ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP", "CPU", an.IDLE)
+             if c in wide.columns]
+    wide = wide[order + [c for c in wide.columns if c not in order]]
+    fig, ax = plt.subplots(figsize=(11, 0.35 * len(wide) + 1.6))
+    wide.iloc[::-1].plot.barh(stacked=True, ax=ax, width=0.8, colormap="tab10")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of samples of the inserting sessions (s. = sessions)")
+    ax.set_ylabel("")
+    ax.set_title(f"Where the inserting sessions were, sampled at ~{measured.runs.get('wait_sampler_hz', pd.Series([20])).median():.0f} Hz")
+    ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left", title=None)
+    fig.tight_layout()
+    return fig
+
+
+def plot_hot_pages(measured, top: int = 8) -> "object":
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    h = an.hot_page_table(measured, top=top)
+    if h.empty:
+        fig, ax = plt.subplots(figsize=(8, 1.5))
+        _empty(ax, "this recording has no page-level samples")
+        return fig
+    h = h.assign(setting=h["variant"].map(lambda v: an.SHORT.get(v, v)),
+                 where=h["is_last_page"].map({1: "last page (rightmost leaf)", 0: "other page",
+                                              1.0: "last page (rightmost leaf)", 0.0: "other page"})
+                 .fillna("unknown"))
+    variants = list(dict.fromkeys(h["setting"]))
+    fig, axes = plt.subplots(1, len(variants), figsize=(4.2 * len(variants), 0.32 * top + 1.8), squeeze=False)
+    for ax, v in zip(axes[0], variants):
+        part = h[h["setting"] == v]
+        sns.barplot(data=part, y="page", x="share", hue="where", ax=ax, orient="h", dodge=False,
+                    palette={"last page (rightmost leaf)": "tab:red", "other page": "tab:blue", "unknown": "tab:grey"})
+        ax.set_title(v, fontsize=10)
+        ax.set_xlabel("share of samples")
+        ax.set_ylabel("")
+        ax.tick_params(axis="y", labelsize=7)
+        ax.legend(fontsize=7, title=None)
+    fig.tight_layout()
+    return fig
+
+
+def plot_read_cost(measured) -> "object":
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    r = an.read_cost_table(measured)
+    if r.empty:
+        fig, ax = plt.subplots(figsize=(8, 1.5))
+        _empty(ax, "this recording has no read-cost measurements")
+        return fig
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    for ax, col, title in ((axes[0], "logical_reads", "pages read (buffers / logical reads)"),
+                           (axes[1], "partitions_touched", "partitions touched")):
+        sns.barplot(data=r, y="query", x=col, hue="setting", ax=ax, orient="h")
+        ax.set_xlabel(title)
+        ax.set_ylabel("")
+        ax.legend(fontsize=8, title=None)
+    axes[1].set_yticklabels([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_density(measured) -> "object":
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    d = an.density_table(measured)
+    if d.empty:
+        fig, ax = plt.subplots(figsize=(8, 1.5))
+        _empty(ax, "this recording has no index statistics")
+        return fig
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    for ax, col, title in ((axes[0], "avg_leaf_density", "average leaf density (%)"),
+                           (axes[1], "rows_per_leaf", "rows per leaf page"),
+                           (axes[2], "leaf_fragmentation", "leaf fragmentation (%)")):
+        sns.barplot(data=d, y="setting", x=col, ax=ax, orient="h", hue="setting", legend=False)
+        ax.set_xlabel(title)
+        ax.set_ylabel("")
+    for ax in axes[1:]:
+        ax.set_yticklabels([])
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,1 @@
+ANALYZE lpi_insert;

@@ -1,0 +1,1 @@
+INSERT INTO lpi_insert (payload) VALUES ('row payload: thirty-two bytes ..');

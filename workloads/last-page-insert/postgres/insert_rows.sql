@@ -1,0 +1,1 @@
+CALL lpi_insert_rows(?);

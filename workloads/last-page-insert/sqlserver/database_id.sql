@@ -1,0 +1,1 @@
+SELECT DB_ID() AS database_id;
