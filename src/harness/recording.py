@@ -387,3 +387,29 @@ class RecordingWriter:
             what = "interrupted (KeyboardInterrupt)" if exc_type is KeyboardInterrupt else f"{exc_type.__name__}: {exc}"
             self.abandon(f"run ended early: {what}")
         return False
+
+
+def open_chapter(chapter: str, ref: str | os.PathLike) -> Recording:
+    """A recording of ``chapter`` by id or directory; an error if it belongs to another chapter."""
+    r = Recording.open(resolve(chapter, ref))
+    if r.chapter != chapter:
+        raise RecordingError(f"recording {r.path}: chapter is {r.chapter!r}, expected {chapter!r}")
+    return r
+
+
+class RecordingView:
+    """What every chapter's view of a recording shares; the subclass has a ``recording`` attribute."""
+
+    recording: Recording
+
+    @property
+    def engine(self) -> str:
+        return self.recording.engine["name"]
+
+    @property
+    def kind(self) -> str:
+        return self.recording.kind
+
+    @property
+    def id(self) -> str:
+        return self.recording.id

@@ -21,7 +21,7 @@ from .common import (
 
 
 @dataclass
-class GhostRecording:
+class GhostRecording(rec.RecordingView):
     recording: rec.Recording
     runs: pd.DataFrame
     curve: pd.DataFrame | None = None
@@ -29,10 +29,6 @@ class GhostRecording:
     relation_stats: pd.DataFrame | None = None
     counters: pd.DataFrame | None = None
     stacks: dict[str, Path] = field(default_factory=dict)
-
-    @property
-    def engine(self) -> str:
-        return self.recording.engine["name"]
 
     @property
     def label(self) -> str:
@@ -44,9 +40,7 @@ class GhostRecording:
 
 def load(ref: str | Path) -> GhostRecording:
     """Open a recording of this chapter by id or directory, checking every file it needs."""
-    r = rec.Recording.open(rec.resolve(CHAPTER, ref))
-    if r.chapter != CHAPTER:
-        raise rec.RecordingError(f"recording {r.path}: chapter is {r.chapter!r}, expected {CHAPTER!r}")
+    r = rec.open_chapter(CHAPTER, ref)
     out = GhostRecording(r, r.csv(FILES["runs"], RUNS_COLUMNS))
     if r.has(FILES["curve"]):
         out.curve = r.csv(FILES["curve"], CURVE_COLUMNS)

@@ -26,7 +26,7 @@ HOT_WAITS = ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_
 
 
 @dataclass
-class LpiRecording:
+class LpiRecording(rec.RecordingView):
     recording: rec.Recording
     runs: pd.DataFrame
     waits: pd.DataFrame | None = None
@@ -39,14 +39,6 @@ class LpiRecording:
     facts: pd.DataFrame | None = None
     before_after: pd.DataFrame | None = None
     stacks: dict[str, Path] = field(default_factory=dict)
-
-    @property
-    def engine(self) -> str:
-        return self.recording.engine["name"]
-
-    @property
-    def kind(self) -> str:
-        return self.recording.kind
 
     @property
     def label(self) -> str:
@@ -63,9 +55,7 @@ class LpiRecording:
 
 def load(ref: str | Path) -> LpiRecording:
     """Open a recording of this chapter by id or directory, checking the files it needs."""
-    r = rec.Recording.open(rec.resolve(CHAPTER, ref))
-    if r.chapter != CHAPTER:
-        raise rec.RecordingError(f"recording {r.path}: chapter is {r.chapter!r}, expected {CHAPTER!r}")
+    r = rec.open_chapter(CHAPTER, ref)
     out = LpiRecording(r, r.csv(FILES["runs"], RUNS_COLUMNS))
     optional = {"waits": WAIT_COLUMNS, "pins": PIN_COLUMNS, "index": INDEX_COLUMNS, "read_cost": READ_COLUMNS,
                 "hot_pages": HOT_COLUMNS, "wait_deltas": ("variant", "sessions", "name", "waits"),

@@ -13,7 +13,7 @@ from .common import (CHAPTER, COUNTER_COLUMNS, FILES, LATCH_COLUMNS, NATIVE_COLU
 
 
 @dataclass
-class LatchRecording:
+class LatchRecording(rec.RecordingView):
     recording: rec.Recording
     runs: pd.DataFrame
     latch: pd.DataFrame | None = None
@@ -21,10 +21,6 @@ class LatchRecording:
     wait: pd.DataFrame | None = None
     log_space: pd.DataFrame | None = None
     counters: pd.DataFrame | None = None
-
-    @property
-    def engine(self) -> str:
-        return self.recording.engine["name"]
 
     @property
     def is_native(self) -> bool:
@@ -47,9 +43,7 @@ class LatchRecording:
 
 def load(ref: str | Path) -> LatchRecording:
     """Open a recording of this chapter by id or directory, checking the files its engine needs."""
-    r = rec.Recording.open(rec.resolve(CHAPTER, ref))
-    if r.chapter != CHAPTER:
-        raise rec.RecordingError(f"recording {r.path}: chapter is {r.chapter!r}, expected {CHAPTER!r}")
+    r = rec.open_chapter(CHAPTER, ref)
     engine = r.engine["name"]
     if engine == "native":
         runs = r.csv(FILES["runs"], (*RUNS_COLUMNS, *NATIVE_COLUMNS))

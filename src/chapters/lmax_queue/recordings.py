@@ -15,7 +15,7 @@ from .common import (CHAPTER, DEFAULT_MEASURED, FALSE_SHARING_COLUMNS, FILES, FI
 
 
 @dataclass
-class LmaxRecording:
+class LmaxRecording(rec.RecordingView):
     recording: rec.Recording
     runs: pd.DataFrame
     false_sharing: Optional[pd.DataFrame] = None
@@ -26,14 +26,6 @@ class LmaxRecording:
     sqlwaits: Optional[pd.DataFrame] = None
     findings: Optional[pd.DataFrame] = None
     increments: Optional[pd.DataFrame] = None
-
-    @property
-    def engine(self) -> str:
-        return self.recording.engine["name"]
-
-    @property
-    def id(self) -> str:
-        return self.recording.id
 
     @property
     def label(self) -> str:
@@ -58,9 +50,7 @@ _OPTIONAL = {
 
 def load(ref: str | Path) -> LmaxRecording:
     """Open a recording of this chapter by id or directory."""
-    r = rec.Recording.open(rec.resolve(CHAPTER, ref))
-    if r.chapter != CHAPTER:
-        raise rec.RecordingError(f"recording {r.path}: chapter is {r.chapter!r}, expected {CHAPTER!r}")
+    r = rec.open_chapter(CHAPTER, ref)
     runs = r.csv(FILES["runs"], RUNS_COLUMNS)
     if runs.empty:
         raise rec.RecordingError(f"recording {r.path}: file {FILES['runs']} has no rows; expected one per run")

@@ -12,23 +12,11 @@ from .common import CHAPTER, COLUMNS, DEFAULT_MEASURED, FILES, PUBLISHED, PUBLIS
 
 
 @dataclass
-class LogcacheRecording:
+class LogcacheRecording(rec.RecordingView):
     recording: rec.Recording
     runs: pd.DataFrame | None = None
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     stacks: dict[str, Path] = field(default_factory=dict)
-
-    @property
-    def engine(self) -> str:
-        return self.recording.engine["name"]
-
-    @property
-    def kind(self) -> str:
-        return self.recording.kind
-
-    @property
-    def id(self) -> str:
-        return self.recording.id
 
     def table(self, key: str) -> pd.DataFrame | None:
         return self.tables.get(key)
@@ -52,9 +40,7 @@ class LogcacheRecording:
 
 def load(ref: str | Path) -> LogcacheRecording:
     """Open a recording by id (under data/logcache-spinlock/) or directory, checking the files it needs."""
-    r = rec.Recording.open(rec.resolve(CHAPTER, ref))
-    if r.chapter != CHAPTER:
-        raise rec.RecordingError(f"recording {r.path}: chapter is {r.chapter!r}, expected {CHAPTER!r}")
+    r = rec.open_chapter(CHAPTER, ref)
     out = LogcacheRecording(r)
     if r.has(FILES["runs"]):
         out.runs = r.csv(FILES["runs"], RUNS_COLUMNS)
