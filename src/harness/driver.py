@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
-
 from .redaction import redact
 
 

@@ -16,15 +16,13 @@ sys.dm_os_performance_counters documents them.
 """
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .guard import Change
-from .redaction import redact
+from .polling import PollingSampler
 
 # -- the three statistics DMVs ----------------------------------------------------
 WAIT_STATS = ("SELECT wait_type AS name, waiting_tasks_count AS waits, wait_time_ms, max_wait_time_ms, "
@@ -196,61 +194,18 @@ def interpret(before: pd.DataFrame, after: pd.DataFrame, seconds: float) -> pd.D
     return pd.DataFrame(rows, columns=["object_name", "counter", "instance_name", "cntr_type", "value", "unit"])
 
 
-class CounterSampler:
-    """Reads performance counters every ``every_s`` in a thread; ``series()`` interprets each interval."""
+class CounterSampler(PollingSampler):
+    """Reads the named performance counters every ``every_s``; ``series()`` interprets each interval."""
 
     def __init__(self, connect: Callable[[], Any], counters: Sequence[tuple[str, str]], every_s: float = 1.0):
-        self.connect = connect
-        self.sql, self.params = perf_counters_query(counters)
-        self.every_s = every_s
-        self.reads: list[tuple[float, pd.DataFrame]] = []
-        self.error: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _read(self, cur) -> pd.DataFrame:
-        cur.execute(self.sql, *self.params)
-        cols = [d[0] for d in cur.description]
-        return pd.DataFrame.from_records([tuple(r) for r in cur.fetchall()], columns=cols)
-
-    def start(self) -> "CounterSampler":
-        conn = self.connect()
-        started = time.perf_counter()
-
-        def loop() -> None:
-            cur = conn.cursor()
-            try:
-                while True:
-                    self.reads.append((time.perf_counter() - started, self._read(cur)))
-                    if self._stop.wait(self.every_s):
-                        self.reads.append((time.perf_counter() - started, self._read(cur)))
-                        break
-            except Exception as exc:  # noqa: BLE001 - reported in series()
-                self.error = redact(exc)
-            finally:
-                conn.close()
-
-        self._thread = threading.Thread(target=loop, name="counter-sampler", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> "CounterSampler":
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        return self
-
-    def __enter__(self) -> "CounterSampler":
-        return self.start()
-
-    def __exit__(self, *exc) -> bool:
-        self.stop()
-        return False
+        sql, params = perf_counters_query(counters)
+        super().__init__(connect, sql, params, hz=1.0 / every_s, name="counter-sampler")
 
     def series(self) -> pd.DataFrame:
         """One interpreted row per counter per interval, stamped with the interval's end (seconds)."""
+        reads = [(t, f.drop(columns="t_s")) for t, f in self.frame().groupby("t_s", sort=True)] if self.rows else []
         frames = []
-        for (t0, a), (t1, b) in zip(self.reads, self.reads[1:]):
+        for (t0, a), (t1, b) in zip(reads, reads[1:]):
             f = interpret(a, b, t1 - t0)
             f.insert(0, "t_s", round(t1, 3))
             frames.append(f)

@@ -225,7 +225,7 @@ def write_svg(
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="Verdana,sans-serif" font-size="11">',
         f"<script><![CDATA[{_SVG_SCRIPT % {'w': width}}]]></script>",
-        f'<rect width="100%" height="100%" fill="#fdfdfd"/>',
+        '<rect width="100%" height="100%" fill="#fdfdfd"/>',
         f'<text x="4" y="18" font-size="14">{html.escape(title or "CPU samples: " + str(p.meta.get("source", "")))}</text>',
         f'<text x="{width - 4}" y="18" text-anchor="end" style="cursor:pointer" onclick="reset()">reset zoom</text>',
     ]

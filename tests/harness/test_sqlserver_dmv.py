@@ -106,3 +106,35 @@ def test_trace_flag_restored_only_if_it_was_off():
     assert tf.apply(False) == ["DBCC TRACEON(3933, -1)"] and tf.restore(False) == ["DBCC TRACEOFF(3933, -1)"]
     assert tf.read(FakeConn([(3933, 1, 1, 0)])) is True
     assert tf.apply(True) == [] and tf.restore(True) == []
+
+
+def test_counter_sampler_series_interprets_each_interval():
+    cols = ["object_name", "counter_name", "instance_name", "cntr_value", "cntr_type"]
+
+    class Reads:
+        """A fake connection whose counter doubles at every read."""
+        def __init__(self):
+            self.n = 0
+            self.description = [(c,) for c in cols]
+
+        def cursor(self):
+            return self
+
+        def execute(self, sql, *params):
+            self.n += 1
+            return self
+
+        def fetchall(self):
+            return [("SQLServer:Latches", "Latch Waits/sec", "", 100 * self.n, dmv.PERF_COUNTER_BULK_COUNT)]
+
+        def close(self):
+            pass
+
+    sampler = dmv.CounterSampler(Reads, [("Latches", "Latch Waits/sec")], every_s=0.05)
+    with sampler:
+        import time
+        time.sleep(0.3)
+    series = sampler.series()
+    assert sampler.error is None and len(series) >= 3
+    assert (series["value"] > 1000).all()  # 100 more per ~0.05 s: about 2,000 per second
+    assert series["t_s"].is_monotonic_increasing
