@@ -131,6 +131,34 @@ def test_a_manual_mask_is_restored_to_its_own_cpus():
     assert change.restore(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 19"]
 
 
+def test_cpus_given_by_the_reader_are_removed_exactly():
+    # Linux numbering: core 0's hyperthreads are CPUs 0 and 20, so the reader passes both
+    conn = FakeConn(scheduler_map(lw_cpu=0), [])
+    change = lss.affinity_change([0, 20], exact=True)
+    prior = change.read(conn)
+    assert prior["new_cpus"] == [c for c in range(40) if c not in (0, 20)]
+    assert change.apply(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 1 TO 19, 21 TO 39"]
+    assert change.restore(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO"]
+
+
+def test_the_log_writers_location_goes_into_the_manifest_settings():
+    answers = scheduler_map()
+    answers["LOG WRITER"] = (["session_id", "command", "scheduler_id", "cpu_id", "parent_node_id"],
+                             [(8, "LOG WRITER", 10, 10, 0), (9, "LOG WRITER", 30, 30, 1)])
+    answers["TRACESTATUS"] = (["TraceFlag", "Status", "Global", "Session"], [(8015, 1, 1, 0), (3604, 1, 0, 1)])
+    settings, sched, lw = lss.server_facts(FakeConn(answers, []))
+    assert settings["trace_flags"] == [8015]  # global flags only
+    assert settings["log_writer"] == {"session_id": 8, "command": "LOG WRITER", "scheduler_id": 10, "cpu_id": 10,
+                                      "parent_node_id": 0}
+    assert [w["cpu_id"] for w in settings["log_writers"]] == [10, 30]
+    assert settings["affinity_type"] == "AUTO" and settings["threads_per_core"] == 2 and len(sched) == 40
+    import json
+    json.dumps(settings)  # plain values: the manifest is JSON
+    change = lss.affinity_change(lss.log_writer_cpus)
+    prior = change.read(FakeConn(answers, []))
+    assert prior["new_cpus"] == [c for c in range(40) if c not in (10, 11, 30, 31)]  # both writers' cores
+
+
 def test_no_log_writer_means_no_plan():
     answers = scheduler_map()
     answers["LOG WRITER"] = (["session_id", "command", "scheduler_id", "cpu_id", "parent_node_id"], [])
@@ -284,6 +312,70 @@ def test_verdicts_can_differ(tmp_path):
     assert one["verdict"] == "not testable here" and "one distance" in one["measured here"]
 
 
+def test_toy_sentences_and_spins_verdict_follow_the_data(tmp_path):
+    pub, c2c = lc.load_published()
+    nat = fake_native(tmp_path, cpus=2)
+    nums = analysis.key_numbers(pub, c2c, {"native": nat})
+    assert nums["nat_writer_sentence"].startswith("A writer that shares its CPU")  # 110 -> 5050 flushes/s
+    assert nums["nat_spins_sentence"].startswith("The toy differs")  # 1.05 -> 0.1 spins per record
+    rows = analysis.verdicts(pub, {"native": nat})
+    spins = rows[rows["claim"].str.contains("spins per second")].iloc[0]
+    assert spins["verdict"] == "differs"  # 1.05 x 1.1e6 -> 0.1 x 2.1e6 spins/s: not 'about the same'
+    r = nat.runs
+    r.loc[r["variant"] == "writer_alone", "writer_flushes_per_s"] = r.loc[r["variant"] == "writer_shared",
+                                                                          "writer_flushes_per_s"].to_numpy()
+    r.loc[r["variant"] == "writer_alone", "spins_per_record"] = 0.6
+    nums = analysis.key_numbers(pub, c2c, {"native": nat})
+    assert "barely changed" in nums["nat_writer_sentence"] and "within a factor of two" in nums["nat_spins_sentence"]
+    rows = analysis.verdicts(pub, {"native": nat})
+    assert rows[rows["claim"].str.contains("spins per second")].iloc[0]["verdict"] == "agrees"
+
+
+def test_pinning_and_stack_verdicts_are_not_testable_on_two_cpus_but_can_be_on_more():
+    pub, _ = lc.load_published()
+    pg = lc.load_measured(None)["postgres"]
+    shares = pd.DataFrame({"recording": [pg.id, pg.id], "variant": ["default", "walwriter_alone"],
+                           "role": ["baseline", "relieved"], "what": ["x", "x"], "pct": [12.0, 3.0]})
+    host = pg.recording.manifest["host"]
+    try:
+        host["logical_cpus"] = 2
+        rows = analysis.verdicts(pub, {"postgres": pg}, shares).set_index("claim")
+        pin = rows.loc[rows.index.str.contains("walwriter pinned")].iloc[0]
+        assert pin["verdict"] == "not testable here" and "2 CPUs" in pin["measured here"]
+        assert rows.loc[rows.index.str.contains("stack samples"), "verdict"].tolist() == ["not testable here"]
+        host["logical_cpus"] = 16
+        rows = analysis.verdicts(pub, {"postgres": pg}, shares).set_index("claim")
+        c = throughput_curve_at_max(pg)
+        expect = "agrees" if c["walwriter_alone"] > 1.05 * c["default"] else "differs"
+        assert rows.loc[rows.index.str.contains("walwriter pinned"), "verdict"].tolist() == [expect]
+        assert rows.loc[rows.index.str.contains("stack samples"), "verdict"].tolist() == ["agrees"]  # 12% -> 3%
+        tiny = shares.assign(pct=[0.25, 0.13])
+        rows = analysis.verdicts(pub, {"postgres": pg}, tiny).set_index("claim")
+        stack = rows.loc[rows.index.str.contains("stack samples")].iloc[0]
+        assert stack["verdict"] == "not testable here" and "under 1%" in stack["measured here"]
+    finally:
+        host["logical_cpus"] = 2
+
+
+def throughput_curve_at_max(g):
+    c = analysis.throughput_curve([g])
+    top = c["sessions"].max()
+    return c[c["sessions"] == top].set_index("variant")["throughput"]
+
+
+def test_postgres_prose_numbers_say_what_one_call_does():
+    pub, c2c = lc.load_published()
+    measured = lc.load_measured(None)
+    nums = analysis.key_numbers(pub, c2c, measured)
+    assert nums["pg_batch"] == measured["postgres"].recording.parameters["batch"] >= 1
+    assert nums["pg_cpus"] == measured["postgres"].recording.host["logical_cpus"]
+    assert nums["pg_top_wait_meaning"] == analysis.WAIT_MEANINGS.get(
+        nums["pg_top_wait"], analysis.WAIT_MEANINGS.get(nums["pg_top_wait"].split(":")[0], ""))
+    assert all("`" not in v for v in analysis.WAIT_MEANINGS.values())  # glued text is not parsed as Markdown
+    setup = workloads.load(lc.CHAPTER, "postgres", "setup")[-1]
+    assert "COMMIT;" in setup and "WHILE i < p_rows LOOP" in setup  # one call: p_rows rows, each committed
+
+
 def test_key_numbers_on_the_reference_recordings():
     pub, c2c = lc.load_published()
     measured = lc.load_measured(None)
@@ -345,6 +437,11 @@ def test_native_smoke_run_writes_a_recording_that_loads(tmp_path):
     assert (nat.runs["records"] > 0).all()
     assert len(nat.table("c2c")) == len(os.sched_getaffinity(0)) * (len(os.sched_getaffinity(0)) - 1) // 2
     assert set(nat.table("ctxswitch")["placement"]) == {"same_cpu", "different_cpus"}
+    # the program ran each variant where it was told: A's writer among the workers' CPUs, B's alone
+    lc_ = analysis.logcache_summary(nat).set_index("variant")
+    a, b = lc_.loc["writer_shared"], lc_.loc["writer_alone"]
+    assert str(a["writer_cpu"]) in str(a["worker_cpus"]).split()
+    assert str(b["writer_cpu"]) not in str(b["worker_cpus"]).split()
 
 
 def test_native_layouts():

@@ -97,10 +97,12 @@ def spins(summary: pd.DataFrame):
     if summary.empty:
         return _empty("no log-cache runs in this recording")
     data = summary.assign(workers=summary["workers"].astype(str) + " worker(s)")
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    for ax, col, title, log in ((axes[0], "throughput", "records per second", False),
-                                (axes[1], "spins_per_record", "spins per record", False),
-                                (axes[2], "writer_flushes_per_s", "log writer flushes per second", True)):
+    panels = [("throughput", "records per second", False), ("spins_per_record", "spins per record", False),
+              ("backoffs_per_million_records", "backoffs per million records", False),
+              ("writer_flushes_per_s", "log writer flushes per second", True)]
+    panels = [p for p in panels if p[0] in data]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
+    for ax, (col, title, log) in zip(axes, panels):
         sns.barplot(data=data, x="workers", y=col, hue="setting", ax=ax)
         ax.set_title(title)
         ax.set_xlabel("")

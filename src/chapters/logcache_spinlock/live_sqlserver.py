@@ -91,21 +91,26 @@ def read_affinity(conn) -> dict:
             "all_cpus": sorted(int(c) for c in sched["cpu_id"]), "per_core": threads_per_core(info)}
 
 
-def plan_without(prior: dict, logwriter_cpus: Sequence[int]) -> list[int]:
-    """Online CPUs minus the log writer's physical core(s)."""
+def plan_without(prior: dict, logwriter_cpus: Sequence[int], exact: bool = False) -> list[int]:
+    """Online CPUs minus the log writer's physical core(s).
+
+    ``exact``: the CPUs were given by the reader (``logwriter_cpus``) and are removed as given, with no
+    sibling guessing: on Linux the two hyperthreads of a core are often not numbered next to each other.
+    """
     remove = set()
     for cpu in logwriter_cpus:
-        remove.update(core_siblings(int(cpu), prior["per_core"]))
+        remove.update([int(cpu)] if exact else core_siblings(int(cpu), prior["per_core"]))
     keep = [c for c in prior["cpus"] if c not in remove]
     if not keep:
         raise ValueError(f"removing CPUs {sorted(remove)} (the log writer's core) would leave no CPU for SQL Server")
     return keep
 
 
-def affinity_change(logwriter_cpus: Callable[[Any], Sequence[int]] | Sequence[int]) -> Change:
+def affinity_change(logwriter_cpus: Callable[[Any], Sequence[int]] | Sequence[int], exact: bool = False) -> Change:
     """The server-wide change: the log writer's core out of the process affinity, restored afterwards.
 
-    ``logwriter_cpus`` is a list, or a function of the connection that finds the log writer's CPU(s).
+    ``logwriter_cpus`` is a list, or a function of the connection that finds the log writer's CPU(s);
+    with ``exact`` the list is the full set of CPUs to remove (see :func:`plan_without`).
     """
     def read(conn):
         prior = read_affinity(conn)
@@ -113,7 +118,7 @@ def affinity_change(logwriter_cpus: Callable[[Any], Sequence[int]] | Sequence[in
         if not lw:
             raise RuntimeError("no LOG WRITER request found in sys.dm_exec_requests; cannot tell which core to remove")
         prior["logwriter_cpus"] = sorted(int(c) for c in lw)
-        prior["new_cpus"] = plan_without(prior, prior["logwriter_cpus"])
+        prior["new_cpus"] = plan_without(prior, prior["logwriter_cpus"], exact=exact)
         return prior
 
     return Change(
@@ -219,14 +224,9 @@ def run_sqlserver(target: Target, database: str, writer: RecordingWriter, *, var
     run = SqlServerRun(target, database, writer, **kwargs)
     log = run.log
     with contextlib.closing(target.connect(database)) as conn:
-        flags = trace_flags(conn)
-        lw = _frame(conn, "log_writer")
-        sched = _frame(conn, "schedulers")
-        info = _frame(conn, "sys_info").iloc[0].to_dict()
-    where = lw.iloc[0].to_dict() if len(lw) else {}
-    writer.update(engine={"settings": {"trace_flags": flags, "log_writer": {k: _plain(v) for k, v in where.items()},
-                                       "log_writers": len(lw), "affinity_type": str(info.get("affinity_type_desc")),
-                                       "threads_per_core": threads_per_core(info)}})
+        settings, sched, lw = server_facts(conn)
+    flags = settings["trace_flags"]
+    writer.update(engine={"settings": {**writer.manifest["engine"].get("settings", {}), **settings}})
     writer.write_csv(FILES["schedulers"], sched, "scheduler map at the start of the run")
     writer.write_csv(FILES["log_writer"].replace(".csv", "_start.csv"), lw, "LOG WRITER location at the start")
     if 8015 in flags:
@@ -238,7 +238,8 @@ def run_sqlserver(target: Target, database: str, writer: RecordingWriter, *, var
         for variant in variants:
             changes = []
             if variant == "no_logwriter_core":
-                changes = [affinity_change(list(logwriter_cpus) or log_writer_cpus)]
+                changes = [affinity_change(list(logwriter_cpus), exact=True) if logwriter_cpus
+                           else affinity_change(log_writer_cpus)]
             with StateGuard(lambda d: target.connect(d), changes, allow_server_changes=allow_server_changes, log=log):
                 for n in run.sessions:
                     run.run_point(variant, n)
@@ -249,6 +250,20 @@ def run_sqlserver(target: Target, database: str, writer: RecordingWriter, *, var
 
         for label, path in ingest(stacks, writer).items():
             log(f"[{CHAPTER}] stacks {label}: ingested from {path}")
+
+
+def server_facts(conn) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """(manifest settings, scheduler map, LOG WRITER rows): trace flags, where each log writer runs
+    (scheduler, CPU, NUMA node), the affinity type and threads per core."""
+    flags = trace_flags(conn)
+    lw = _frame(conn, "log_writer")
+    sched = _frame(conn, "schedulers")
+    info = _frame(conn, "sys_info").iloc[0].to_dict()
+    where = lw.iloc[0].to_dict() if len(lw) else {}
+    settings = {"trace_flags": flags, "log_writer": {k: _plain(v) for k, v in where.items()},
+                "log_writers": [{k: _plain(v) for k, v in r.items()} for r in lw.to_dict("records")],
+                "affinity_type": str(info.get("affinity_type_desc")), "threads_per_core": threads_per_core(info)}
+    return settings, sched, lw
 
 
 def _plain(v):
