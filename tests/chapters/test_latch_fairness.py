@@ -48,7 +48,7 @@ def test_convoy_arithmetic():
 
 
 # -- analysis on a synthetic native sweep -----------------------------------------------------
-def sweep(fair_rate_at_8=1e5, unfair_max_ns=5e6, fair_max_ns=1e6, stp_waits=10):
+def sweep(fair_rate_at_8=1e5, unfair_max_ns=5e6, fair_max_ns=1e6, stp_waits=10, lone_max_ns=1e4):
     rows = []
     for kind in ("fair", "unfair", "spin_then_park", "eventual"):
         for threads in (1, 2, 4, 8):
@@ -60,7 +60,8 @@ def sweep(fair_rate_at_8=1e5, unfair_max_ns=5e6, fair_max_ns=1e6, stp_waits=10):
                              "waits": records if kind == "fair" and threads > 1 else (stp_waits if kind == "spin_then_park" else 100),
                              "parks": 0, "handoffs": 0, "spins": records * 3 if kind in ("spin_then_park", "eventual") else 0,
                              "backoffs": 0, "queue_spins": 0, "wait_p50_ns": 30, "wait_p99_ns": 5e4 if kind == "fair" else 400,
-                             "wait_p999_ns": 1e5, "wait_max_ns": fair_max_ns if kind == "fair" else unfair_max_ns,
+                             "wait_p999_ns": 1e5, "wait_max_ns": lone_max_ns if threads == 1 else (
+                                 fair_max_ns if kind == "fair" else unfair_max_ns),
                              "voluntary_cs": records if kind == "fair" else 10, "involuntary_cs": 5, "cpu_s": 1.0,
                              "jain_index": 1.0, "min_share": 0.9})
     frame = pd.DataFrame(rows)
@@ -95,6 +96,32 @@ def test_verdicts_can_flip(tmp_path):
     assert got["The unfair latch gives higher throughput"] == "differs"
     assert got["The unfair latch's maximum wait is no worse"] == "agrees"
     assert got["The unfair latch waits far less often"] == "differs"
+
+
+def test_max_wait_verdict_needs_a_difference_above_a_lone_threads_noise(tmp_path):
+    """A longer longest wait that a lone thread's preemption alone could explain is not evidence either way."""
+    g = native_recording(tmp_path, sweep(unfair_max_ns=5e6, fair_max_ns=1e6, lone_max_ns=8e6))
+    v = analysis.verdicts(lf.load_published(), g)
+    row = v[v["claim"].str.startswith("The unfair latch's maximum wait")].iloc[0]
+    assert row["verdict"] == "not testable here" and "within the noise" in row["measured here"]
+    assert "a lone thread's longest, preemption alone: 8.00 ms" in row["measured here"]
+    assert analysis.lone_max_ms(analysis.native_summary(g)) == pytest.approx(8.0)
+
+
+def test_sentences_follow_the_data(tmp_path):
+    """The prose's direction-bearing sentences are computed, and turn round with the data."""
+    k = analysis.key_numbers(lf.load_published(), native_recording(tmp_path, sweep(), "a"))
+    assert k["m_tail_sentence"].startswith("At 8 threads the longest wait of the plain unfair, spinning and "
+                                           "eventually fair locks exceeded the fair lock's")
+    assert "the fair queue kept the longest wait shorter (1.0 ms against 5.0 ms at 8 threads)" in k["m_conclusion_sentence"]
+    assert "× to 100.0× the fair lock's throughput at" in k["m_conclusion_sentence"]  # which counts: this host's CPUs
+    assert "10 times its bound of 500 µs" in k["m_eventual_sentence"]
+    k = analysis.key_numbers(lf.load_published(), native_recording(
+        tmp_path, sweep(fair_rate_at_8=1e8, unfair_max_ns=1e5, fair_max_ns=1e6), "b"))
+    assert k["m_tail_sentence"].startswith("At 8 threads no barging lock's longest wait exceeded the fair lock's")
+    assert "did not keep the longest wait shorter" in k["m_conclusion_sentence"]
+    assert "not always more" in k["m_conclusion_sentence"]
+    assert "stayed within twice its bound" in k["m_eventual_sentence"]
 
 
 def test_key_numbers_from_a_native_recording(tmp_path):
@@ -159,6 +186,20 @@ def test_native_program_rejects_bad_options():
                           (["--duration-ms"], "needs a value"), (["--frobnicate", "1"], "unknown option")):
         proc = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=30)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
+def test_the_mutual_exclusion_check_catches_a_broken_lock(tmp_path):
+    """Built with a barger that ignores the holder, the program must stop with exit 3 and say so."""
+    import subprocess
+
+    exe = tmp_path / "latch_convoy_broken"
+    src = native.native_dir() / "latch_convoy.c"
+    subprocess.run(["cc", "-O2", "-std=c11", "-pthread", "-DLATCH_CONVOY_SELFTEST_BROKEN", f"-I{src.parent}",
+                    str(src), "-o", str(exe), "-lm"], check=True, capture_output=True, timeout=120)
+    # more threads than CPUs: a holder preempted inside the critical section lets a barger in even on one CPU
+    proc = subprocess.run([str(exe), "--kinds", "unfair", "--threads", "8", "--duration-ms", "400",
+                           "--repetitions", "3"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and "unfair lock broken" in proc.stderr, proc.stderr[-500:]
 
 
 def test_native_smoke_sweep_records_and_renders(tmp_path):

@@ -122,7 +122,7 @@ def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
     floor = 1e-5
     s = summary.assign(w=summary["waits_per_record"].clip(lower=floor), sp=summary["spins_per_record"].clip(lower=floor),
                        cs=summary["cs_per_record"].clip(lower=floor))
-    for ax, col, title in ((axes[0], "w", "Waits (parks) per record"),
+    for ax, col, title in ((axes[0], "w", "Waits (joined the queue) per record"),
                            (axes[1], "sp", "Spins (PAUSE) per record"),
                            (axes[2], "cs", "Context switches per record")):
         _kind_lines(ax, s, col, cpus, f"per record (log scale; {floor:g} = none)")
