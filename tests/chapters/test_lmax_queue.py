@@ -8,7 +8,7 @@ import pytest
 from tsql_parse import problems
 
 from chapters import lmax_queue as lq
-from chapters.lmax_queue import analysis, live_sqlserver as ss, native_run
+from chapters.lmax_queue import analysis, live_postgres as lp, live_sqlserver as ss, native_run
 from harness import workloads
 from harness.recording import RecordingError, repo_root
 
@@ -138,6 +138,16 @@ def test_parameters_are_checked():
         lq.parse_variants("", "oracle")
     with pytest.raises(ValueError, match="power of two"):
         native_run.check_queue_size(1000)
+    assert lp.check_pushes_per_call(50) == 50 and lp.check_pushes_per_call("1") == 1
+    for bad in (0, -3, 2.5, "many", None, lp.MAX_PUSHES_PER_CALL + 1):
+        with pytest.raises(ValueError, match="pushes_per_call="):
+            lp.check_pushes_per_call(bad)
+
+
+def test_pop_loop_results_are_parsed():
+    assert lp.parse_ages("0.5,1.25") == [0.5, 1.25]
+    assert lp.parse_ages("") == [] and lp.parse_ages(None) == []
+    assert lp.truthy("1") and lp.truthy(True) and lp.truthy("t") and not lp.truthy("0") and not lp.truthy(False)
 
 
 # -- recordings and analysis ------------------------------------------------------------------------
@@ -164,9 +174,33 @@ def test_a_published_recording_is_refused_as_the_measured_one():
 
 
 def test_verdicts_on_the_references():
-    table = analysis.verdicts(*lq.load_published(), *lq.load_measured(""))
+    native, db = lq.load_measured("")
+    table = analysis.verdicts(*lq.load_published(), native, db)
     assert set(table["verdict"]) <= {"agrees", "differs", "not testable here"}
-    assert (table["verdict"] == "not testable here").sum() == 4  # the SQL Server claims
+    # the SQL Server claims, and the UNLOGGED one where one client round trip per message bounds both rings
+    client_bound = analysis.pushes_per_call(db) == 1
+    assert (table["verdict"] == "not testable here").sum() == 4 + client_bound
+    unlogged = table[table["claim"].str.contains("durability")].iloc[0]
+    assert (unlogged["verdict"] == "not testable here") == client_bound
+
+
+def test_call_notes_follow_the_recording():
+    g = fake_recording("postgres", {"variant": ["ring", "naive"], "sessions": [1, 1], "throughput": [2.0, 3.0]},
+                       waits=pd.DataFrame({"variant": ["ring"] * 2, "sessions": [1, 1],
+                                           "wait": ["CPU", "Client:ClientRead"], "samples": [3, 1],
+                                           "share": [0.75, 0.25]}))
+    g.recording.host, g.recording.parameters, g.recording.id = {"logical_cpus": 2}, {}, "fake"
+    old = analysis.call_notes(g)  # no pushes_per_call column: an old, one-statement-per-message recording
+    assert old["db_pushes_per_call"] == 1 and "one round trip" in old["db_call_how"]
+    assert "25%" in old["db_client_note"] and "2 CPUs" in old["db_client_note"]
+    g.runs["pushes_per_call"] = 50
+    new = analysis.call_notes(g)
+    assert new["db_pushes_per_call"] == 50 and "50 messages" in new["db_call_how"] and "per call" in new["db_call_how"]
+    t = analysis.scaling(g)
+    assert analysis.one_session_note(t, analysis.label).index("INSERT") < analysis.one_session_note(t, analysis.label).index("ring")
+    g.runs["pushes_per_call"] = [50, 10]
+    with pytest.raises(ValueError, match="pushes_per_call"):
+        analysis.pushes_per_call(g)
 
 
 def fake_recording(engine, runs, **extra):
@@ -231,9 +265,11 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
 
     lines = []
     path = lq.run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", variants="ring,skip_locked",
-                       duration_s=0.6, queue_size=500, record_to=str(tmp_path / "rec"), database="contention_test",
-                       log=lines.append)
+                       duration_s=0.6, queue_size=500, pushes_per_call=5, record_to=str(tmp_path / "rec"),
+                       database="contention_test", log=lines.append)
     g = lq.load(path)
+    assert g.recording.parameters["pushes_per_call"] == 5 and analysis.pushes_per_call(g) == 5
+    assert (g.runs["operations"] == g.runs["calls"] * 5).all()
     assert g.engine == "postgres" and g.recording.kind == "measured"
     assert set(zip(g.runs["variant"], g.runs["sessions"])) == {("ring", 1), ("ring", 2), ("skip_locked", 1),
                                                                ("skip_locked", 2)}
@@ -248,3 +284,10 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
     assert db.id == g.id
     assert not analysis.verdicts(*lq.load_published(), native, db).empty
     assert any("recording written" in line for line in lines)
+    assert any("(5 per call)" in line for line in lines)
+    # one statement per message: the old path still runs
+    old = lq.load(lq.run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1", variants="ring,naive",
+                              duration_s=0.4, queue_size=200, pushes_per_call=1, record_to=str(tmp_path / "old"),
+                              database="contention_test", log=lines.append))
+    assert (old.runs["calls"] == old.runs["operations"]).all() and (old.runs["errors"] == 0).all()
+    assert (old.runs.loc[old.runs["variant"] == "naive", "dequeued"] > 0).all()

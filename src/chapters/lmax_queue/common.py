@@ -38,7 +38,7 @@ PG_LABELS = {"ring": "ring table (HOT updates, logged)"}
 # defaults per engine for the parameters that mean different things at different scales
 DEFAULTS = {
     "native": {"sessions": (1, 2, 3, 4), "messages_per_session": 4_000_000, "queue_size": 4096},
-    "postgres": {"sessions": (1, 2, 4, 8), "messages_per_session": 0, "queue_size": 10_000},
+    "postgres": {"sessions": (1, 2, 4, 8), "messages_per_session": 0, "queue_size": 10_000, "pushes_per_call": 50},
     "sqlserver": {"sessions": (1, 2, 4, 8, 16, 23, 32), "messages_per_session": 50_000, "queue_size": 2_000_000},
 }
 

@@ -44,14 +44,17 @@ def parse_variants(variants: str | Sequence[str] | None, engine: str) -> list[st
 
 def run_live(*, engine: str = "postgres", target: str | None = None, sessions=None, messages_per_session: int = 0,
              queue_size: int = 0, variants=None, duration_s: float = 3.0, repetitions: int = 3,
-             increments: int = 100_000_000, push_chunk: int = 1000, record_to: str | None = None,
+             increments: int = 100_000_000, push_chunk: int = 1000, pushes_per_call: int = 0,
+             record_to: str | None = None,
              database: str = "contention_lab", allow_server_changes: bool = False, command: str | None = None,
              log: Callable[[str], None] = print) -> Path:
     """Measure this chapter on ``engine`` and return the new recording's directory.
 
     ``messages_per_session`` and ``queue_size`` of 0 take the engine's default
     (see common.DEFAULTS).  PostgreSQL runs are timed windows of ``duration_s``
-    per point (``messages_per_session`` caps each producer when above 0).
+    per point (``messages_per_session`` caps each producer when above 0), and
+    each call pushes ``pushes_per_call`` messages in a server-side loop (0: the
+    default, 50; 1: one statement and one client round trip per message).
     """
     variants = parse_variants(variants, engine)
     sessions = parse_sessions(sessions, engine)
@@ -73,11 +76,17 @@ def run_live(*, engine: str = "postgres", target: str | None = None, sessions=No
         if engine == "postgres":
             from .live_postgres import run_postgres
 
-            params.update(duration_s=float(duration_s), synchronous_commit="off (session)", fillfactor_ring=50)
+            from .live_postgres import check_pushes_per_call
+
+            per_call = check_pushes_per_call(pushes_per_call or DEFAULTS["postgres"]["pushes_per_call"])
+            params.update(duration_s=float(duration_s), synchronous_commit="off (session)", fillfactor_ring=50,
+                          pushes_per_call=per_call, latency="per call (of pushes_per_call messages)",
+                          throughput="messages per second")
             with measured_writer(tgt, CHAPTER, params, command, dest,
                                  title="LMAX queues on PostgreSQL: ring tables and queue tables") as w:
                 run_postgres(tgt, database, w, variants=variants, sessions=sessions, queue_size=size,
-                             duration_s=float(duration_s), messages_per_session=int(messages_per_session), log=log)
+                             duration_s=float(duration_s), messages_per_session=int(messages_per_session), log=log,
+                             pushes_per_call=per_call)
         else:
             from .live_sqlserver import run_sqlserver
 
