@@ -221,6 +221,17 @@ def test_little_law_and_verdicts_can_go_either_way():
     v = analysis.verdicts([], g).set_index("claim")["verdict"]
     assert v["Hash partitioning raises the insert rate"] == "agrees"
     assert v["Concurrent inserts with an ever-increasing key queue on the last page's latch"] == "agrees"
+    assert v["With hash partitioning the page-latch waits go away"] == "agrees"  # 50% -> 10%
+    same = _fake(runs, [(a, b, c, 50 if c == "LWLock:BufferContent" else d) for a, b, c, d in waits])
+    assert analysis.verdicts([], same).set_index("claim")["verdict"][
+        "With hash partitioning the page-latch waits go away"] == "differs"  # 50% -> 36%: not gone
+    idle = _fake(runs, [("sequential", 1, "CPU", 10), ("sequential", 4, analysis.IDLE, 95),
+                        ("sequential", 4, "CPU", 5), ("hash_partitioned", 4, "CPU", 5)])
+    vi = analysis.verdicts([], idle).set_index("claim")
+    assert (vi.loc["Concurrent inserts with an ever-increasing key queue on the last page's latch", "verdict"]
+            == "not testable here")
+    assert "waiting for their client" in vi.loc[
+        "Concurrent inserts with an ever-increasing key queue on the last page's latch", "measured here"]
     worse = _fake([(a, b, c / 2 if a == "hash_partitioned" and b == 4 else c) for a, b, c in runs], waits)
     assert analysis.verdicts([], worse).set_index("claim")["verdict"]["Hash partitioning raises the insert rate"] == "differs"
 
@@ -237,6 +248,45 @@ def test_pins_give_the_last_page_share():
     assert roles.loc["rightmost leaf", "share"] == pytest.approx(30 / 90) and roles.loc["heap", "is_last_page"] == 0
 
 
+def test_rows_per_call_chooses_the_call_and_counts_rows():
+    assert live.check_rows_per_call("100") == 100
+    for bad in (0, -1, "x", 10001):
+        with pytest.raises(ValueError, match="rows_per_call"):
+            live.check_rows_per_call(bad)
+    sql, args = live.insert_call("postgres", 1)
+    assert sql.startswith("INSERT INTO lpi_insert") and args == ()
+    sql, args = live.insert_call("postgres", 50)
+    assert sql == "CALL lpi_insert_rows(?)" and args == (50,)
+    sql, args = live.insert_call("sqlserver", 50, table="lpi_hash")
+    assert "WHILE @done < @todo" in sql and "dbo.lpi_hash" in sql and args == (50,)
+    assert not problems(sql.replace("?", "50"))
+    assert live.calls_per_session(0, 100) is None and live.calls_per_session(250, 100) == 3
+    from harness.driver import RunResult
+    row = live.runs_row(RunResult(sessions=2, elapsed_s=2.0, operations=30, errors=0,
+                                  latency={"p50_ms": 1.0}, per_session=[]), 100, variant="sequential")
+    assert (row["operations"], row["throughput"], row["calls"], row["calls_per_s"]) == (3000, 1500.0, 30, 15.0)
+    assert row["rows_per_call"] == 100 and row["p50_ms"] == 1.0  # latency stays per call
+
+
+def test_prose_follows_the_recording_not_a_fixed_direction():
+    runs = [("sequential", 1, 1000.0), ("sequential", 4, 2000.0)]
+    quiet = _fake(runs, [("sequential", 1, analysis.IDLE, 90), ("sequential", 4, analysis.IDLE, 90),
+                         ("sequential", 4, "CPU", 10)])
+    n = analysis.measured_numbers(quiet)
+    assert n["m_rows_per_call"] == 1 and "round trip" in n["m_call_text"]  # no rows_per_call: an old recording
+    assert "no sample found" in n["m_queue_text"] and "client round trip" in n["m_bound_text"]
+    assert n["m_pins_text"] == "This recording has no page-level samples."
+    busy = _fake(runs, [("sequential", 4, "CPU", 50), ("sequential", 4, "LWLock:BufferContent", 50),
+                        ("sequential", 1, "CPU", 10)])
+    busy.recording.parameters = {"partitions": 4, "max_seconds": 1.0, "rows_per_call": 100}
+    n = analysis.measured_numbers(busy)
+    assert "server-side loop that inserts 100 rows" in n["m_call_text"]
+    assert "50% of samples" in n["m_queue_text"] and "preempted" in n["m_bound_text"]
+    busy.recording.parameters = {"rows_per_call": "many"}
+    with pytest.raises(analysis.rec.RecordingError, match="rows_per_call 'many'"):
+        analysis.rows_per_call(busy)
+
+
 def test_reference_recording_renders_its_numbers():
     pub, g = analysis.load_published(), analysis.load(DEFAULT_MEASURED)
     assert g.recording.kind == "measured" and g.engine == "postgres"
@@ -248,6 +298,8 @@ def test_reference_recording_renders_its_numbers():
     table = analysis.verdicts(pub, g)
     assert set(table["verdict"]) <= {"agrees", "differs", "not testable here"}
     assert (table["verdict"] == "not testable here").any()  # OPTIMIZE_FOR_SEQUENTIAL_KEY needs SQL Server
+    assert nums["m_rows_per_call"] == int(g.recording.parameters.get("rows_per_call", 1))
+    assert (analysis.throughput_table(g)["rows_per_call"] == nums["m_rows_per_call"]).all()
 
 
 @pytest.mark.live
@@ -256,10 +308,13 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
 
     lines = []
     path = live.run_live(target=TEST_ENV_VAR, engine="postgres", sessions="1,2", max_seconds=0.7, partitions=2,
-                         record_to=str(tmp_path / "rec"), database="contention_test", stacks=False, log=lines.append)
+                         rows_per_call=10, record_to=str(tmp_path / "rec"), database="contention_test",
+                         stacks=False, log=lines.append)
     g = analysis.load(path)
-    assert g.recording.manifest["measured"]["command"]
+    assert g.recording.manifest["measured"]["command"] and g.recording.parameters["rows_per_call"] == 10
     assert len(g.runs) == 6 and (g.runs["errors"] == 0).all() and (g.runs["operations"] > 0).all()
+    assert (g.runs["operations"] == g.runs["calls"] * 10).all()
+    assert (g.waits["wait"] != "").all() and g.waits.groupby(["variant", "sessions"])["samples"].sum().min() > 0
     assert set(g.index["variant"]) == {"sequential", "hash_partitioned", "random_key"}
     assert (g.index["variant"] == "hash_partitioned").sum() == 2  # one B-tree per partition
     rc = g.read_cost.set_index(["variant", "query"])

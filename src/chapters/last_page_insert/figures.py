@@ -34,7 +34,7 @@ def plot_throughput(published: list, measured) -> "object":
         axes[1].set_xticks(sorted(t["sessions"].unique()))
         axes[1].set_xticklabels([str(s) for s in sorted(t["sessions"].unique())])
         axes[1].set_ylim(bottom=0)
-        axes[1].set_ylabel("inserts per second")
+        axes[1].set_ylabel("rows inserted per second")
         axes[1].set_xlabel("inserting sessions")
         axes[1].set_title(f"Measured: {measured.label}, {measured.cpus or '?'} logical CPUs")
         axes[1].legend(fontsize=8, title=None)

@@ -1,5 +1,11 @@
 """Live runs: N sessions insert single rows, per variant and per N; samplers watch.
 
+Each driver call inserts ``rows_per_call`` rows: 1 is one INSERT statement
+per call (a client round trip per row), more runs the workload's server-side
+loop (``insert_rows``: each row still its own transaction).  runs.csv keeps
+``operations`` and ``throughput`` in rows, and the latency percentiles per
+call, with ``rows_per_call``, ``calls`` and ``calls_per_s`` beside them.
+
 ``run_live`` is the notebook's entry point for both engines; the PostgreSQL
 path is here, the SQL Server one in :mod:`.live_sqlserver`.
 """
@@ -56,6 +62,38 @@ def check_partitions(partitions: Any) -> int:
     return p
 
 
+def check_rows_per_call(rows_per_call: Any) -> int:
+    try:
+        r = int(rows_per_call)
+    except (TypeError, ValueError):
+        raise ValueError(f"rows_per_call {rows_per_call!r}: expected a whole number from 1 to 10000") from None
+    if not 1 <= r <= 10000:
+        raise ValueError(f"rows_per_call {r}: expected 1 (one INSERT per call, a round trip per row) "
+                         "to 10000 (rows per call of the server-side loop)")
+    return r
+
+
+def insert_call(engine: str, rows_per_call: int, **identifiers: str) -> tuple[str, tuple]:
+    """The statement one driver call runs, and its parameters: one INSERT, or the server-side loop."""
+    if rows_per_call == 1:
+        return workloads.load(CHAPTER, engine, "insert", **identifiers)[-1], ()
+    return workloads.load(CHAPTER, engine, "insert_rows", **identifiers)[-1 if engine == "postgres" else 0], \
+        (rows_per_call,)
+
+
+def calls_per_session(rows_per_session: int, rows_per_call: int) -> int | None:
+    """Calls each session makes to insert ``rows_per_session`` rows (rounded up); None for no cap."""
+    return -(-rows_per_session // rows_per_call) if rows_per_session else None
+
+
+def runs_row(result: RunResult, rows_per_call: int, **extra: Any) -> dict[str, Any]:
+    """One runs.csv row: operations and throughput in rows, latency percentiles per call."""
+    row = result.row(**extra)
+    row.update(rows_per_call=rows_per_call, calls=result.operations, calls_per_s=result.throughput,
+               operations=result.operations * rows_per_call, throughput=result.throughput * rows_per_call)
+    return row
+
+
 def _query(conn, script: str, engine: str = "postgres", params: Sequence[Any] = ()) -> pd.DataFrame:
     cur = conn.cursor()
     cur.execute(workloads.load(CHAPTER, engine, script)[-1], *params)
@@ -84,11 +122,12 @@ class PostgresRun:
 
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: list[int],
                  rows_per_session: int, max_seconds: float, partitions: int, hz: float, pin_hz: float,
-                 stacks: bool, log: Callable[[str], None]):
+                 stacks: bool, log: Callable[[str], None], rows_per_call: int = 1):
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.pin_hz, self.stacks, self.log = partitions, hz, pin_hz, stacks, log
-        self.insert = workloads.load(CHAPTER, "postgres", "insert")[0]
+        self.per_call = rows_per_call
+        self.insert, self.args = insert_call("postgres", rows_per_call)
 
     def connect(self):
         return self.t.connect(self.db)
@@ -100,7 +139,7 @@ class PostgresRun:
 
     def point(self, variant: str, n: int) -> RunResult:
         pids: dict[int, int] = {}
-        insert = self.insert
+        insert, args = self.insert, self.args
         waits = pg_waits.WaitSampler(self.connect, self.db, hz=self.hz)
         deepest = n == max(self.sessions)
         pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
@@ -119,9 +158,9 @@ class PostgresRun:
                 recorder["perf"] = _start_stacks(self.w, variant, sorted(pids.values()))
 
         try:
-            result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert), sessions=n,
-                                  operations_per_session=self.rows or None, duration_s=self.max_s,
-                                  warmup_operations=20,
+            result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
+                                  operations_per_session=calls_per_session(self.rows, self.per_call),
+                                  duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
                                   setup_session=setup, on_ready=ready, progress=f"{variant}, {n} session(s)")
         finally:
             waits.stop()
@@ -131,12 +170,15 @@ class PostgresRun:
         if result.errors:
             samples = "; ".join(s for st in result.per_session for s in st.error_samples[:1])
             raise RuntimeError(f"{variant}, {n} sessions: {result.errors} insert(s) failed: {samples}")
-        self.w.append_csv(FILES["runs"], pd.DataFrame([result.row(
-            variant=variant, repetition=0, partitions=self.partitions if variant == "hash_partitioned" else 1,
+        self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
+            result, self.per_call, variant=variant, repetition=0,
+            partitions=self.partitions if variant == "hash_partitioned" else 1,
             wait_sampler_hz=round(waits.achieved_hz, 2))]))
         if waits.error:
             self.w.add_note(f"wait sampler, {variant} at {n} sessions: stopped early: {waits.error}")
-        shares = wait_counts(waits.frame())
+        frame = waits.frame()
+        # only the inserting sessions: the run's own idle connection and the pin sampler's are not the workload
+        shares = wait_counts(frame[frame["pid"].isin(set(pids.values()))] if pids else frame)
         if not shares.empty:
             self.w.append_csv(FILES["waits"], shares.assign(variant=variant, sessions=n)[
                 ["variant", "sessions", "wait", "samples", "share"]])
@@ -151,8 +193,9 @@ class PostgresRun:
                 grouped.insert(0, "variant", variant)
                 grouped["ticks"] = pins.ticks
                 self.w.append_csv(FILES["pins"], grouped)
-        self.log(f"[{CHAPTER}] {variant}, {n} session(s): {result.operations:,} inserts in {result.elapsed_s:.2f} s "
-                 f"= {result.throughput:,.0f}/s (p99 {result.latency['p99_ms']:.2f} ms)")
+        self.log(f"[{CHAPTER}] {variant}, {n} session(s): {result.operations * self.per_call:,} rows in "
+                 f"{result.elapsed_s:.2f} s = {result.throughput * self.per_call:,.0f} rows/s "
+                 f"(p99 {result.latency['p99_ms']:.2f} ms per call of {self.per_call} row(s))")
         return result
 
     def index_stats(self, conn, variant: str) -> None:
@@ -219,6 +262,7 @@ def run_live(
     engine: str = "postgres",
     sessions: Any = "1,2,4,8",
     rows_per_session: int = 0,
+    rows_per_call: int = 100,
     max_seconds: float = 7.0,
     partitions: int = 8,
     variants: Any = None,
@@ -235,15 +279,19 @@ def run_live(
 
     Each (variant, sessions) point runs for ``max_seconds``, or until every
     session has inserted ``rows_per_session`` rows when that is above 0.
+    Each call inserts ``rows_per_call`` rows (1: one INSERT per round trip;
+    more: the server-side loop, so sessions stay inside the server).
     """
     chosen = parse_variants(variants, engine)
     counts = parse_sessions(sessions)
     p = check_partitions(partitions)
+    per_call = check_rows_per_call(rows_per_call)
     if int(rows_per_session) < 0 or float(max_seconds) <= 0:
         raise ValueError(f"rows_per_session={rows_per_session}, max_seconds={max_seconds}: expected rows 0 (no cap) "
                          "or more and a positive number of seconds per point")
     check_identifier(database, "database")
     parameters = {"engine": engine, "sessions": counts, "rows_per_session": int(rows_per_session),
+                  "rows_per_call": per_call,
                   "max_seconds": float(max_seconds), "partitions": p, "variants": chosen, "database": database,
                   "wait_sampler_hz": float(hz), "pin_sampler_hz": float(pin_hz)}
     with live_target(target, engine) as tgt:
@@ -252,7 +300,8 @@ def run_live(
         command = command or invocation(NOTEBOOK, {"source": "live", "engine": engine, "sessions": sessions,
                                                    "target": target or ""})
         writer = measured_writer(tgt, CHAPTER, parameters, command, dest,
-                                 title="Last-page inserts: N sessions inserting single rows")
+                                 title="Last-page inserts: N sessions inserting single rows"
+                                 + (f", {per_call} per call (server-side loop)" if per_call > 1 else ""))
         with writer:
             if engine == "postgres":
                 with contextlib.closing(tgt.connect(database)) as conn:
@@ -262,7 +311,7 @@ def run_live(
                 writer.update(engine={"settings": settings})
                 run = PostgresRun(tgt, database, writer, sessions=counts, rows_per_session=int(rows_per_session),
                                   max_seconds=float(max_seconds), partitions=p, hz=float(hz), pin_hz=float(pin_hz),
-                                  stacks=bool(stacks), log=log)
+                                  stacks=bool(stacks), log=log, rows_per_call=per_call)
                 for variant in chosen:
                     run.variant(variant)
                 with contextlib.closing(tgt.connect(database)) as conn:
@@ -272,7 +321,8 @@ def run_live(
 
                 run = SqlServerRun(tgt, database, writer, sessions=counts, rows_per_session=int(rows_per_session),
                                    max_seconds=float(max_seconds), partitions=p, hz=float(hz),
-                                   allow_server_changes=bool(allow_server_changes), log=log)
+                                   allow_server_changes=bool(allow_server_changes), log=log,
+                                   rows_per_call=per_call)
                 for variant in chosen:
                     run.variant(variant)
     log(f"[{CHAPTER}] recording written: {dest}")

@@ -95,11 +95,12 @@ def _frame(cur) -> pd.DataFrame:
 class SqlServerRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: list[int],
                  rows_per_session: int, max_seconds: float, partitions: int, hz: float,
-                 allow_server_changes: bool, log: Callable[[str], None]):
+                 allow_server_changes: bool, log: Callable[[str], None], rows_per_call: int = 1):
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.allow, self.log = partitions, hz, allow_server_changes, log
         self.version = writer.manifest["engine"]["version"]
+        self.per_call = rows_per_call
 
     def connect(self):
         return self.t.connect(self.db)
@@ -114,19 +115,23 @@ class SqlServerRun:
             workloads.run_script(conn, CHAPTER, "sqlserver", f"create_{variant}")
 
     def point(self, conn, variant: str, n: int, db_id: int) -> pd.DataFrame:
-        insert = workloads.load(CHAPTER, "sqlserver", "insert", table=SQLSERVER_TABLES[variant])[0]
+        from .live import calls_per_session, insert_call, runs_row
+
+        insert, args = insert_call("sqlserver", self.per_call, table=SQLSERVER_TABLES[variant])
         sampler = PollingSampler(self.connect, workloads.load(CHAPTER, "sqlserver", "waiting_tasks")[0],
                                  params=[f"{db_id}:%"], hz=self.hz, name="waiting-tasks")
         before = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
         try:
-            result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert), sessions=n,
-                                  operations_per_session=self.rows or None, duration_s=self.max_s,
-                                  warmup_operations=20, on_ready=sampler.start, progress=f"{variant}, {n} session(s)")
+            result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
+                                  operations_per_session=calls_per_session(self.rows, self.per_call),
+                                  duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
+                                  on_ready=sampler.start, progress=f"{variant}, {n} session(s)")
         finally:
             sampler.stop()
         after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
-        self.w.append_csv(FILES["runs"], pd.DataFrame([result.row(
-            variant=variant, repetition=0, partitions=self.partitions if variant == "hash_partitioned" else 1,
+        self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
+            result, self.per_call, variant=variant, repetition=0,
+            partitions=self.partitions if variant == "hash_partitioned" else 1,
             wait_sampler_hz=round(sampler.achieved_hz, 2))]))
         waits = dmv.first(dmv.delta(before["wait"], after["wait"], "wait"), WAITS_OF_INTEREST)
         named = waits[waits["name"].isin(WAITS_OF_INTEREST)]
@@ -139,7 +144,8 @@ class SqlServerRun:
         samples = sampler.frame()
         if len(samples):
             self.w.append_csv(FILES["waiting_tasks"], samples.assign(variant=variant, sessions=n))
-        self.log(f"[{CHAPTER}] {variant}, {n} session(s): {result.throughput:,.0f} inserts/s, "
+        self.log(f"[{CHAPTER}] {variant}, {n} session(s): {result.throughput * self.per_call:,.0f} rows/s "
+                 f"({self.per_call} per call), "
                  f"{len(samples)} PAGELATCH waiting-task samples")
         return samples.assign(variant=variant, sessions=n)
 
