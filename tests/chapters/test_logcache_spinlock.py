@@ -2,7 +2,6 @@
 and a short live PostgreSQL run."""
 import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -1,5 +1,4 @@
 """Delta math of SQL Server's statistics DMVs and counter-type arithmetic, on recorded-shape rows."""
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness import recording as rec
 
-from .common import (BASELINE, CHAPTER, DEFAULT_MEASURED, FILES, HOT_COLUMNS, INDEX_COLUMNS, LABELS,
+from .common import (BASELINE, CHAPTER, FILES, HOT_COLUMNS, INDEX_COLUMNS,
                      PIN_COLUMNS, PUBLISHED, READ_COLUMNS, RUNS_COLUMNS, SHORT, WAIT_COLUMNS)
 
 IDLE = "idle (waiting for the client)"

@@ -7,7 +7,7 @@ gates, the page resolution and the plan parsing have tests.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from typing import Callable
 
 import pandas as pd
 

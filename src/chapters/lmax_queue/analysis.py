@@ -306,7 +306,6 @@ def verdicts(adkin: LmaxRecording, lmax: LmaxRecording, native: LmaxRecording, d
                    if n["db_pushes_per_call"] == 1 else f"; {n['db_pushes_per_call']} messages per call"),
                 None if n["db_pushes_per_call"] == 1 or not ok(n["db_unlogged_x"]) else bool(n["db_unlogged_x"] > 1.2))
     sql = db.engine == "sqlserver"
-    d = scaling(db) if sql else None
     knee = f"{n['pub_knee_threads']:.0f} threads of {n['pub_logical_cpus']} logical CPUs"
     verdict("v1 (interpreted loop) stops scaling at about half the logical CPUs", f"knee at {knee}",
             "needs a SQL Server recording with many cores" if not sql else

@@ -1,7 +1,6 @@
 """The chapter's figures (seaborn / matplotlib)."""
 from __future__ import annotations
 
-import pandas as pd
 
 from . import analysis
 from .recordings import LmaxRecording

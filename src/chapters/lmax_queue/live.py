@@ -1,7 +1,6 @@
 """One entry point for a live run of the chapter, whatever the engine."""
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Callable, Sequence
 
