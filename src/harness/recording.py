@@ -413,3 +413,13 @@ class RecordingView:
     @property
     def id(self) -> str:
         return self.recording.id
+
+
+def shown_note(measured: Iterable[tuple[str, Recording]], published: Iterable[Recording]) -> str:
+    """The chapter's opening list of the recordings it shows (labelled), with each measured one's notes."""
+    lines = ["**What this chapter shows.**"]
+    for label, r in measured:
+        lines.append(f"- {label} — {r.describe()}")
+        lines += [f"  - note: {note}" for note in r.manifest.get("notes", [])]
+    lines += [f"- Published — {r.describe()}" for r in published]
+    return "\n".join(lines)

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from harness import recording as rec
 
 from .common import BASELINE, LABELS
 from .data import GhostRecording
@@ -218,9 +219,4 @@ def growth_note(g: GhostRecording) -> str:
 
 
 def header_note(measured: GhostRecording, published: Sequence[GhostRecording]) -> str:
-    lines = ["**What this chapter shows.**",
-             f"- Measured or reader's recording — {measured.recording.describe()}"]
-    lines += [f"- Published recording — {g.recording.describe()}" for g in published]
-    for note in measured.recording.manifest.get("notes", []):
-        lines.append(f"- Note on {measured.recording.id}: {note}")
-    return "\n".join(lines)
+    return rec.shown_note([("Measured or reader's recording", measured.recording)], [g.recording for g in published])

@@ -506,12 +506,7 @@ def verdicts(published: Sequence[LpiRecording], measured: LpiRecording) -> pd.Da
 
 
 def header_note(measured: LpiRecording, published: Sequence[LpiRecording]) -> str:
-    lines = ["**What this chapter shows.**",
-             f"- Measured or reader's recording — {measured.recording.describe()}"]
-    lines += [f"- Published recording — {g.recording.describe()}" for g in published]
-    for note in measured.recording.manifest.get("notes", []):
-        lines.append(f"- Note on {measured.recording.id}: {note}")
-    return "\n".join(lines)
+    return rec.shown_note([("Measured or reader's recording", measured.recording)], [g.recording for g in published])
 
 
 def stacks_section(g: LpiRecording, top: int = 10) -> dict[str, Any]:

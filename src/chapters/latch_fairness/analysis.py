@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness import recording as rec
+
 from .common import KIND_LABELS, KINDS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE, VARIANT_LABELS
 from .recordings import LatchRecording
 
@@ -369,12 +371,7 @@ def max_wait_verdict(s: pd.DataFrame, cpus: int | None, tmax: int) -> tuple[str,
 
 
 def header_note(measured: LatchRecording, published: LatchRecording) -> str:
-    lines = ["**What this chapter shows.**",
-             f"- Measured or reader's recording — {measured.recording.describe()}",
-             f"- Published recording — {published.recording.describe()}"]
-    for note in measured.recording.manifest.get("notes", []):
-        lines.append(f"- Note on {measured.recording.id}: {note}")
-    return "\n".join(lines)
+    return rec.shown_note([("Measured or reader's recording", measured.recording)], [published.recording])
 
 
 def measured_note(measured: LatchRecording) -> str:

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness import recording as rec
+
 from .common import LABELS, PG_LABELS, SPINLOCKS_FIRST
 from .recordings import LmaxRecording
 
@@ -334,13 +336,8 @@ def verdicts(adkin: LmaxRecording, lmax: LmaxRecording, native: LmaxRecording, d
 
 
 def header_note(adkin: LmaxRecording, lmax: LmaxRecording, native: LmaxRecording, db: LmaxRecording) -> str:
-    lines = ["**Recordings shown in this chapter.**"]
-    for g in (native, db, adkin, lmax):
-        lines.append(f"- {g.recording.describe()}")
-    for g in (native, db):
-        for note in g.recording.manifest.get("notes", []):
-            lines.append(f"- Note on {g.id}: {note}")
-    return "\n".join(lines)
+    return rec.shown_note([("Measured (native)", native.recording), (f"Measured ({db.engine})", db.recording)],
+                          [adkin.recording, lmax.recording])
 
 
 def published_findings(adkin: LmaxRecording) -> pd.DataFrame:

@@ -6,6 +6,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from harness import recording as rec
+
 from .common import LABELS
 from .recordings import LogcacheRecording
 
@@ -505,15 +507,8 @@ def verdicts(published: LogcacheRecording, measured: Mapping[str, LogcacheRecord
 
 def header_note(published: LogcacheRecording, pub_c2c: LogcacheRecording,
                 measured: Mapping[str, LogcacheRecording], stacks_note: str = "") -> str:
-    lines = ["**What this chapter shows.**"]
-    for engine in ("native", "postgres", "sqlserver"):
-        g = measured.get(engine)
-        if g is not None:
-            lines.append(f"- Measured ({engine}) — {g.recording.describe()}")
-            for note in g.recording.manifest.get("notes", []):
-                lines.append(f"  - note: {note}")
-    lines.append(f"- Published — {published.recording.describe()}")
-    lines.append(f"- Published — {pub_c2c.recording.describe()}")
+    shown = [(f"Measured ({e})", measured[e].recording) for e in ("native", "postgres", "sqlserver") if e in measured]
+    lines = [rec.shown_note(shown, [published.recording, pub_c2c.recording])]
     if "sqlserver" not in measured:
         lines.append("- No SQL Server recording: the SQL Server figures are the article's. Pass a recording made "
                      "with `ENGINE=sqlserver` as `RECORDING=` to see your own.")
