@@ -102,3 +102,30 @@ def provenance(command: str) -> dict[str, Any]:
         tool_version = "unknown"
     return {"tool": "contention-book harness", "tool_version": tool_version, "git_commit": git_commit(),
             "command": command, "python": f"{platform.python_implementation()} {sys.version.split()[0]}"}
+
+
+def start_stacks(writer: rec.RecordingWriter, variant: str, pids: list[int]):
+    """perf on ``pids`` into ``stacks/<variant>.folded.gz``; perf's own problems never stop a run.
+
+    The PERF environment variable names another perf binary (or a missing one,
+    which tests use to check that a run goes on without stacks).
+    """
+    from perftools.capture import StackRecorder
+
+    recorder = StackRecorder(pids, writer.file_path(f"stacks/{variant}.folded.gz"), perf=os.environ.get("PERF", "perf"))
+    recorder.start()
+    return recorder
+
+
+def finish_stacks(writer: rec.RecordingWriter, variant: str, recorder, log, what: str = "") -> None:
+    """Stop perf; keep the stacks, or leave a note saying why there are none and drop the partial file."""
+    if recorder is None:
+        return
+    status = recorder.stop()
+    if status.ok:
+        log(f"[{writer.manifest['chapter']}] {variant}: {status.samples:,} stack samples{what or ' recorded'}")
+        return
+    writer.add_note(f"stacks for {variant}: not recorded: {status.why}")
+    path = writer.file_path(f"stacks/{variant}.folded.gz")
+    if path.exists():
+        path.unlink()

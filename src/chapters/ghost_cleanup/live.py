@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -15,7 +14,7 @@ from harness import recording as rec
 from harness import workloads
 from harness.driver import run_sessions
 from harness.guard import Change, StateGuard
-from harness.live import default_destination, invocation, live_target, measured_writer
+from harness.live import default_destination, finish_stacks, invocation, live_target, measured_writer, start_stacks
 from harness.targets import Target, check_identifier, ensure_own_database, major_version
 from harness.sqlserver_dmv import trace_flag_change
 
@@ -134,45 +133,22 @@ def _run_postgres_variant(run: _Run, variant: str) -> None:
             def start_capture():
                 nonlocal capture
                 if run.stacks:
-                    capture = _start_stacks(run, variant, [backend["pid"]])
+                    capture = start_stacks(run.w, variant, [backend["pid"]])
 
             result, curve = run.drive(variant, session, start_capture)
-            _finish_stacks(run, variant, capture)
+            finish_stacks(run.w, variant, capture, run.log)
             capture = None
             run.record_run(variant, result, curve)
             stats = [_pg_stats(run, conn, variant, "after_run")]
         finally:
             if capture is not None:
-                _finish_stacks(run, variant, capture)
+                finish_stacks(run.w, variant, capture, run.log)
             if holder is not None:
                 holder.rollback()
                 holder.close()
         workloads.run_script(conn, CHAPTER, "postgres", "cleanup")
         stats.append(_pg_stats(run, conn, variant, "after_cleanup"))
     run.w.append_csv(FILES["relation"], pd.concat(stats, ignore_index=True))
-
-
-def _start_stacks(run: _Run, variant: str, pids: list[int]):
-    """Start perf on the backend; perf's own problems never stop the run (see perftools.capture)."""
-    from perftools.capture import StackRecorder
-
-    # PERF names another perf binary (or a missing one, to check the run goes on without stacks)
-    recorder = StackRecorder(pids, run.w.file_path(f"stacks/{variant}.folded.gz"), perf=os.environ.get("PERF", "perf"))
-    recorder.start()
-    return recorder
-
-
-def _finish_stacks(run: _Run, variant: str, recorder) -> None:
-    if recorder is None:
-        return
-    status = recorder.stop()
-    if status.ok:
-        run.log(f"[{CHAPTER}] {variant}: {status.samples:,} stack samples recorded")
-    else:
-        run.w.add_note(f"stacks for {variant}: not recorded: {status.why}")
-        path = run.w.file_path(f"stacks/{variant}.folded.gz")
-        if path.exists():
-            path.unlink()
 
 
 # -- SQL Server -----------------------------------------------------------------

@@ -12,7 +12,6 @@ path is here, the SQL Server one in :mod:`.live_sqlserver`.
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -20,7 +19,7 @@ import pandas as pd
 
 from harness import pg_waits, workloads
 from harness.driver import RunResult, run_sessions
-from harness.live import default_destination, invocation, live_target, measured_writer
+from harness.live import default_destination, finish_stacks, invocation, live_target, measured_writer, start_stacks
 from harness.recording import RecordingWriter
 from harness.targets import Target, check_identifier, ensure_own_database
 
@@ -155,7 +154,7 @@ class PostgresRun:
             if pins is not None:
                 pins.start()
             if deepest and self.stacks:
-                recorder["perf"] = _start_stacks(self.w, variant, sorted(pids.values()))
+                recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
 
         try:
             result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
@@ -166,7 +165,7 @@ class PostgresRun:
             waits.stop()
             if pins is not None:
                 pins.stop()
-            _finish_stacks(self.w, variant, recorder["perf"], self.log)
+            finish_stacks(self.w, variant, recorder["perf"], self.log)
         if result.errors:
             samples = "; ".join(s for st in result.per_session for s in st.error_samples[:1])
             raise RuntimeError(f"{variant}, {n} sessions: {result.errors} insert(s) failed: {samples}")
@@ -232,28 +231,6 @@ class PostgresRun:
                 self.point(variant, n)
             self.index_stats(conn, variant)
             self.read_cost(conn, variant)
-
-
-def _start_stacks(writer: RecordingWriter, variant: str, pids: list[int]):
-    """perf on the inserting backends; perf's own problems never stop the run (perftools.capture)."""
-    from perftools.capture import StackRecorder
-
-    recorder = StackRecorder(pids, writer.file_path(f"stacks/{variant}.folded.gz"), perf=os.environ.get("PERF", "perf"))
-    recorder.start()
-    return recorder
-
-
-def _finish_stacks(writer: RecordingWriter, variant: str, recorder, log) -> None:
-    if recorder is None:
-        return
-    status = recorder.stop()
-    if status.ok:
-        log(f"[{CHAPTER}] {variant}: {status.samples:,} stack samples recorded")
-        return
-    writer.add_note(f"stacks for {variant}: not recorded: {status.why}")
-    path = writer.file_path(f"stacks/{variant}.folded.gz")
-    if path.exists():
-        path.unlink()
 
 
 def run_live(

@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from harness import pg_waits, workloads
+from harness.live import finish_stacks, start_stacks
 from harness.driver import run_sessions
 from harness.recording import RecordingWriter
 from harness.targets import Target, major_version
@@ -165,13 +166,8 @@ class PostgresRun:
                 sampler = pg_waits.WaitSampler(self.connect, self.db, hz=self.wait_hz)
                 holder["sampler"] = sampler.start()
                 if stacks:
-                    from perftools.capture import StackRecorder
-
                     pids = sorted(backends.values()) + ([ww] if ww else [])
-                    rec = StackRecorder(pids, self.w.file_path(f"stacks/{variant}.folded.gz"),
-                                        perf=os.environ.get("PERF", "perf"))
-                    rec.start()
-                    holder["recorder"] = rec
+                    holder["recorder"] = start_stacks(self.w, variant, pids)
 
             def insert(cur, i, op):
                 base = (i + 1) * KEY_SPAN + (op + 2) * batch  # warm-up ops are -1: still inside the session's range
@@ -186,7 +182,7 @@ class PostgresRun:
                 if holder["sampler"] is not None:
                     holder["sampler"].stop()
                 if holder["recorder"] is not None:
-                    self._finish_stacks(variant, holder["recorder"])
+                    finish_stacks(self.w, variant, holder["recorder"], self.log, " (backends and walwriter)")
             time.sleep(0.7)  # backends publish their WAL counters when they exit
             after = pg_waits.wal_snapshot(conn.cursor()) if has_wal else None
         sampler = holder["sampler"]
@@ -207,16 +203,6 @@ class PostgresRun:
         self.log(f"[{CHAPTER}] {variant}, {n} session(s): {rows:,} inserts in {result.elapsed_s:.2f} s "
                  f"({rows / result.elapsed_s:,.0f}/s)")
         self.point += 1
-
-    def _finish_stacks(self, variant: str, recorder) -> None:
-        status = recorder.stop()
-        if status.ok:
-            self.log(f"[{CHAPTER}] {variant}: {status.samples:,} stack samples (backends and walwriter)")
-        else:
-            self.w.add_note(f"stacks for {variant}: not recorded: {status.why}")
-            path = self.w.file_path(f"stacks/{variant}.folded.gz")
-            if path.exists():
-                path.unlink()
 
     def run(self, variants: Sequence[str]) -> None:
         for variant in variants:
