@@ -41,12 +41,12 @@ $(STAMP): requirements.txt pyproject.toml
 setup: $(STAMP)
 
 book: setup
-	$(BIN)/python -m harness.book build
+	$(BIN)/python -m contention_book.harness.book build
 
 chapter: setup
 	@test -n "$(CH)" || { echo "make chapter: give CH=<chapter>, e.g. CH=ghost-cleanup"; exit 2; }
 	CONTENTION_BOOK_COMMAND='make chapter CH=$(CH) SOURCE=$(SOURCE)$(if $(ENGINE), ENGINE=$(ENGINE))$(if $(TARGET), TARGET=$(TARGET))$(if $(RECORDING), RECORDING=$(RECORDING))$(if $(RECORD_TO), RECORD_TO=$(RECORD_TO))$(if $(PARAMS), PARAMS="$(PARAMS)")' \
-	$(BIN)/python -m harness.book chapter $(CH) --source $(SOURCE) \
+	$(BIN)/python -m contention_book.harness.book chapter $(CH) --source $(SOURCE) \
 		$(if $(ENGINE),--engine $(ENGINE)) $(if $(TARGET),--target $(TARGET)) \
 		$(if $(RECORDING),--recording $(RECORDING)) $(if $(RECORD_TO),--record-to $(RECORD_TO)) \
 		$(if $(ALLOW_SERVER_CHANGES),--allow-server-changes) $(foreach p,$(PARAMS),--param $(p))

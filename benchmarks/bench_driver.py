@@ -34,14 +34,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import workloads
-from harness.driver import run_sessions
-from harness.embedded_pg import EmbeddedPostgres
-from harness.pg_waits import WaitSampler
-from harness.targets import ensure_own_database, resolve_target
+from contention_book.harness import workloads
+from contention_book.harness.driver import run_sessions
+from contention_book.harness.embedded_pg import EmbeddedPostgres
+from contention_book.harness.pg_waits import WaitSampler
+from contention_book.harness.targets import ensure_own_database, resolve_target
 
-from chapters.last_page_insert.common import CHAPTER
-from chapters.last_page_insert.procdriver import run_processes
+from contention_book.chapters.last_page_insert.common import CHAPTER
+from contention_book.chapters.last_page_insert.procdriver import run_processes
 
 DATABASE = "contention_bench"
 ENV_VAR = "CONTENTION_BOOK_BENCH_PG"

@@ -44,7 +44,7 @@ CHILD = r"""
 import json, sys, time
 mode, path = sys.argv[1], sys.argv[2]
 import numpy, pandas, pyarrow, pyarrow.csv
-import perftools
+from contention_book import perftools
 t0 = time.perf_counter()
 info = {}
 if mode == "floor":

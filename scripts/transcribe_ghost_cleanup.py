@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.recording import RecordingWriter, data_root
+from contention_book.harness.recording import RecordingWriter, data_root
 
 CITATION = {
     "author": "Paul White",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.recording import RecordingWriter, data_root
+from contention_book.harness.recording import RecordingWriter, data_root
 
 CHAPTER = "last-page-insert"
 RUN_COLS = ["variant", "case", "cores", "sessions", "throughput", "unit", "relative", "note"]

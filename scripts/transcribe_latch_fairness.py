@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.recording import RecordingWriter, data_root
+from contention_book.harness.recording import RecordingWriter, data_root
 
 CHAPTER = "latch-fairness"
 RID = "published-white-2022-sql2019"

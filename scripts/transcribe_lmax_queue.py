@@ -23,7 +23,7 @@ import math
 
 import pandas as pd
 
-from harness.recording import RecordingWriter, data_root
+from contention_book.harness.recording import RecordingWriter, data_root
 
 CHAPTER = "lmax-queue"
 NAN = math.nan

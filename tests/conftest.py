@@ -15,7 +15,7 @@ TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
 @pytest.fixture(scope="session")
 def pg():
     """The embedded cluster, in a temporary directory, with KNOWN_PASSWORD."""
-    from harness.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
+    from contention_book.harness.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
 
     root = Path(tempfile.mkdtemp(prefix="contention-book-pg-"))
     os.chmod(root, 0o755)
@@ -32,7 +32,7 @@ def pg():
 
 @pytest.fixture(scope="session")
 def pg_target(pg):
-    from harness.targets import ensure_own_database, resolve_target
+    from contention_book.harness.targets import ensure_own_database, resolve_target
 
     target = resolve_target(TEST_ENV_VAR, "postgres")
     ensure_own_database(target, "contention_test", log=lambda *_: None)

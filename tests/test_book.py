@@ -9,8 +9,8 @@ import nbformat
 import pytest
 import yaml
 
-from harness import book
-from harness.recording import data_root, repo_root
+from contention_book.harness import book
+from contention_book.harness.recording import data_root, repo_root
 
 
 def test_environment_yml_agrees_with_requirements():
@@ -72,7 +72,7 @@ def test_notebook_runs_on_recorded_data(chapter, tmp_path):
 
 @pytest.mark.slow
 def test_a_recording_copied_elsewhere_renders(tmp_path):
-    from chapters import ghost_cleanup as ghost
+    from contention_book.chapters import ghost_cleanup as ghost
 
     copy = tmp_path / "colleague" / "their-run"
     shutil.copytree(data_root() / "ghost-cleanup" / ghost.DEFAULT_MEASURED, copy)
@@ -82,7 +82,7 @@ def test_a_recording_copied_elsewhere_renders(tmp_path):
 
 @pytest.mark.slow
 def test_a_tampered_recording_gives_a_clear_error(tmp_path):
-    from chapters import ghost_cleanup as ghost
+    from contention_book.chapters import ghost_cleanup as ghost
 
     copy = tmp_path / "tampered"
     shutil.copytree(data_root() / "ghost-cleanup" / ghost.DEFAULT_MEASURED, copy)
@@ -117,7 +117,7 @@ def test_live_chapter_run_renders_and_leaks_no_password(pg, tmp_path, capfd):
 
 @pytest.mark.slow
 def test_the_book_builds_with_warnings_as_errors():
-    proc = subprocess.run([sys.executable, "-m", "harness.book", "build"], cwd=repo_root(),
+    proc = subprocess.run([sys.executable, "-m", "contention_book.harness.book", "build"], cwd=repo_root(),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     html = repo_root() / "book" / "_build" / "html"

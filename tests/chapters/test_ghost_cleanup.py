@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 from tsql_parse import problems
 
-from chapters import ghost_cleanup as ghost
-from harness.guard import ServerChangeNotAllowed, StateGuard
+from contention_book.chapters import ghost_cleanup as ghost
+from contention_book.harness.guard import ServerChangeNotAllowed, StateGuard
 
 
 class FakeCursor:
@@ -169,7 +169,7 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
 @pytest.mark.live
 def test_interrupted_live_run_leaves_an_incomplete_recording(pg, tmp_path, monkeypatch):
     from conftest import TEST_ENV_VAR
-    from harness.recording import Recording, RecordingError
+    from contention_book.harness.recording import Recording, RecordingError
 
     real = ghost.live.run_sessions
     calls = {"n": 0}
@@ -190,7 +190,7 @@ def test_interrupted_live_run_leaves_an_incomplete_recording(pg, tmp_path, monke
     partial = Recording.open(dest, allow_incomplete=True)
     assert partial.csv("runs.csv")["variant"].tolist() == ["baseline"]  # the finished variant is kept
     # the holder of the second variant was released: nothing holds the horizon any more
-    from harness.targets import resolve_target
+    from contention_book.harness.targets import resolve_target
 
     c = resolve_target(TEST_ENV_VAR).connect("contention_test")
     held = c.cursor().execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'contention_test' "
@@ -202,7 +202,7 @@ def test_interrupted_live_run_leaves_an_incomplete_recording(pg, tmp_path, monke
 def test_stacks_recorded_or_explained(pg, tmp_path, monkeypatch):
     """With perf the recording holds stacks per variant; without it the run goes on and says why."""
     from conftest import TEST_ENV_VAR
-    from perftools.capture import perf_available
+    from contention_book.perftools.capture import perf_available
 
     monkeypatch.setenv("PERF", "/nonexistent/perf")
     path = ghost.run_live(target=TEST_ENV_VAR, engine="postgres", updates=200, chunk=100, variants=["baseline"],

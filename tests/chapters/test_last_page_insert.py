@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 from tsql_parse import problems
 
-from chapters.last_page_insert import analysis, live, live_sqlserver, pages, readcost
-from chapters.last_page_insert.common import CHAPTER, DEFAULT_MEASURED
-from harness.polling import PollingSampler
-from harness import workloads
-from harness.guard import StateGuard
+from contention_book.chapters.last_page_insert import analysis, live, live_sqlserver, pages, readcost
+from contention_book.chapters.last_page_insert.common import CHAPTER, DEFAULT_MEASURED
+from contention_book.harness.polling import PollingSampler
+from contention_book.harness import workloads
+from contention_book.harness.guard import StateGuard
 
 # Waiting-task rows as sys.dm_os_waiting_tasks returns them during a last-page convoy on database 7:
 # most waiters on page 7:1:24601 (the clustered index's rightmost leaf), a few on a PFS page and one
@@ -261,7 +261,7 @@ def test_rows_per_call_chooses_the_call_and_counts_rows():
     assert "WHILE @done < @todo" in sql and "dbo.lpi_hash" in sql and args == (50,)
     assert not problems(sql.replace("?", "50"))
     assert live.calls_per_session(0, 100) is None and live.calls_per_session(250, 100) == 3
-    from harness.driver import RunResult
+    from contention_book.harness.driver import RunResult
     row = live.runs_row(RunResult(sessions=2, elapsed_s=2.0, operations=30, errors=0,
                                   latency={"p50_ms": 1.0}, per_session=[]), 100, variant="sequential")
     assert (row["operations"], row["throughput"], row["calls"], row["calls_per_s"]) == (3000, 1500.0, 30, 15.0)

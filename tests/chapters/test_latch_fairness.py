@@ -3,11 +3,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import chapters.latch_fairness as lf
-from chapters.latch_fairness import analysis, native_sweep
-from chapters.latch_fairness.common import NATIVE_COLUMNS
-from harness import native
-from harness.recording import Recording, RecordingError, RecordingWriter
+import contention_book.chapters.latch_fairness as lf
+from contention_book.chapters.latch_fairness import analysis, native_sweep
+from contention_book.chapters.latch_fairness.common import NATIVE_COLUMNS
+from contention_book.harness import native
+from contention_book.harness.recording import Recording, RecordingError, RecordingWriter
 
 
 # -- the published recording -------------------------------------------------------------

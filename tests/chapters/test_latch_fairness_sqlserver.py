@@ -3,10 +3,10 @@ import pandas as pd
 import pytest
 from tsql_parse import assert_parses, problems
 
-from chapters.latch_fairness import live_sqlserver as ss
-from harness import sqlserver_dmv as dmv
-from harness import workloads
-from harness.guard import ServerChangeNotAllowed, StateGuard
+from contention_book.chapters.latch_fairness import live_sqlserver as ss
+from contention_book.harness import sqlserver_dmv as dmv
+from contention_book.harness import workloads
+from contention_book.harness.guard import ServerChangeNotAllowed, StateGuard
 
 
 class FakeCursor:

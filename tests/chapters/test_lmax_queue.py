@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from tsql_parse import problems
 
-from chapters import lmax_queue as lq
-from chapters.lmax_queue import analysis, live_postgres as lp, live_sqlserver as ss, native_run
-from harness import workloads
-from harness.recording import RecordingError, repo_root
+from contention_book.chapters import lmax_queue as lq
+from contention_book.chapters.lmax_queue import analysis, live_postgres as lp, live_sqlserver as ss, native_run
+from contention_book.harness import workloads
+from contention_book.harness.recording import RecordingError, repo_root
 
 IDS = {"memory_optimized_filegroup": {"database": "contention_lab"}, "push_call": {"procedure": "lmax_loop_v1"}}
 

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 from tsql_parse import problems
 
-import chapters.logcache_spinlock as lc
-from chapters.logcache_spinlock import analysis, live_postgres, live_sqlserver as lss, native_run, stacks
-from harness import workloads
-from harness.guard import ServerChangeNotAllowed, StateGuard
-from harness.recording import RecordingError, repo_root
+import contention_book.chapters.logcache_spinlock as lc
+from contention_book.chapters.logcache_spinlock import analysis, live_postgres, live_sqlserver as lss, native_run, stacks
+from contention_book.harness import workloads
+from contention_book.harness.guard import ServerChangeNotAllowed, StateGuard
+from contention_book.harness.recording import RecordingError, repo_root
 
 WPA = repo_root() / "tests" / "perftools" / "fixtures" / "wpa"
 
@@ -222,7 +222,7 @@ def test_every_tsql_workload_parses(script):
 
 
 def test_generated_counter_query_parses():
-    from harness.sqlserver_dmv import perf_counters_query
+    from contention_book.harness.sqlserver_dmv import perf_counters_query
 
     sql, params = perf_counters_query(lss.LOG_COUNTERS)
     assert not problems(sql + ";") and len(params) == 3 * len(lss.LOG_COUNTERS)
@@ -254,7 +254,7 @@ def test_cpu_split_and_pinning_restore():
 # -- analysis on recordings ---------------------------------------------------------------------
 def fake_native(tmp_path, cpus=4, topo=None):
     """A small native recording written by the real writer."""
-    from harness import native
+    from contention_book.harness import native
 
     dest = tmp_path / "nat"
     with native.writer(dest, chapter=lc.CHAPTER, parameters={}, command="test", title="t") as w:
@@ -417,7 +417,7 @@ def test_bad_stack_file_names_the_label(tmp_path):
 
 # -- native ---------------------------------------------------------------------------------------------
 def test_native_programs_reject_bad_options():
-    from harness import native
+    from contention_book.harness import native
 
     for program, arg in (("c2c_pingpong", "--batches=1"), ("logcache_spin", "--workers=0"),
                          ("ctxswitch_pingpong", "--method=smoke"), ("c2c_chase", "--sizes=64")):
@@ -465,7 +465,7 @@ def test_bad_parameters_are_named():
 @pytest.mark.live
 def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path):
     from conftest import TEST_ENV_VAR
-    from harness.targets import resolve_target
+    from contention_book.harness.targets import resolve_target
 
     conn = resolve_target(TEST_ENV_VAR, "postgres").connect()
     ww = live_postgres.walwriter_pid(conn)

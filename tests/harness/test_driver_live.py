@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness.driver import LatencyHistogram, SessionsFailed, run_sessions
+from contention_book.harness.driver import LatencyHistogram, SessionsFailed, run_sessions
 
 pytestmark = pytest.mark.live
 
@@ -86,7 +86,7 @@ def test_keyboard_interrupt_stops_sessions(pg_target):
 
 
 def test_connection_failure_is_reported(monkeypatch):
-    from harness.targets import resolve_target
+    from contention_book.harness.targets import resolve_target
 
     monkeypatch.setenv("NOWHERE_PG", "Driver={PostgreSQL Unicode};Server=127.0.0.1;Port=1;Uid=x;Pwd=nope-secret;")
     target = resolve_target("NOWHERE_PG")

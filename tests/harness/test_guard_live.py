@@ -1,8 +1,8 @@
 """The guard against the test PostgreSQL: prior state back on every exit path."""
 import pytest
 
-from harness.guard import Change, RestoreFailed, ServerChangeNotAllowed, StateGuard
-from harness.targets import TargetError, ensure_own_database
+from contention_book.harness.guard import Change, RestoreFailed, ServerChangeNotAllowed, StateGuard
+from contention_book.harness.targets import TargetError, ensure_own_database
 
 pytestmark = pytest.mark.live
 DB = "contention_test"

@@ -1,8 +1,8 @@
 """Building and running native programs: clear errors, CSV parsed, the manifest names the compiler."""
 import pytest
 
-from harness import native
-from harness.recording import Recording
+from contention_book.harness import native
+from contention_book.harness.recording import Recording
 
 
 def test_unknown_program_names_the_file():

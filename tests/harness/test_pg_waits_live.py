@@ -5,7 +5,7 @@ import time
 import pandas as pd
 import pytest
 
-from harness import pg_waits
+from contention_book.harness import pg_waits
 
 pytestmark = pytest.mark.live
 

@@ -4,7 +4,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from harness.recording import Recording, RecordingError, RecordingExistsError, RecordingWriter, resolve
+from contention_book.harness.recording import Recording, RecordingError, RecordingExistsError, RecordingWriter, resolve
 
 ENGINE = {"name": "postgres", "version": "15.0"}
 HOST = {"cpu_model": "test CPU", "sockets": 1, "cores": 2, "logical_cpus": 2, "numa_nodes": 1}
@@ -131,7 +131,7 @@ def test_resolve_by_id_and_by_path(tmp_path, monkeypatch):
 
 
 def test_committed_recordings_are_valid():
-    from harness.recording import available, data_root
+    from contention_book.harness.recording import available, data_root
 
     chapters = [p.name for p in data_root().iterdir() if p.is_dir()]
     assert chapters, "no recordings committed under data/"

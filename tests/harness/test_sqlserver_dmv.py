@@ -2,8 +2,8 @@
 import pandas as pd
 import pytest
 
-from harness import sqlserver_dmv as dmv
-from harness.guard import ServerChangeNotAllowed, StateGuard
+from contention_book.harness import sqlserver_dmv as dmv
+from contention_book.harness.guard import ServerChangeNotAllowed, StateGuard
 from tsql_parse import assert_parses
 
 

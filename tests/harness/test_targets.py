@@ -1,7 +1,7 @@
 import pytest
 
-from harness import redaction
-from harness.targets import (TargetError, check_identifier, parse_connection_string, resolve_target,
+from contention_book.harness import redaction
+from contention_book.harness.targets import (TargetError, check_identifier, parse_connection_string, resolve_target,
                              with_database)
 
 

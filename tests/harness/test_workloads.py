@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from tsql_parse import problems
 
-from harness.recording import repo_root
-from harness.workloads import WorkloadError, load, render, split_postgres, split_tsql
+from contention_book.harness.recording import repo_root
+from contention_book.harness.workloads import WorkloadError, load, render, split_postgres, split_tsql
 
 SCRIPTS = sorted((repo_root() / "workloads").glob("*/*/*.sql"))
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perftools import Profile, callees, callers, diff, load, to_folded, top_functions, top_modules, write_folded
-from perftools.importers import folded
+from contention_book.perftools import Profile, callees, callers, diff, load, to_folded, top_functions, top_modules, write_folded
+from contention_book.perftools.importers import folded
 
 FIX = Path(__file__).parent / "fixtures"
 BACKOFF = "sqlmin.dll!LogAppendContext::BackOff"

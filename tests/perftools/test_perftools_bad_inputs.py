@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from perftools import FormatError, load
-from perftools.__main__ import main
+from contention_book.perftools import FormatError, load
+from contention_book.perftools.__main__ import main
 
 BAD = Path(__file__).parent / "bad"
 

@@ -1,4 +1,4 @@
-"""perftools.capture: failures never raise; a real capture where perf works."""
+"""contention_book.perftools.capture: failures never raise; a real capture where perf works."""
 
 import subprocess
 import sys
@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from perftools import load, top_functions
-from perftools import capture
-from perftools.capture import StackRecorder, perf_available, record_stacks
+from contention_book.perftools import load, top_functions
+from contention_book.perftools import capture
+from contention_book.perftools.capture import StackRecorder, perf_available, record_stacks
 
 BUSY = "import time\nt = time.time()\nwhile time.time() - t < 20: sum(range(1000))\n"
 

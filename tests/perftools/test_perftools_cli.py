@@ -1,10 +1,10 @@
-"""``python -m perftools``: every subcommand through main([...])."""
+"""``perftools``: every subcommand through main([...])."""
 
 import subprocess
 import sys
 from pathlib import Path
 
-from perftools.__main__ import main
+from contention_book.perftools.__main__ import main
 
 FIX = Path(__file__).parent / "fixtures"
 BEFORE, AFTER = FIX / "wpa" / "logcache_before.csv", FIX / "wpa" / "logcache_after.csv"
@@ -85,7 +85,7 @@ def test_format_option_and_bad_usage(capsys):
 
 
 def test_module_entry_point_runs():
-    r = subprocess.run([sys.executable, "-m", "perftools", "summary", str(BEFORE), "--top", "1"],
+    r = subprocess.run([sys.executable, "-m", "contention_book.perftools", "summary", str(BEFORE), "--top", "1"],
                        capture_output=True, text=True, env={**__import__("os").environ,
                                                             "PYTHONPATH": str(Path(__file__).parents[2] / "src")})
     assert r.returncode == 0, r.stderr

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from perftools import Profile, build_tree, flame_figure, load, write_svg
-from perftools.flame import _layout
+from contention_book.perftools import Profile, build_tree, flame_figure, load, write_svg
+from contention_book.perftools.flame import _layout
 
 FIX = Path(__file__).parent / "fixtures"
 

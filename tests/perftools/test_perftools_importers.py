@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import perftools
-from perftools import FormatError, load, sniff, top_functions, top_modules
-from perftools.importers import perf_script
+from contention_book import perftools
+from contention_book.perftools import FormatError, load, sniff, top_functions, top_modules
+from contention_book.perftools.importers import perf_script
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from perftools.numbers import column_evidence, decimal_evidence, detect_decimal, parse_number, parse_strings, split_unit
+from contention_book.perftools.numbers import column_evidence, decimal_evidence, detect_decimal, parse_number, parse_strings, split_unit
 
 
 @pytest.mark.parametrize(

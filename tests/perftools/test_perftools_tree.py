@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from perftools import FormatError, load, top_functions
-from perftools.importers.wpa_tree import parse_indent
+from contention_book.perftools import FormatError, load, top_functions
+from contention_book.perftools.importers.wpa_tree import parse_indent
 
 
 class Node:

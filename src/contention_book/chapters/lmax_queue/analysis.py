@@ -1,0 +1,347 @@
+"""Tables, key numbers and verdicts, from any recordings of this chapter."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contention_book.harness import recording as rec
+
+from .common import LABELS, PG_LABELS, SPINLOCKS_FIRST
+from .recordings import LmaxRecording
+
+NAN = float("nan")
+
+
+def label(variant: str, engine: str = "") -> str:
+    if engine == "postgres" and variant in PG_LABELS:
+        return PG_LABELS[variant]
+    return LABELS.get(variant, variant)
+
+
+def scaling(g: LmaxRecording) -> pd.DataFrame:
+    """Median throughput (and latency where recorded) per variant and session count."""
+    runs = g.runs.copy()
+    lat = [c for c in ("p50_ms", "p99_ms", "p50_ns", "p99_ns", "age_p50_ms", "age_p99_ms", "mean_batch")
+           if c in runs]
+    agg = runs.groupby(["variant", "sessions"], sort=False)[["throughput", *lat]].median().reset_index()
+    agg["design"] = [label(v, g.engine) for v in agg["variant"]]
+    agg["recording"] = g.label
+    agg["kind"] = g.recording.kind
+    for unit in ("p50", "p99"):
+        if f"{unit}_ns" in agg:
+            agg[f"{unit}_us"] = agg[f"{unit}_ns"] / 1e3
+        elif f"{unit}_ms" in agg:
+            agg[f"{unit}_us"] = agg[f"{unit}_ms"] * 1e3
+    return agg
+
+
+def _at(table: pd.DataFrame, variant: str, sessions: int | None = None, col: str = "throughput") -> float:
+    part = table[table["variant"] == variant]
+    if sessions is not None:
+        part = part[part["sessions"] == sessions]
+    if part.empty or col not in part:
+        return NAN
+    return float(part[col].iloc[0])
+
+
+def best(table: pd.DataFrame, variant: str) -> tuple[float, float]:
+    """(highest median throughput, the session count where it was reached)."""
+    part = table[table["variant"] == variant]
+    if part.empty:
+        return NAN, NAN
+    row = part.loc[part["throughput"].idxmax()]
+    return float(row["throughput"]), float(row["sessions"])
+
+
+def false_sharing(g: LmaxRecording) -> pd.DataFrame:
+    fs = g.false_sharing.groupby("layout", sort=False)["ns_per_increment"].median().reset_index()
+    fs["source"] = g.label
+    return fs
+
+
+def paper_increments(lmax: LmaxRecording) -> pd.DataFrame:
+    inc = lmax.increments.copy()
+    inc["ns_per_increment"] = inc["elapsed_ms"] * 1e6 / inc["increments"]
+    return inc
+
+
+def finding(adkin: LmaxRecording, topic: str, variant: str | None = None) -> pd.Series | None:
+    f = adkin.findings
+    part = f[(f["topic"] == topic) & ((f["variant"] == variant) if variant else True)]
+    return part.iloc[0] if len(part) else None
+
+
+def db_pressure(g: LmaxRecording) -> pd.DataFrame:
+    """Where the database's time went: wait-event shares (PostgreSQL) or spinlock spins (SQL Server)."""
+    if g.waits is not None:
+        w = g.waits.copy()
+        w["what"] = w["wait"]
+        w["value"] = w["share"]
+        return w[["variant", "sessions", "what", "value"]]
+    if g.spinlocks is not None:
+        s = g.spinlocks.copy()
+        total = s.groupby(["variant", "sessions"])["spins"].transform("sum")
+        s["what"] = s["name"]
+        s["value"] = (s["spins"] / total).where(total > 0, 0.0)
+        return s[["variant", "sessions", "what", "value"]]
+    return pd.DataFrame(columns=["variant", "sessions", "what", "value"])
+
+
+def top_waits(g: LmaxRecording, variant: str, sessions: int | None = None, n: int = 2) -> str:
+    w = db_pressure(g)
+    if w.empty:
+        return "not recorded"
+    part = w[w["variant"] == variant]
+    if part.empty:
+        return "not recorded"
+    sessions = sessions if sessions is not None else int(part["sessions"].max())
+    part = part[(part["sessions"] == sessions) & (part["what"] != "CPU")].sort_values("value", ascending=False)
+    if part.empty:
+        return "nothing but CPU"
+    return ", ".join(f"{r.what} ({r.value:.0%})" for r in part.head(n).itertuples())
+
+
+def pushes_per_call(g: LmaxRecording) -> int:
+    """Messages per database call in a recording (1 where the column is absent: one statement per message)."""
+    if "pushes_per_call" not in g.runs:
+        return 1
+    values = set(g.runs["pushes_per_call"].dropna().astype(int))
+    if len(values) != 1 or min(values) < 1:
+        raise ValueError(f"recording {g.id}: runs.csv column pushes_per_call holds {sorted(values)}; "
+                         "expected one positive whole number for the whole recording")
+    return values.pop()
+
+
+def client_wait_share(g: LmaxRecording) -> float:
+    """Share of all sampled busy sessions that waited on their client (Client:ClientRead), over every run."""
+    if g.waits is None or g.waits.empty:
+        return NAN
+    total = g.waits["samples"].sum()
+    return float(g.waits.loc[g.waits["wait"] == "Client:ClientRead", "samples"].sum() / total) if total else NAN
+
+
+def call_notes(g: LmaxRecording) -> dict[str, Any]:
+    """How a database recording's calls were made, and what that means for reading its rates (prose)."""
+    per_call = pushes_per_call(g)
+    if g.engine != "postgres":
+        chunk = g.recording.parameters.get("push_chunk", "?")
+        return {"db_pushes_per_call": per_call, "db_call_how": f"the loops push in calls of {chunk} messages "
+                "(the recording's push_chunk)", "db_client_note": "The PostgreSQL analogue is not in this recording."}
+    cpus = g.recording.host.get("logical_cpus") or "its"
+    share = client_wait_share(g)
+    waited = "" if math.isnan(share) else (
+        f" Across all runs, {share:.0%} of the sampled busy sessions were waiting for their client "
+        "(Client:ClientRead).")
+    if per_call == 1:
+        how = ("each push is one statement, one round trip from the client and one transaction. Consumers pop one "
+               "message per statement")
+        read = ("Read these rates for what they are on this machine. Each push is one round trip from a Python "
+                f"thread through ODBC, and the client shares the same {cpus} CPUs with the server.{waited} So the "
+                "curves compare the designs under the same client and say little about PostgreSQL's own ceiling, "
+                "and the designs can come out in any order. The growth of the queue tables, the HOT share and the "
+                "wait events do not depend on the client, and those are the figures to read. A run with "
+                "pushes_per_call above 1 takes the client out of the way.")
+    else:
+        how = (f"each call runs a loop inside the server (a PL/pgSQL procedure) that pushes {per_call:,} messages, "
+               "each committed as its own transaction, much as the article's version 3 loops inside the engine. "
+               f"Consumers pop up to {per_call:,} messages per call the same way. Rates are messages per second; "
+               f"latency percentiles are per call of {per_call:,} messages")
+        read = (f"Each call carries {per_call:,} messages, so one client round trip is spread over {per_call:,} "
+                f"transactions and the rates measure the server's work per message.{waited} The client and every "
+                f"session still share the same {cpus} CPUs, so beyond {cpus} producers the sessions take turns "
+                "rather than run side by side, and the absolute rates are this small machine's.")
+    return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": read}
+
+
+def one_session_note(d: pd.DataFrame, label_of) -> str:
+    """Which design pushed fastest with one producer, from the scaling table (prose)."""
+    one = d[d["sessions"] == 1].sort_values("throughput", ascending=False)
+    if len(one) < 2:
+        return ""
+    parts = [f"{label_of(r.variant)} {r.throughput:,.0f}" for r in one.itertuples()]
+    return (f"With one producer the order was: {', '.join(parts)} messages per second (the two queue tables also "
+            "ran one consumer each).")
+
+
+def relation_summary(g: LmaxRecording) -> pd.DataFrame:
+    if g.relation is None:
+        return pd.DataFrame()
+    r = g.relation.copy()
+    r["design"] = [label(v, g.engine) for v in r["variant"]]
+    r["table_MB"] = r["table_bytes"] / 2**20
+    if "hot_share" not in r:
+        upd = r["n_tup_upd"].astype(float)
+        r["hot_share"] = (r["n_tup_hot_upd"] / upd).where(upd > 0)
+    return r
+
+
+def _py(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def key_numbers(adkin: LmaxRecording, lmax: LmaxRecording, native: LmaxRecording, db: LmaxRecording) -> dict[str, Any]:
+    """Every number the prose quotes, each taken from a recording."""
+    n: dict[str, Any] = {}
+    host = adkin.recording.host
+    n["pub_logical_cpus"] = host.get("logical_cpus") or NAN
+    n["pub_cores"] = host.get("cores") or NAN
+    n["pub_queue_size"] = adkin.recording.parameters.get("queue_size", NAN)
+    knee = finding(adkin, "scaling_knee", "imoltp_v1")
+    n["pub_knee_threads"] = float(knee["sessions"]) if knee is not None else NAN
+    v3 = finding(adkin, "single_thread", "imoltp_v3")
+    n["pub_v3_msgs"] = float(v3["value"]) if v3 is not None else NAN
+    lt = lmax.runs.set_index(["variant", "topology"])["throughput"]
+    for key, topo in (("1p1c", "1P-1C unicast"), ("3p1c", "3P-1C sequencer"), ("pipe", "3-stage pipeline")):
+        n[f"lmax_{key}_abq"] = float(lt.get(("array_blocking_queue", topo), NAN))
+        n[f"lmax_{key}_disruptor"] = float(lt.get(("disruptor", topo), NAN))
+        n[f"lmax_{key}_x"] = n[f"lmax_{key}_disruptor"] / n[f"lmax_{key}_abq"]
+    lat = lmax.findings.set_index("variant")["value"] if lmax.findings is not None else pd.Series(dtype=float)
+    n["lmax_lat_abq_ns"] = float(lat.get("array_blocking_queue", NAN))
+    n["lmax_lat_disruptor_ns"] = float(lat.get("disruptor", NAN))
+    inc = paper_increments(lmax).set_index("method")["ns_per_increment"] if lmax.increments is not None else {}
+    n["lmax_inc_single_ns"] = float(inc.get("single thread", NAN))
+    n["lmax_inc_cas2_ns"] = float(inc.get("two threads with CAS", NAN))
+    n["lmax_inc_lock2_ns"] = float(inc.get("two threads with a lock", NAN))
+    n["pub_ceiling_x"] = n["lmax_1p1c_disruptor"] / n["pub_v3_msgs"]
+
+    # native, measured
+    t = scaling(native)
+    n["nat_label"] = native.recording.host.get("cpu_model") or native.recording.host.get("description") or "this machine"
+    n["nat_cpus"] = int(native.runs["cpus"].iloc[0]) if "cpus" in native.runs else NAN
+    n["nat_ring_1p"] = _at(t, "ring", 1)
+    n["nat_locked_1p"] = _at(t, "locked", 1)
+    n["nat_ring_1p_x"] = n["nat_ring_1p"] / n["nat_locked_1p"]
+    maxp = int(t["sessions"].max())
+    n["nat_maxp"] = maxp
+    n["nat_ring_maxp"] = _at(t, "ring", maxp)
+    n["nat_locked_maxp"] = _at(t, "locked", maxp)
+    n["nat_ring_maxp_x"] = n["nat_ring_maxp"] / n["nat_locked_maxp"]
+    for q in ("ring", "locked"):
+        for p in ("p50", "p99"):
+            n[f"nat_{q}_1p_{p}_us"] = _at(t, q, 1, f"{p}_us")
+            n[f"nat_{q}_maxp_{p}_us"] = _at(t, q, maxp, f"{p}_us")
+    n["nat_ring_maxp_batch"] = _at(t, "ring", maxp, "mean_batch")
+    n["nat_ring_1p_batch"] = _at(t, "ring", 1, "mean_batch")
+    fs = false_sharing(native).set_index("layout")["ns_per_increment"]
+    for layout in ("single", "adjacent", "padded", "shared_atomic"):
+        n[f"fs_{layout}_ns"] = float(fs.get(layout, NAN))
+    n["fs_adjacent_x"] = n["fs_adjacent_ns"] / n["fs_padded_ns"]
+    n["fs_shared_x"] = n["fs_shared_atomic_ns"] / n["fs_single_ns"]
+
+    # the database, measured (PostgreSQL reference, or a reader's recording)
+    d = scaling(db)
+    n["db_label"] = db.label
+    n.update(call_notes(db))
+    n["db_one_session_note"] = one_session_note(d, lambda v: label(v, db.engine))
+    n["db_maxn"] = int(d["sessions"].max())
+    best_any = 0.0
+    for v in ("ring", "ring_unlogged", "naive", "skip_locked", "imoltp_v1", "imoltp_v2", "imoltp_v3",
+              "disk_naive", "disk_ring_sequence"):
+        b, at = best(d, v)
+        n[f"db_{v}_best"], n[f"db_{v}_best_n"] = b, at
+        n[f"db_{v}_1"] = _at(d, v, 1)
+        n[f"db_{v}_maxn"] = _at(d, v, n["db_maxn"])
+        n[f"db_{v}_p99_us_1"] = _at(d, v, 1, "p99_us")
+        if not math.isnan(b):
+            best_any = max(best_any, b)
+    n["db_best_any"] = best_any or NAN
+    n["ceiling_x"] = n["nat_ring_1p"] / n["db_best_any"]
+    n["db_ring_scaling_x"] = n["db_ring_maxn"] / n["db_ring_1"]
+    n["db_unlogged_x"] = n["db_ring_unlogged_best"] / n["db_ring_best"]
+    rel = relation_summary(db)
+    for v in ("ring", "ring_unlogged", "naive", "skip_locked"):
+        part = rel[rel["variant"] == v] if not rel.empty else rel
+        n[f"db_{v}_dead_max"] = float(part["dead_tuples"].max()) if len(part) else NAN
+        n[f"db_{v}_mb_max"] = float(part["table_MB"].max()) if len(part) else NAN
+        n[f"db_{v}_hot_min"] = float(part["hot_share"].min()) if len(part) and part["hot_share"].notna().any() else NAN
+    n["db_naive_age_p50_ms"] = _at(d, "naive", n["db_maxn"], "age_p50_ms")
+    n["db_skip_locked_age_p50_ms"] = _at(d, "skip_locked", n["db_maxn"], "age_p50_ms")
+    n["db_naive_waits"] = top_waits(db, "naive") if db.engine == "postgres" else top_waits(db, "disk_naive")
+    n["db_ring_waits"] = top_waits(db, "ring") if db.engine == "postgres" else top_waits(db, "imoltp_v2")
+    return {k: _py(v) for k, v in n.items()}
+
+
+def verdicts(adkin: LmaxRecording, lmax: LmaxRecording, native: LmaxRecording, db: LmaxRecording) -> pd.DataFrame:
+    n = key_numbers(adkin, lmax, native, db)
+    rows = []
+
+    def verdict(claim, published, measured, agree):
+        rows.append({"claim": claim, "published": published, "measured here": measured,
+                     "verdict": "not testable here" if agree is None else ("agrees" if agree else "differs")})
+
+    def ok(x):
+        return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+    verdict("A pre-allocated ring beats a locked queue in process (1 producer, 1 consumer)",
+            f"Disruptor {n['lmax_1p1c_x']:.1f}x ArrayBlockingQueue",
+            f"ring {n['nat_ring_1p_x']:.1f}x the mutex + condvar queue ({n['nat_label']})",
+            bool(n["nat_ring_1p_x"] > 1.5) if ok(n["nat_ring_1p_x"]) else None)
+    verdict("The ring keeps its lead with several producers",
+            f"3 producers: {n['lmax_3p1c_x']:.1f}x",
+            f"{n['nat_maxp']} producers on {n['nat_cpus']} CPUs: {n['nat_ring_maxp_x']:.1f}x",
+            bool(n["nat_ring_maxp_x"] > 1.5) if ok(n["nat_ring_maxp_x"]) else None)
+    verdict("Counters in one cache line slow each other down although nothing is shared (false sharing)",
+            "the paper pads cursors to 64-byte lines for this reason",
+            f"adjacent {n['fs_adjacent_ns']:.2f} ns vs padded {n['fs_padded_ns']:.2f} ns per increment "
+            f"({n['fs_adjacent_x']:.1f}x)",
+            bool(n["fs_adjacent_x"] > 1.5) if ok(n["fs_adjacent_x"]) else None)
+    verdict("A contended atomic costs far more than a private increment",
+            f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS",
+            f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared ({n['fs_shared_x']:.0f}x)",
+            bool(n["fs_shared_x"] > 5) if ok(n["fs_shared_x"]) else None)
+    if db.engine == "postgres":
+        verdict("A ring of fixed slots updated in place does not grow; an insert/delete queue leaves dead rows",
+                "naive INSERT + DELETE ... OUTPUT queue: a last-page problem storm",
+                f"ring: at most {n['db_ring_mb_max']:.1f} MB, at least {n['db_ring_hot_min']:.1%} of updates HOT; naive "
+                f"queue: up to {n['db_naive_dead_max']:,.0f} dead tuples",
+                bool(n["db_ring_hot_min"] > 0.9 and n["db_naive_dead_max"] > n["db_ring_dead_max"])
+                if ok(n["db_ring_hot_min"]) and ok(n["db_naive_dead_max"]) else None)
+        verdict("Taking durability off the commit path helps the ring (delayed durability / non-durable tables)",
+                "WRITELOG was the first bottleneck; delayed durability removed it",
+                f"UNLOGGED ring {n['db_unlogged_x']:.2f}x the logged one at best (both with synchronous_commit off)"
+                + ("; one client round trip per message bounds both rings, so this recording cannot show it"
+                   if n["db_pushes_per_call"] == 1 else f"; {n['db_pushes_per_call']} messages per call"),
+                None if n["db_pushes_per_call"] == 1 or not ok(n["db_unlogged_x"]) else bool(n["db_unlogged_x"] > 1.2))
+    sql = db.engine == "sqlserver"
+    knee = f"{n['pub_knee_threads']:.0f} threads of {n['pub_logical_cpus']} logical CPUs"
+    verdict("v1 (interpreted loop) stops scaling at about half the logical CPUs", f"knee at {knee}",
+            "needs a SQL Server recording with many cores" if not sql else
+            f"v1 best {n['db_imoltp_v1_best']:,.0f}/s at {n['db_imoltp_v1_best_n']:.0f} sessions", None)
+    verdict("v2 (slot taken inside the native push) nearly doubles v1", "nearly 2x (graph)",
+            "needs a SQL Server recording" if not sql else f"{n['db_imoltp_v2_best'] / n['db_imoltp_v1_best']:.2f}x",
+            None if not sql or not ok(n["db_imoltp_v1_best"]) else
+            bool(n["db_imoltp_v2_best"] / n["db_imoltp_v1_best"] > 1.5))
+    verdict("v3 (whole loop native) pushes 200,000 msgs/s on one thread",
+            f"{n['pub_v3_msgs']:,.0f} msgs/s", "needs a SQL Server recording" if not sql else
+            f"{n['db_imoltp_v3_1']:,.0f} msgs/s", None)
+    spin = "needs a SQL Server recording with spinlock deltas"
+    spin_agree = None
+    if sql and db.spinlocks is not None:
+        s = db.spinlocks[db.spinlocks["variant"] == "imoltp_v2"]
+        if len(s):
+            top = s[s["sessions"] == s["sessions"].max()].sort_values("spins", ascending=False).iloc[0]
+            spin, spin_agree = f"most spins in v2: {top['name']}", bool(top["name"] in SPINLOCKS_FIRST)
+    verdict("Latch-free is not spinlock-free: the last bottleneck is CMED_HASH_SET (metadata cache)",
+            "CMED_HASH_SET, after LOGCACHE_ACCESS", spin, spin_agree)
+    verdict("Every database queue stays far below the in-process ceiling",
+            f"Disruptor {n['lmax_1p1c_disruptor']:,.0f}/s vs v3 {n['pub_v3_msgs']:,.0f}/s ({n['pub_ceiling_x']:.0f}x)",
+            f"native ring {n['nat_ring_1p']:,.0f}/s vs best database queue {n['db_best_any']:,.0f}/s "
+            f"({n['ceiling_x']:,.0f}x)", bool(n["ceiling_x"] > 10) if ok(n["ceiling_x"]) else None)
+    return pd.DataFrame(rows)
+
+
+def header_note(adkin: LmaxRecording, lmax: LmaxRecording, native: LmaxRecording, db: LmaxRecording) -> str:
+    return rec.shown_note([("Measured (native)", native.recording), (f"Measured ({db.engine})", db.recording)],
+                          [adkin.recording, lmax.recording])
+
+
+def published_findings(adkin: LmaxRecording) -> pd.DataFrame:
+    f = adkin.findings.copy()
+    f["design"] = [label(v) for v in f["variant"]]
+    f["threads"] = f["sessions"].map(lambda x: "" if pd.isna(x) else f"{int(x)}")
+    return f[["order", "topic", "design", "threads", "statement"]].set_index("order")

@@ -1,0 +1,517 @@
+"""From recordings to the chapter's tables, numbers and verdicts."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from contention_book.harness import recording as rec
+
+from .common import LABELS
+from .recordings import LogcacheRecording
+
+NAN = float("nan")
+
+
+def _f(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return NAN
+
+
+# -- native: core to core ----------------------------------------------------------
+def c2c_matrix(nat: LogcacheRecording) -> pd.DataFrame:
+    """Symmetric CPU x CPU matrix of median one-way latency (ns); the diagonal is empty."""
+    c = nat.table("c2c")
+    if c is None or c.empty:
+        return pd.DataFrame()
+    cpus = sorted(set(c["cpu_a"]).union(c["cpu_b"]))
+    m = pd.DataFrame(np.nan, index=cpus, columns=cpus)
+    for r in c.itertuples(index=False):
+        m.loc[r.cpu_a, r.cpu_b] = m.loc[r.cpu_b, r.cpu_a] = float(r.median_one_way_ns)
+    m.index.name, m.columns.name = "CPU", "CPU"
+    return m
+
+
+def relation(a: dict, b: dict) -> str:
+    if a["package"] >= 0 and a["package"] != b["package"]:
+        return "cross socket"
+    if a["core"] >= 0 and a["core"] == b["core"]:
+        return "SMT sibling"
+    if a.get("l3", "unknown") != "unknown" and a.get("l3") == b.get("l3"):
+        return "same L3 (socket or CCX)"
+    if a.get("l3", "unknown") != "unknown":
+        return "other L3, same socket"
+    return "same socket"
+
+
+def c2c_pairs(nat: LogcacheRecording) -> pd.DataFrame:
+    """Each measured pair with its relation (from the recorded topology)."""
+    c = nat.table("c2c")
+    if c is None or c.empty:
+        return pd.DataFrame(columns=["cpu_a", "cpu_b", "relation", "median_one_way_ns"])
+    topo = nat.table("topology")
+    info = {int(r.cpu): {"core": int(r.core), "package": int(r.package), "l3": str(r.l3)}
+            for r in topo.itertuples(index=False)} if topo is not None else {}
+    unknown = {"core": -1, "package": -1, "l3": "unknown"}
+    out = c.copy()
+    out["relation"] = [relation(info.get(int(a), unknown), info.get(int(b), unknown))
+                       for a, b in zip(c["cpu_a"], c["cpu_b"])]
+    return out
+
+
+def c2c_by_relation(nat: LogcacheRecording) -> pd.DataFrame:
+    p = c2c_pairs(nat)
+    if p.empty:
+        return pd.DataFrame(columns=["relation", "pairs", "median_one_way_ns", "min_ns", "max_ns"])
+    g = p.groupby("relation")["median_one_way_ns"]
+    return pd.DataFrame({"pairs": g.size(), "median_one_way_ns": g.median(), "min_ns": g.min(),
+                         "max_ns": g.max()}).reset_index()
+
+
+def c2c_comparison(nat: LogcacheRecording, published: LogcacheRecording) -> pd.DataFrame:
+    """Published medians per machine and relation next to this machine's."""
+    pub = published.table("published_c2c")
+    rows = [] if pub is None else [
+        {"machine": r.machine, "relation": r.relation, "median_one_way_ns": float(r.median_one_way_ns),
+         "source": f"published ({r.source})"} for r in pub.itertuples(index=False)]
+    cpu = nat.recording.host.get("cpu_model") or "this machine"
+    for r in c2c_by_relation(nat).itertuples(index=False):
+        rows.append({"machine": f"{cpu} (measured)", "relation": r.relation,
+                     "median_one_way_ns": float(r.median_one_way_ns), "source": f"measured ({nat.id})"})
+    return pd.DataFrame(rows)
+
+
+# -- native: the cost ladder ---------------------------------------------------------
+def ladder(nat: LogcacheRecording) -> pd.DataFrame:
+    """ns per operation, cheapest first: cache hits, a line transfer, memory, a context switch."""
+    rows = []
+    chase = nat.table("chase")
+    if chase is not None and len(chase):
+        ch = chase.sort_values("size_bytes")
+        names = {0: "load, L1-sized set", len(ch) - 1: "load, memory-sized set"}
+        for i, r in enumerate(ch.itertuples(index=False)):
+            size = int(r.size_bytes)
+            human = f"{size // 2**20} MiB" if size >= 2**20 else f"{size // 1024} KiB"
+            rows.append({"operation": f"{names.get(i, 'load')} ({human})", "ns": float(r.ns_per_load),
+                         "kind": "memory" if i == len(ch) - 1 else "cache"})
+    pairs = c2c_pairs(nat)
+    if len(pairs):
+        for rel, g in pairs.groupby("relation"):
+            rows.append({"operation": f"cache-line transfer, {rel}", "ns": float(g["median_one_way_ns"].median()),
+                         "kind": "line transfer"})
+    cs = nat.table("ctxswitch")
+    if cs is not None:
+        for r in cs.itertuples(index=False):
+            what = "context switch, same CPU" if r.placement == "same_cpu" else "wake a sleeper on another CPU"
+            rows.append({"operation": f"{what} ({r.method})", "ns": float(r.median_ns_per_handoff),
+                         "kind": "context switch" if r.placement == "same_cpu" else "cross-CPU wake-up"})
+    return pd.DataFrame(rows).sort_values("ns").reset_index(drop=True) if rows else pd.DataFrame(
+        columns=["operation", "ns", "kind"])
+
+
+# -- native: the toy log cache ------------------------------------------------------
+def logcache_summary(nat: LogcacheRecording) -> pd.DataFrame:
+    r = nat.runs
+    if r is None or r.empty or "spins_per_record" not in r:
+        return pd.DataFrame()
+    g = r.groupby(["variant", "workers"], sort=False)
+    out = g.agg(repetitions=("throughput", "size"), throughput=("throughput", "median"),
+                spins_per_record=("spins_per_record", "median"), backoffs_per_record=("backoffs_per_record", "median"),
+                collisions_per_record=("collisions_per_record", "median"),
+                writer_flushes_per_s=("writer_flushes_per_s", "median"),
+                writer_wait_p50_ns=("writer_wait_p50_ns", "median"),
+                writer_wait_p99_ns=("writer_wait_p99_ns", "median")).reset_index()
+    # backoffs are rare per record: per million records reads better than a column of zeros
+    out["backoffs_per_million_records"] = out["backoffs_per_record"] * 1e6
+    if "writer_backoffs" in r:
+        wb = (r["writer_backoffs"] / r["elapsed_s"]).groupby([r["variant"], r["workers"]], sort=False).median()
+        out["writer_backoffs_per_s"] = [float(wb.get((v, w), NAN)) for v, w in zip(out["variant"], out["workers"])]
+    if "worker_cpus" in r and "writer_cpu" in r:
+        first = r.drop_duplicates(["variant", "workers"]).set_index(["variant", "workers"])
+        out["worker_cpus"] = [str(first.loc[(v, w), "worker_cpus"]) for v, w in zip(out["variant"], out["workers"])]
+        out["writer_cpu"] = [int(first.loc[(v, w), "writer_cpu"]) for v, w in zip(out["variant"], out["workers"])]
+    out["setting"] = out["variant"].map(lambda v: LABELS.get(v, v))
+    return out
+
+
+def _cpus_text(cpus: str) -> str:
+    c = str(cpus).split()
+    return f"CPU {c[0]}" if len(c) == 1 else "CPUs " + ", ".join(c[:-1]) + f" and {c[-1]}"
+
+
+def placement_text(lc: pd.DataFrame, workers: int) -> str:
+    """Where the recording put the workers and the writer in each variant, in words."""
+    if lc.empty or "worker_cpus" not in lc:
+        return "The recording does not say where each thread ran."
+    at = lc[lc["workers"] == workers].set_index("variant")
+    parts = []
+    for v, name in (("writer_shared", "A"), ("writer_alone", "B")):
+        if v in at.index:
+            wc, lw = str(at.loc[v, "worker_cpus"]), int(at.loc[v, "writer_cpu"])
+            shared = str(lw) in wc.split()
+            parts.append(f"{name} ran the {workers} worker(s) on {_cpus_text(wc)} and the writer on CPU {lw}"
+                         + (" with them" if shared else " alone"))
+    text = "In this recording, " + "; ".join(parts) + "." if parts else "The recording does not say where each thread ran."
+    if "writer_alone" in at.index and len(str(at.loc["writer_alone", "worker_cpus"]).split()) < workers:
+        text += (" On this machine B leaves the workers fewer CPUs than there are workers, so they take turns on"
+                 " one CPU and pass the lock without moving its cache line between cores.")
+    return text
+
+
+# -- database curves ---------------------------------------------------------------
+def throughput_curve(recs: Mapping[str, LogcacheRecording] | list[LogcacheRecording]) -> pd.DataFrame:
+    """Inserts per second by sessions and variant, for every database recording given."""
+    rows = []
+    for g in (recs.values() if isinstance(recs, Mapping) else recs):
+        if g.engine == "native" or g.runs is None:
+            continue
+        r = g.runs.groupby(["variant", "sessions"], sort=False)["throughput"].median().reset_index()
+        for x in r.itertuples(index=False):
+            rows.append({"recording": g.label, "kind": g.kind, "engine": g.engine, "variant": x.variant,
+                         "setting": LABELS.get(x.variant, x.variant), "sessions": int(x.sessions),
+                         "throughput": float(x.throughput)})
+    return pd.DataFrame(rows, columns=["recording", "kind", "engine", "variant", "setting", "sessions", "throughput"])
+
+
+def pg_wait_table(pg: LogcacheRecording, backend_type: str = "client backend", top: int = 8) -> pd.DataFrame:
+    w = pg.table("pg_waits")
+    if w is None or w.empty:
+        return pd.DataFrame()
+    w = w[w["backend_type"] == backend_type]
+    keep = w.groupby("wait")["share"].max().sort_values(ascending=False).head(top).index
+    t = w[w["wait"].isin(keep)].pivot_table(index=["variant", "sessions"], columns="wait", values="share",
+                                            aggfunc="sum", fill_value=0.0)
+    return (t * 100).round(1)
+
+
+def pg_wal_table(pg: LogcacheRecording) -> pd.DataFrame:
+    w = pg.table("pg_wal")
+    if w is None or w.empty:
+        return pd.DataFrame()
+    out = w[["variant", "sessions"]].copy()
+    out["WAL records / insert"] = w["wal_records"] / w["rows"]
+    out["WAL bytes / insert"] = w["wal_bytes"] / w["rows"]
+    out["WAL MB/s"] = w["wal_bytes"] / w["elapsed_s"] / 1e6
+    if "wal_write" in w:
+        out["WAL writes/s"] = w["wal_write"] / w["elapsed_s"]
+    if "wal_buffers_full" in w:
+        out["wal_buffers_full"] = w["wal_buffers_full"]
+    return out.round(2)
+
+
+def sqlserver_spin_table(ss: LogcacheRecording) -> pd.DataFrame:
+    s = ss.table("spinlocks")
+    if s is None or s.empty:
+        return pd.DataFrame()
+    s = s[s["name"].isin(["LOGCACHE_ACCESS", "XDESMGR"])].copy()
+    rows = s["rows"] if "rows" in s else np.nan
+    s["spins per insert"] = s["spins"] / rows
+    s["backoffs per insert"] = s["backoffs"] / rows
+    return s[["variant", "sessions", "name", "collisions", "spins", "backoffs", "spins per insert",
+              "backoffs per insert"]]
+
+
+# -- the numbers the prose quotes --------------------------------------------------
+# What the most frequent wait of the inserting backends means (the prose quotes the one that applies;
+# plain text, since a glued string is not parsed as Markdown).
+WAIT_MEANINGS = {
+    "Lock:extend": "Lock:extend is the sessions queueing to grow the table's file by a page: a cost of the "
+                   "table, not of the log.",
+    "LWLock:WALInsert": "LWLock:WALInsert is waiting for one of the eight WAL insertion locks: the nearest thing "
+                        "to LOGCACHE_ACCESS.",
+    "LWLock:WALWrite": "LWLock:WALWrite is waiting for a WAL write or flush another process is doing.",
+    "IO:WALWrite": "IO:WALWrite is a backend waiting for a write of WAL to the operating system to finish.",
+    "IO:WALSync": "IO:WALSync is a backend waiting for WAL to reach the disk.",
+    "Client:ClientRead": "Client:ClientRead is a backend waiting for the client's next call: time in the driver, "
+                         "not in the server.",
+    "LWLock": "An LWLock wait is a backend queued on one of PostgreSQL's lightweight locks.",
+    "Lock": "A Lock wait is a backend queued on a heavyweight lock.",
+}
+
+
+def _best(curve: pd.DataFrame, engine: str, variant: str) -> tuple[float, float]:
+    c = curve[(curve["engine"] == engine) & (curve["variant"] == variant)]
+    if c.empty:
+        return NAN, NAN
+    r = c.loc[c["throughput"].idxmax()]
+    return float(r["throughput"]), float(r["sessions"])
+
+
+def key_numbers(published: LogcacheRecording, pub_c2c: LogcacheRecording,
+                measured: Mapping[str, LogcacheRecording]) -> dict[str, Any]:
+    n: dict[str, Any] = {}
+    runs = published.runs.set_index("variant")
+    for v, tag in (("default", "base"), ("no_logwriter_core", "aff"), ("no_logwriter_core_tf8015", "tf8015")):
+        n[f"pub_{tag}_rate"] = _f(runs.loc[v, "throughput"]) if v in runs.index else NAN
+        n[f"pub_{tag}_threads"] = int(runs.loc[v, "sessions"]) if v in runs.index else 0
+    n["pub_aff_x"] = n["pub_aff_rate"] / n["pub_base_rate"]
+    shares = published.table("published_stacks")
+    def share(variant, needle):
+        s = shares[(shares["variant"] == variant) & shares["function"].str.contains(needle, regex=False)]
+        return _f(s["pct"].iloc[0]) if len(s) else NAN
+    n["pub_backoff_base_pct"] = share("default", "BackOff")
+    n["pub_backoff_aff_pct"] = share("no_logwriter_core", "BackOff")
+    n["pub_sqllang_pct"] = share("no_logwriter_core", "sqllang")
+    n["pub_xdesmgr_hekaton_pct"] = share("in_memory_oltp", "XDESMGR")
+    n["pub_host"] = published.recording.host.get("description", "")
+    pc = pub_c2c.table("published_c2c")
+    for rel, key in (("SMT sibling", "smt"), ("same socket", "socket"), ("cross socket", "xsocket")):
+        v = pc[(pc["machine"] == "Xeon E5-2695 v4") & (pc["relation"] == rel)]["median_one_way_ns"]
+        n[f"pub_c2c_{key}_ns"] = _f(v.iloc[0]) if len(v) else NAN
+
+    nat = measured.get("native")
+    n["nat_id"] = nat.id if nat else "(no native recording)"
+    n["nat_cpu"] = (nat.recording.host.get("cpu_model") or "unknown CPU") if nat else ""
+    n["nat_cpus"] = int(nat.recording.host.get("logical_cpus") or 0) if nat else 0
+    pairs = c2c_pairs(nat) if nat else pd.DataFrame()
+    n["nat_c2c_pairs"] = int(len(pairs))
+    n["nat_c2c_median_ns"] = _f(pairs["median_one_way_ns"].median()) if len(pairs) else NAN
+    n["nat_c2c_min_ns"] = _f(pairs["median_one_way_ns"].min()) if len(pairs) else NAN
+    n["nat_c2c_max_ns"] = _f(pairs["median_one_way_ns"].max()) if len(pairs) else NAN
+    n["nat_c2c_relations"] = ", ".join(sorted(pairs["relation"].unique())) if len(pairs) else "none"
+    n["nat_c2c_handoffs_per_s"] = 1e9 / n["nat_c2c_median_ns"] if n["nat_c2c_median_ns"] == n["nat_c2c_median_ns"] else NAN
+    chase = nat.table("chase") if nat else None
+    if chase is not None and len(chase):
+        ch = chase.sort_values("size_bytes")
+        n["nat_l1_ns"], n["nat_mem_ns"] = _f(ch["ns_per_load"].iloc[0]), _f(ch["ns_per_load"].iloc[-1])
+        n["nat_mem_mib"] = int(ch["size_bytes"].iloc[-1] // 2**20)
+    else:
+        n["nat_l1_ns"] = n["nat_mem_ns"] = NAN
+        n["nat_mem_mib"] = 0
+    cs = nat.table("ctxswitch") if nat else None
+    def cs_ns(placement, method="futex"):
+        if cs is None:
+            return NAN
+        v = cs[(cs["placement"] == placement) & (cs["method"] == method)]["median_ns_per_handoff"]
+        return _f(v.iloc[0]) if len(v) else NAN
+    n["nat_cs_same_ns"] = cs_ns("same_cpu")
+    n["nat_cs_cross_ns"] = cs_ns("different_cpus")
+    n["nat_cs_pipe_same_ns"] = cs_ns("same_cpu", "pipe")
+    n["nat_cs_vs_line_x"] = n["nat_cs_same_ns"] / n["nat_c2c_median_ns"]
+    n["nat_cs_vs_mem_x"] = n["nat_cs_same_ns"] / n["nat_mem_ns"]
+    lc = logcache_summary(nat) if nat else pd.DataFrame()
+    for tag, variant in (("a", "writer_shared"), ("b", "writer_alone")):
+        part = lc[lc["variant"] == variant] if len(lc) else lc
+        if len(part):
+            top = part.loc[part["workers"].idxmax()]
+            n[f"nat_{tag}_workers"] = int(top["workers"])
+            for col in ("throughput", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s",
+                        "writer_wait_p50_ns"):
+                n[f"nat_{tag}_{col}"] = _f(top[col])
+        else:
+            n[f"nat_{tag}_workers"] = 0
+            for col in ("throughput", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s",
+                        "writer_wait_p50_ns"):
+                n[f"nat_{tag}_{col}"] = NAN
+    n["nat_b_vs_a_x"] = n["nat_b_throughput"] / n["nat_a_throughput"]
+    n["nat_flush_x"] = n["nat_b_writer_flushes_per_s"] / n["nat_a_writer_flushes_per_s"]
+    n["nat_spins_x"] = n["nat_a_spins_per_record"] / n["nat_b_spins_per_record"] \
+        if n["nat_b_spins_per_record"] else NAN
+    n["nat_placement"] = placement_text(lc, n["nat_b_workers"]) if len(lc) else ""
+    fx = n["nat_flush_x"]
+    if fx == fx and fx >= 2:
+        n["nat_writer_sentence"] = ("A writer that shares its CPU with busy workers starves: it flushed "
+                                    f"{fx:,.0f} times as often with a CPU of its own.")
+    elif fx == fx and fx <= 0.5:
+        n["nat_writer_sentence"] = ("Here the writer flushed less often with a CPU of its own, the opposite of "
+                                    "the starvation the article describes.")
+    elif fx == fx:
+        n["nat_writer_sentence"] = ("Here the writer's flush rate barely changed between the variants, so this "
+                                    "recording shows no starved writer.")
+    else:
+        n["nat_writer_sentence"] = "This recording has no log-cache runs to compare."
+    sx = n["nat_spins_x"]
+    if sx == sx and sx >= 2:
+        n["nat_spins_sentence"] = (f"The toy differs from the article here: its spins per record fell "
+                                   f"{sx:,.0f}-fold in B. In A a worker spins while the writer has pushed the "
+                                   "lock's holder off its CPU; B removes that, and where B puts all workers on one "
+                                   "CPU they rarely find the lock held at all.")
+    elif sx == sx and sx > 0.5:
+        n["nat_spins_sentence"] = ("The toy's spins per record, too, stayed within a factor of two between the "
+                                   "variants.")
+    elif sx == sx:
+        n["nat_spins_sentence"] = "The toy's spins per record rose in B, unlike the article's BackOff share."
+    else:
+        n["nat_spins_sentence"] = ""
+
+    pg = measured.get("postgres")
+    n["pg_id"] = pg.id if pg else "(no PostgreSQL recording)"
+    n["pg_version"] = pg.recording.engine["version"].split()[0] if pg else ""
+    n["pg_batch"] = int(pg.recording.parameters.get("batch") or 1) if pg else 0
+    n["pg_cpus"] = int(pg.recording.host.get("logical_cpus") or 0) if pg else 0
+    curve = throughput_curve([pg]) if pg else pd.DataFrame(columns=["engine", "variant", "sessions", "throughput"])
+    for tag, variant in (("def", "default"), ("pin", "walwriter_alone")):
+        n[f"pg_{tag}_best"], n[f"pg_{tag}_best_sessions"] = _best(curve, "postgres", variant)
+        c = curve[(curve["variant"] == variant)]
+        n[f"pg_{tag}_one"] = _f(c.loc[c["sessions"] == c["sessions"].min(), "throughput"].iloc[0]) if len(c) else NAN
+        n[f"pg_{tag}_max_sessions"] = int(c["sessions"].max()) if len(c) else 0
+        n[f"pg_{tag}_at_max"] = _f(c.loc[c["sessions"] == c["sessions"].max(), "throughput"].iloc[0]) if len(c) else NAN
+    n["pg_pin_vs_def_x"] = n["pg_pin_at_max"] / n["pg_def_at_max"]
+    n["pg_scaling_x"] = n["pg_def_best"] / n["pg_def_one"]
+    wal = pg.table("pg_wal") if pg else None
+    n["pg_wal_bytes_per_insert"] = _f((wal["wal_bytes"] / wal["rows"]).median()) if wal is not None and len(wal) else NAN
+    waits = pg.table("pg_waits") if pg else None
+    if waits is not None and len(waits):
+        cb = waits[(waits["backend_type"] == "client backend") & (waits["variant"] == "default")]
+        top_n = cb["sessions"].max() if len(cb) else 0
+        at = cb[cb["sessions"] == top_n]
+        walw = at[at["wait"].str.startswith("LWLock:WAL")]["share"].sum()
+        n["pg_wal_lwlock_share_pct"] = _f(walw * 100)
+        n["pg_cpu_share_pct"] = _f(at.loc[at["wait"] == "CPU", "share"].sum() * 100)
+        n["pg_wait_sessions"] = int(top_n)
+        other = at[at["wait"] != "CPU"].sort_values("share", ascending=False)
+        n["pg_top_wait"] = str(other["wait"].iloc[0]) if len(other) else "none"
+        n["pg_top_wait_pct"] = _f(other["share"].iloc[0] * 100) if len(other) else 0.0
+        n["pg_top_wait_meaning"] = WAIT_MEANINGS.get(n["pg_top_wait"], WAIT_MEANINGS.get(
+            n["pg_top_wait"].split(":")[0], ""))
+    else:
+        n["pg_top_wait"], n["pg_top_wait_pct"] = "none", NAN
+        n["pg_top_wait_meaning"] = ""
+        n["pg_wal_lwlock_share_pct"] = n["pg_cpu_share_pct"] = NAN
+        n["pg_wait_sessions"] = 0
+    ss = measured.get("sqlserver")
+    n["ss_id"] = ss.id if ss else "(none: no SQL Server recording was made for this book)"
+    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in n.items()}
+
+
+# -- verdicts ------------------------------------------------------------------------
+MIN_CPUS_FOR_PINNING = 4  # below this, a CPU given to the walwriter is a large share of the machine
+HOT_SPIN_PCT = 1.0  # a spin-wait share of sampled CPU below this is no hot spinlock (the article's was 23.89%)
+
+def verdicts(published: LogcacheRecording, measured: Mapping[str, LogcacheRecording],
+             stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
+    rows = []
+
+    def add(claim, published_dir, where, measured_dir, agree):
+        rows.append({"claim": claim, "published": published_dir, "recording": where, "measured here": measured_dir,
+                     "verdict": "not testable here" if agree is None else ("agrees" if agree else "differs")})
+
+    pr = published.runs.set_index("variant")["throughput"]
+    pub_aff = f"{pr['default']:,.0f} -> {pr['no_logwriter_core']:,.0f} inserts/s (40 -> 38 threads)"
+    nat, pg, ss = measured.get("native"), measured.get("postgres"), measured.get("sqlserver")
+    claim1 = "Keeping other work off the log writer's core raises throughput"
+    if ss is not None:
+        c = throughput_curve([ss])
+        a, b = _best(c, "sqlserver", "default")[0], _best(c, "sqlserver", "no_logwriter_core")[0]
+        add(claim1, pub_aff, ss.id, f"best {a:,.0f} -> {b:,.0f} inserts/s" if b == b else "variant not run",
+            bool(b > a * 1.05) if b == b else None)
+    lc = logcache_summary(nat) if nat is not None else pd.DataFrame()
+    if len(lc):
+        both = lc.groupby("workers")["variant"].nunique()
+        wmax = int(both[both == 2].index.max()) if (both == 2).any() else int(lc["workers"].max())
+        at = lc[lc["workers"] == wmax].set_index("variant")
+        def get(v, col):
+            return float(at.loc[v, col]) if v in at.index else NAN
+        a, b = get("writer_shared", "throughput"), get("writer_alone", "throughput")
+        add(claim1 + " (toy log cache: records/s and the writer's flushes/s)", pub_aff, nat.id,
+            f"{a / 1e6:.1f} -> {b / 1e6:.1f} M records/s with {wmax} worker(s); writer flushes "
+            f"{get('writer_shared', 'writer_flushes_per_s'):,.0f} -> {get('writer_alone', 'writer_flushes_per_s'):,.0f} per s",
+            bool(b > a * 1.05) if a == a and b == b else None)
+    if pg is not None:
+        c = throughput_curve([pg])
+        if set(c["variant"]) >= {"default", "walwriter_alone"}:
+            top_n = int(c["sessions"].max())
+            a = float(c[(c["variant"] == "default") & (c["sessions"] == top_n)]["throughput"].iloc[0])
+            b = float(c[(c["variant"] == "walwriter_alone") & (c["sessions"] == top_n)]["throughput"].iloc[0])
+            ncpu = int(pg.recording.host.get("logical_cpus") or 0)
+            small = 0 < ncpu < MIN_CPUS_FOR_PINNING
+            why = (f"; with {ncpu} CPUs pinning the walwriter alone takes {100 // ncpu}% of the CPUs from the "
+                   "backends, which outweighs any relief of the log" if small else "")
+            add(claim1 + " (PostgreSQL: walwriter pinned alone)", pub_aff, pg.id,
+                f"{a:,.0f} -> {b:,.0f} inserts/s at {top_n} sessions{why}", None if small else bool(b > a * 1.05))
+        else:
+            add(claim1 + " (PostgreSQL: walwriter pinned alone)", pub_aff, pg.id, "variant not in this recording", None)
+    pub_bo = "LogAppendContext::BackOff 23.89% -> 1.43% of sampled CPU"
+    claim2 = "Spin-wait (backoff) time falls when the log writer's core is kept free"
+    if stack_shares is not None and len(stack_shares):
+        by_id = {g.id: g for g in measured.values()}
+        for rid, part in stack_shares.groupby("recording", sort=False):
+            s = part.set_index("role")["pct"]
+            if {"baseline", "relieved"} <= set(s.index):
+                seen = f"{s['baseline']:.2f}% -> {s['relieved']:.2f}% of samples"
+                g = by_id.get(rid)
+                ncpu = int(g.recording.host.get("logical_cpus") or 0) if g is not None else 0
+                if max(s["baseline"], s["relieved"]) < HOT_SPIN_PCT:
+                    add(claim2 + " (stack samples)", pub_bo, rid,
+                        f"{seen}; under {HOT_SPIN_PCT:g}% in both, so no spinlock was hot enough to relieve", None)
+                elif g is not None and g.engine == "postgres" and 0 < ncpu < MIN_CPUS_FOR_PINNING:
+                    add(claim2 + " (stack samples)", pub_bo, rid,
+                        f"{seen}; with {ncpu} CPUs the pinned variant runs one backend at a time", None)
+                else:
+                    add(claim2 + " (stack samples)", pub_bo, rid, seen, bool(s["relieved"] < 0.8 * s["baseline"]))
+    if len(lc):
+        a, b = get("writer_shared", "spins_per_record"), get("writer_alone", "spins_per_record")
+        add(claim2 + " (toy log cache: spins per record)", pub_bo, nat.id,
+            f"{a:.3f} -> {b:.3f} spins per record with {wmax} worker(s)",
+            bool(b < 0.8 * a) if a == a and b == b else None)
+    if len(lc):
+        # Takeaway 2: LOGCACHE_ACCESS spins about the same in both masks while the rate more than doubled.
+        # Both toy variants run for the same time, so spins per second compare totals as the article does.
+        sa = get("writer_shared", "spins_per_record") * get("writer_shared", "throughput")
+        sb = get("writer_alone", "spins_per_record") * get("writer_alone", "throughput")
+        ok = None if not (sa == sa and sb == sb and sa > 0) else bool(0.5 <= sb / sa <= 2.0)
+        add("The spinlock's spins stay about the same while throughput rises (toy log cache: spins per second)",
+            "LOGCACHE_ACCESS spins 'relatively static' across both masks (outliers aside)", nat.id,
+            f"{sa / 1e6:,.2f} -> {sb / 1e6:,.2f} M spins/s with {wmax} worker(s)", ok)
+    claim3 = "A context switch costs far more than a cache-line transfer or a memory access"
+    if nat is not None:
+        cs = nat.table("ctxswitch")
+        pairs = c2c_pairs(nat)
+        chase = nat.table("chase")
+        if cs is not None and len(pairs) and chase is not None:
+            same = cs[(cs["placement"] == "same_cpu") & (cs["method"] == "futex")]["median_ns_per_handoff"]
+            line = float(pairs["median_one_way_ns"].median())
+            mem = float(chase.sort_values("size_bytes")["ns_per_load"].iloc[-1])
+            s = float(same.iloc[0]) if len(same) else NAN
+            add(claim3, "'upwards of twice' a main-memory access; memory ~167 cycles", nat.id,
+                f"{s:,.0f} ns per switch vs {line:.0f} ns per line transfer ({s / line:.0f}x) and {mem:.0f} ns "
+                f"per memory load ({s / mem:.0f}x)", bool(s > 2 * mem and s > 5 * line))
+        else:
+            add(claim3, "'upwards of twice' a main-memory access", nat.id, "not all three measured", None)
+    claim4 = "A line transfer costs more the farther it travels (SMT sibling < same socket < cross socket)"
+    if nat is not None:
+        rels = c2c_by_relation(nat)
+        if len(rels) >= 2:
+            order = ["SMT sibling", "same L3 (socket or CCX)", "same socket", "other L3, same socket", "cross socket"]
+            r = rels.set_index("relation")["median_one_way_ns"].reindex([o for o in order if o in set(rels["relation"])])
+            add(claim4, "7.6 / 44 / 118 ns on a Xeon E5-2695 v4 (published matrices)", nat.id,
+                " < ".join(f"{k} {v:.0f} ns" for k, v in r.items()), bool(r.is_monotonic_increasing))
+        else:
+            only = ", ".join(rels["relation"]) if len(rels) else "no pair"
+            add(claim4, "7.6 / 44 / 118 ns on a Xeon E5-2695 v4 (published matrices)", nat.id,
+                f"one distance only on this machine ({only}, {int(nat.recording.host.get('logical_cpus') or 0)} CPUs)",
+                None)
+    claim5 = "Relieving LOGCACHE_ACCESS moves the pressure to XDESMGR"
+    if ss is not None:
+        t = sqlserver_spin_table(ss)
+        x = t[t["name"] == "XDESMGR"].groupby("variant")["spins per insert"].max()
+        if {"default", "no_logwriter_core"} <= set(x.index):
+            add(claim5, "XDESMGR spins rise with the optimised mask", ss.id,
+                f"XDESMGR {x['default']:.2f} -> {x['no_logwriter_core']:.2f} spins per insert",
+                bool(x["no_logwriter_core"] > x["default"]))
+        else:
+            add(claim5, "XDESMGR spins rise with the optimised mask", ss.id, "both variants needed", None)
+    else:
+        add(claim5, "XDESMGR spins rise with the optimised mask", "—",
+            "SQL Server only; no SQL Server recording here", None)
+    add("Trace flag 8015 (NUMA detection off) raised throughput further",
+        f"over {pr.get('no_logwriter_core_tf8015', NAN):,.0f} inserts/s at 36 threads",
+        ss.id if ss is not None else "—",
+        ("this recording was made with TF 8015" if ss is not None and 8015 in ss.trace_flags
+         else "needs a restart with -T8015; compare two SQL Server recordings"), None)
+    return pd.DataFrame(rows)
+
+
+def header_note(published: LogcacheRecording, pub_c2c: LogcacheRecording,
+                measured: Mapping[str, LogcacheRecording], stacks_note: str = "") -> str:
+    shown = [(f"Measured ({e})", measured[e].recording) for e in ("native", "postgres", "sqlserver") if e in measured]
+    lines = [rec.shown_note(shown, [published.recording, pub_c2c.recording])]
+    if "sqlserver" not in measured:
+        lines.append("- No SQL Server recording: the SQL Server figures are the article's. Pass a recording made "
+                     "with `ENGINE=sqlserver` as `RECORDING=` to see your own.")
+    if stacks_note:
+        lines.append(f"- Stacks — {stacks_note}")
+    return "\n".join(lines)

@@ -1,0 +1,425 @@
+"""Recordings: the one contract between a live run and a rendered chapter.
+
+A recording is a directory with a ``manifest.json`` (validated against
+``schemas/manifest-1.json``) and the data files it lists, each with its
+sha256.  A live run writes one with :class:`RecordingWriter`; a chapter reads
+one with :class:`Recording`.  The notebook never knows which happened.
+
+Writing is atomic: files go into a hidden temporary directory beside the
+destination, which is renamed into place at the end.  An existing recording
+is never overwritten, and an interrupted run is renamed into place marked
+``incomplete`` with the reason, so it can be inspected but never passes for a
+complete one.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import jsonschema
+import pandas as pd
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+class RecordingError(ValueError):
+    """A recording is missing, malformed, tampered with or incomplete."""
+
+
+class RecordingExistsError(RecordingError):
+    """Refusal to overwrite a recording that is already there."""
+
+
+def _schema() -> dict:
+    text = resources.files("contention_book.harness").joinpath(f"schemas/manifest-{SCHEMA_VERSION}.json").read_text()
+    return json.loads(text)
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def repo_root() -> Path:
+    """The checkout this package runs from (override with CONTENTION_BOOK_ROOT)."""
+    env = os.environ.get("CONTENTION_BOOK_ROOT")
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[3]
+
+
+def data_root() -> Path:
+    return repo_root() / "data"
+
+
+def available(chapter: str) -> list[str]:
+    folder = data_root() / chapter
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if (p / MANIFEST).is_file())
+
+
+def resolve(chapter: str, ref: str | os.PathLike) -> Path:
+    """Turn a notebook's ``recording`` parameter into a directory.
+
+    ``ref`` is either a recording id under ``data/<chapter>/`` or a path to any
+    recording directory (a colleague's, a copy elsewhere).
+    """
+    ref_path = Path(ref).expanduser()
+    if (ref_path / MANIFEST).is_file():
+        return ref_path.resolve()
+    candidate = data_root() / chapter / str(ref)
+    if (candidate / MANIFEST).is_file():
+        return candidate
+    known = ", ".join(available(chapter)) or "none"
+    raise RecordingError(
+        f"recording {str(ref)!r}: no {MANIFEST} found, neither at {ref_path.resolve()} "
+        f"nor at {candidate}; expected a recording directory or one of the ids "
+        f"under data/{chapter}/: {known}"
+    )
+
+
+class Recording:
+    """A validated, checksummed recording, opened read-only."""
+
+    def __init__(self, path: Path, manifest: dict):
+        self.path = path
+        self.manifest = manifest
+
+    # -- opening -----------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, allow_incomplete: bool = False) -> "Recording":
+        path = Path(path)
+        where = f"recording {path}"
+        mpath = path / MANIFEST
+        if not path.is_dir():
+            raise RecordingError(f"{where}: not a directory; expected a recording directory holding {MANIFEST}")
+        if not mpath.is_file():
+            raise RecordingError(f"{where}: {MANIFEST} is missing; expected the manifest of a recording")
+        try:
+            manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RecordingError(
+                f"{where}: {MANIFEST} line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
+            ) from None
+        if not isinstance(manifest, dict):
+            raise RecordingError(f"{where}: {MANIFEST}: expected a JSON object at the top level")
+        version = manifest.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise RecordingError(
+                f"{where}: {MANIFEST} field 'schema_version' is {version!r}; "
+                f"this code reads schema version {SCHEMA_VERSION}"
+            )
+        errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(manifest),
+                        key=lambda e: list(e.absolute_path))
+        if errors:
+            err = errors[0]
+            field = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+            raise RecordingError(f"{where}: {MANIFEST} field '{field}': {err.message}")
+        rec = cls(path, manifest)
+        rec._verify_files()
+        status = manifest["status"]
+        if status["state"] != "complete" and not allow_incomplete:
+            raise RecordingError(
+                f"{where}: marked incomplete ({status.get('reason', 'no reason given')}); "
+                "expected a complete recording (pass allow_incomplete=True to inspect it anyway)"
+            )
+        return rec
+
+    def _verify_files(self) -> None:
+        for entry in self.manifest["files"]:
+            fpath = self.path / entry["path"]
+            if not fpath.is_file():
+                raise RecordingError(
+                    f"recording {self.path}: file {entry['path']} is listed in {MANIFEST} but missing"
+                )
+            actual = sha256_of(fpath)
+            if actual != entry["sha256"]:
+                raise RecordingError(
+                    f"recording {self.path}: file {entry['path']} has sha256 {actual[:12]}…, "
+                    f"expected {entry['sha256'][:12]}… from {MANIFEST}: it changed after recording"
+                )
+
+    # -- properties --------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self.manifest["id"]
+
+    @property
+    def kind(self) -> str:
+        return self.manifest["kind"]
+
+    @property
+    def chapter(self) -> str:
+        return self.manifest["chapter"]
+
+    @property
+    def engine(self) -> dict:
+        return self.manifest["engine"]
+
+    @property
+    def host(self) -> dict:
+        return self.manifest["host"]
+
+    @property
+    def parameters(self) -> dict:
+        return self.manifest["parameters"]
+
+    @property
+    def files(self) -> list[str]:
+        return [f["path"] for f in self.manifest["files"]]
+
+    def has(self, name: str) -> bool:
+        return name in self.files
+
+    def describe(self) -> str:
+        """One line for the note at the top of a chapter."""
+        eng = self.engine
+        host = self.host
+        machine = host.get("description") or host.get("cpu_model") or "unknown machine"
+        origin = ""
+        if self.kind == "published":
+            c = self.manifest["citation"]
+            origin = f"; transcribed from {c['author']}, “{c['title']}” ({c['date']})"
+        else:
+            origin = f"; recorded {self.manifest['started'][:10]} with `{self.manifest['measured']['command']}`"
+        where = "" if self.path.name == self.id else f" (read from {self.path})"
+        return f"{self.id}{where}: {self.kind}, {eng['name']} {eng['version']}, {machine}{origin}"
+
+    # -- data --------------------------------------------------------------
+    def _listed(self, name: str) -> Path:
+        if name not in self.files:
+            raise RecordingError(
+                f"recording {self.path}: file {name} is not in {MANIFEST}; "
+                f"expected one of: {', '.join(self.files) or 'no files'}"
+            )
+        return self.path / name
+
+    def read_bytes(self, name: str) -> bytes:
+        return self._listed(name).read_bytes()
+
+    def read_json(self, name: str) -> Any:
+        try:
+            return json.loads(self.read_bytes(name).decode("utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RecordingError(f"recording {self.path}: file {name} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+
+    def csv(self, name: str, required: Iterable[str] = ()) -> pd.DataFrame:
+        """Read a listed CSV and check that the columns a chapter needs are there."""
+        path = self._listed(name)
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+            raise RecordingError(f"recording {self.path}: file {name}: not a readable CSV ({exc})") from None
+        missing = [c for c in required if c not in frame.columns]
+        if missing:
+            raise RecordingError(
+                f"recording {self.path}: file {name} lacks column(s) {', '.join(missing)}; "
+                f"expected {', '.join(required)} (found {', '.join(map(str, frame.columns))})"
+            )
+        return frame
+
+
+class RecordingWriter:
+    """Builds a recording in a temporary directory and renames it into place.
+
+    Use as a context manager.  On a normal exit the manifest says
+    ``complete``; on an exception (KeyboardInterrupt included) it says
+    ``incomplete`` with the reason, and the exception propagates.
+    """
+
+    def __init__(
+        self,
+        dest: str | os.PathLike,
+        *,
+        chapter: str,
+        kind: str,
+        engine: Mapping[str, Any],
+        host: Mapping[str, Any],
+        parameters: Mapping[str, Any],
+        citation: Mapping[str, Any] | None = None,
+        measured: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        started: str | None = None,
+    ):
+        self.dest = Path(dest)
+        if self.dest.exists():
+            raise RecordingExistsError(
+                f"recording {self.dest} already exists; refusing to overwrite it "
+                "(choose another id or directory)"
+            )
+        self.manifest: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "id": self.dest.name,
+            "chapter": chapter,
+            "kind": kind,
+            "engine": dict(engine),
+            "host": dict(host),
+            "parameters": dict(parameters),
+            "started": started or utc_now(),
+            "ended": None,
+            "status": {"state": "incomplete", "reason": "still being written"},
+            "files": [],
+        }
+        if title:
+            self.manifest["title"] = title
+        if citation is not None:
+            self.manifest["citation"] = dict(citation)
+        if measured is not None:
+            self.manifest["measured"] = dict(measured)
+        self._descriptions: dict[str, str] = {}
+        self.dest.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.", suffix=".partial", dir=self.dest.parent))
+        self._closed = False
+
+    # -- content -----------------------------------------------------------
+    def _target(self, name: str) -> Path:
+        if name.startswith("/") or ".." in Path(name).parts or name == MANIFEST:
+            raise ValueError(f"recording file name {name!r}: expected a relative path inside the recording")
+        path = self.tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def write_bytes(self, name: str, data: bytes, description: str | None = None) -> Path:
+        path = self._target(name)
+        path.write_bytes(data)
+        if description:
+            self._descriptions[name] = description
+        return path
+
+    def write_text(self, name: str, text: str, description: str | None = None) -> Path:
+        return self.write_bytes(name, text.encode("utf-8"), description)
+
+    def write_json(self, name: str, obj: Any, description: str | None = None) -> Path:
+        return self.write_text(name, json.dumps(obj, indent=2, sort_keys=True) + "\n", description)
+
+    def write_csv(self, name: str, frame: pd.DataFrame, description: str | None = None) -> Path:
+        buf = io.StringIO()
+        frame.to_csv(buf, index=False, lineterminator="\n")
+        return self.write_text(name, buf.getvalue(), description)
+
+    def append_csv(self, name: str, frame: pd.DataFrame) -> Path:
+        """Append rows to a CSV as a run goes, so an interruption keeps them."""
+        path = self._target(name)
+        new = not path.exists()
+        frame.to_csv(path, mode="a", header=new, index=False, lineterminator="\n")
+        return path
+
+    def file_path(self, name: str) -> Path:
+        """A path inside the recording for tools that write files themselves."""
+        return self._target(name)
+
+    def add_note(self, note: str) -> None:
+        self.manifest.setdefault("notes", []).append(note)
+
+    def update(self, **fields: Any) -> None:
+        """Merge late facts (engine version, host, settings) into the manifest."""
+        for key, value in fields.items():
+            if isinstance(value, Mapping) and isinstance(self.manifest.get(key), dict):
+                self.manifest[key].update(value)
+            else:
+                self.manifest[key] = value
+
+    # -- finishing ---------------------------------------------------------
+    def _finish(self, state: str, reason: str | None) -> Path:
+        files = []
+        for path in sorted(p for p in self.tmp.rglob("*") if p.is_file()):
+            rel = path.relative_to(self.tmp).as_posix()
+            if rel == MANIFEST:
+                continue
+            entry = {"path": rel, "sha256": sha256_of(path), "bytes": path.stat().st_size}
+            if rel in self._descriptions:
+                entry["description"] = self._descriptions[rel]
+            files.append(entry)
+        self.manifest["files"] = files
+        self.manifest["ended"] = utc_now()
+        self.manifest["status"] = {"state": state}
+        if reason:
+            self.manifest["status"]["reason"] = reason
+        if state == "complete":
+            errors = list(jsonschema.Draft202012Validator(_schema()).iter_errors(self.manifest))
+            if errors:
+                state, reason = "incomplete", f"manifest failed its schema: {errors[0].message}"
+                self.manifest["status"] = {"state": state, "reason": reason}
+        (self.tmp / MANIFEST).write_text(json.dumps(self.manifest, indent=2) + "\n", encoding="utf-8")
+        if self.dest.exists():  # someone else wrote it meanwhile: keep both, lose nothing
+            raise RecordingExistsError(
+                f"recording {self.dest} appeared while this run was writing; "
+                f"this run's data is kept in {self.tmp}"
+            )
+        os.rename(self.tmp, self.dest)
+        self._closed = True
+        return self.dest
+
+    def close(self) -> Path:
+        return self._finish("complete", None)
+
+    def abandon(self, reason: str) -> Path:
+        return self._finish("incomplete", reason)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self._closed = True
+
+    def __enter__(self) -> "RecordingWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._closed:
+            return False
+        if exc_type is None:
+            self.close()
+        else:
+            what = "interrupted (KeyboardInterrupt)" if exc_type is KeyboardInterrupt else f"{exc_type.__name__}: {exc}"
+            self.abandon(f"run ended early: {what}")
+        return False
+
+
+def open_chapter(chapter: str, ref: str | os.PathLike) -> Recording:
+    """A recording of ``chapter`` by id or directory; an error if it belongs to another chapter."""
+    r = Recording.open(resolve(chapter, ref))
+    if r.chapter != chapter:
+        raise RecordingError(f"recording {r.path}: chapter is {r.chapter!r}, expected {chapter!r}")
+    return r
+
+
+class RecordingView:
+    """What every chapter's view of a recording shares; the subclass has a ``recording`` attribute."""
+
+    recording: Recording
+
+    @property
+    def engine(self) -> str:
+        return self.recording.engine["name"]
+
+    @property
+    def kind(self) -> str:
+        return self.recording.kind
+
+    @property
+    def id(self) -> str:
+        return self.recording.id
+
+
+def shown_note(measured: Iterable[tuple[str, Recording]], published: Iterable[Recording]) -> str:
+    """The chapter's opening list of the recordings it shows (labelled), with each measured one's notes."""
+    lines = ["**What this chapter shows.**"]
+    for label, r in measured:
+        lines.append(f"- {label} — {r.describe()}")
+        lines += [f"  - note: {note}" for note in r.manifest.get("notes", [])]
+    lines += [f"- Published — {r.describe()}" for r in published]
+    return "\n".join(lines)

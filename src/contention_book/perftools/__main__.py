@@ -1,0 +1,200 @@
+"""Command line: ``perftools summary|callers|diff|collapse|flame``.
+
+The same questions as the library, for a reader at a shell with an export
+in hand.  Bad input ends with one line naming the file, the line and what
+was expected, and exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import analysis
+from .errors import FormatError
+from .importers import folded, load
+from .model import Profile
+from .sniff import canonical_format, sniff
+
+__all__ = ["main"]
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("input and filters")
+    g.add_argument("--format", help="wpa_csv, wpa_tree, xperf_dumper, perf_script or folded (default: sniff)")
+    g.add_argument("--root-is-process", action="store_true",
+                   help="folded input: the first frame of each line is the process (detected when it reads 'name (pid)')")
+    g.add_argument("--process", action="append", help="keep samples of this process (name, 'name (pid)' or pid); repeatable")
+    g.add_argument("--thread", action="append", type=int, help="keep samples of this thread id; repeatable")
+    g.add_argument("--module", action="append", help="keep samples whose stack has a frame in this module; repeatable")
+    g.add_argument("--start", type=float, help="keep samples at or after this time (seconds)")
+    g.add_argument("--end", type=float, help="keep samples at or before this time (seconds)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="perftools", description="Sampled CPU stacks from WPA, xperf and perf exports.")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("summary", help="top functions and modules by exclusive and inclusive weight")
+    s.add_argument("file")
+    s.add_argument("--top", type=int, default=20, help="rows per table (default 20)")
+    s.add_argument("--sort", choices=("exclusive", "inclusive"), default="exclusive")
+    _common(s)
+
+    c = sub.add_parser("callers", help="who calls FUNCTION (inverted stacks), or what it calls")
+    c.add_argument("file")
+    c.add_argument("function", help="module!function or a function name")
+    c.add_argument("--depth", type=int, default=3)
+    c.add_argument("--callees", action="store_true", help="show callees instead of callers")
+    c.add_argument("--min-pct", type=float, default=0.0, help="hide rows under this percent of the function")
+    _common(c)
+
+    d = sub.add_parser("diff", help="percentage-point change per function or module from A to B")
+    d.add_argument("a")
+    d.add_argument("b")
+    d.add_argument("--by", choices=("function", "module"), default="function")
+    d.add_argument("--measure", choices=("exclusive", "inclusive"), default="exclusive")
+    d.add_argument("--top", type=int, default=20)
+    _common(d)
+
+    f = sub.add_parser("collapse", help="print folded stacks (root;...;leaf weight)")
+    f.add_argument("file")
+    f.add_argument("--process-root", action="store_true", help="write the process as the first frame")
+    f.add_argument("-o", "--output", help="write here instead of stdout (.gz: gzip'd)")
+    _common(f)
+
+    g = sub.add_parser("flame", help="draw a flame graph (.png, .pdf via matplotlib; .svg interactive)")
+    g.add_argument("file")
+    g.add_argument("-o", "--output", required=True)
+    g.add_argument("--title")
+    g.add_argument("--min-fraction", type=float, default=None, help="merge boxes under this share (default 0.005 png, 0.001 svg)")
+    g.add_argument("--icicle", action="store_true", help="root at the top, as WPA draws it")
+    g.add_argument("--process-root", action="store_true", help="a level per process under the root")
+    _common(g)
+    return ap
+
+
+def _load(path: str, args) -> Profile:
+    opts = {}
+    if args.root_is_process:
+        fmt = canonical_format(args.format) if args.format else sniff(path)
+        if fmt != "folded":
+            raise ValueError(f"--root-is-process applies to folded stacks; {path} is {fmt}")
+        opts["process_root"] = True
+    p = load(path, args.format, **opts)
+    if any(v is not None for v in (args.process, args.thread, args.module, args.start, args.end)):
+        p = p.filter(process=args.process, thread=args.thread, module=args.module, start=args.start, end=args.end)
+    return p
+
+
+def _num(w: float) -> str:
+    return f"{w:,.0f}" if float(w).is_integer() else f"{w:,.3f}"
+
+
+def _head(p: Profile, label: str = "") -> str:
+    unit = p.meta.get("weight_unit", "")
+    return (
+        f"{label}{p.meta.get('source', '')} [{p.meta.get('format', '?')}]: {len(p.samples):,} sample rows, "
+        f"{p.n_stacks:,} distinct stacks, total weight {_num(p.total_weight)} {unit}"
+    )
+
+
+def _table(df, name_col: str, title: str) -> list[str]:
+    out = [title, f"{'excl %':>8} {'incl %':>8} {'exclusive':>14} {'inclusive':>14}  {name_col}"]
+    for r in df.itertuples(index=False):
+        out.append(
+            f"{r.exclusive_pct:8.2f} {r.inclusive_pct:8.2f} {_num(r.exclusive):>14} {_num(r.inclusive):>14}  {getattr(r, name_col)}"
+        )
+    return out
+
+
+def _summary(args) -> list[str]:
+    p = _load(args.file, args)
+    out = [_head(p), ""]
+    out += _table(analysis.top_functions(p, args.top, sort=args.sort), "function", f"Top functions by {args.sort} weight")
+    out += [""] + _table(analysis.top_modules(p, args.top, sort=args.sort), "module", f"Modules by {args.sort} weight")
+    return out
+
+
+def _callers(args) -> list[str]:
+    p = _load(args.file, args)
+    fn = analysis.callees if args.callees else analysis.callers
+    df = fn(p, args.function, depth=args.depth)
+    df = df[(df["depth"] == 0) | (df["pct_of_function"] >= args.min_pct)]
+    what = "Callees" if args.callees else "Callers (inverted stacks)"
+    out = [_head(p), "", f"{what} of {df['frame'].iloc[0]}, depth {args.depth}",
+           f"{'% total':>8} {'% func':>8} {'weight':>14}  frame"]
+    for r in df.itertuples(index=False):
+        out.append(f"{r.pct:8.2f} {r.pct_of_function:8.2f} {_num(r.weight):>14}  {'  ' * r.depth}{r.frame}")
+    return out
+
+
+def _diff(args) -> list[str]:
+    a, b = _load(args.a, args), _load(args.b, args)
+    df = analysis.diff(a, b, by=args.by, measure=args.measure, n=args.top)
+    out = [_head(a, "A: "), _head(b, "B: "), "",
+           f"{args.measure.capitalize()} weight by {args.by}, sorted by |change|",
+           f"{'A %':>8} {'B %':>8} {'change pp':>10}  {args.by}"]
+    for r in df.itertuples(index=False):
+        out.append(f"{r.pct_a:8.2f} {r.pct_b:8.2f} {r.change_pp:+10.2f}  {r.name}")
+    return out
+
+
+def _collapse(args) -> list[str]:
+    p = _load(args.file, args)
+    if args.output:
+        folded.write(p, args.output, process_root=args.process_root)
+        return []
+    return folded.lines(p, process_root=args.process_root)
+
+
+def _flame(args) -> list[str]:
+    from . import flame
+
+    p = _load(args.file, args)
+    if not len(p.samples):
+        raise ValueError("no samples left to draw after filtering")
+    if args.output.lower().endswith(".svg"):
+        flame.write_svg(p, args.output, title=args.title, icicle=args.icicle, process_root=args.process_root,
+                        min_fraction=0.001 if args.min_fraction is None else args.min_fraction)
+    else:
+        fig = flame.flame_figure(p, title=args.title, icicle=args.icicle, process_root=args.process_root,
+                                 min_fraction=0.005 if args.min_fraction is None else args.min_fraction)
+        fig.savefig(args.output, dpi=150)
+    return [f"wrote {args.output}"]
+
+
+COMMANDS = {"summary": _summary, "callers": _callers, "diff": _diff, "collapse": _collapse, "flame": _flame}
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (2 on bad input)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors are 2, --help is 0
+        return int(exc.code or 0)
+    try:
+        lines = COMMANDS[args.cmd](args)
+    except FormatError as exc:
+        print(f"perftools: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyError as exc:  # unknown function name
+        print(f"perftools: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"perftools: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug, not bad input: say so, still no traceback
+        print(f"perftools: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        for line in lines:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head`
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
