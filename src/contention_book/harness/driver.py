@@ -150,6 +150,7 @@ def run_sessions(
     ready_errors: list[str] = []
     window = {"start": 0.0}
     done_counter = [0] * sessions
+    cursors: dict[int, Any] = {}
 
     def worker(i: int) -> None:
         st = stats[i]
@@ -158,6 +159,7 @@ def run_sessions(
             try:
                 conn = connect()
                 cur = conn.cursor()
+                cursors[i] = cur
                 if setup_session:
                     setup_session(cur, i)
                 for w in range(warmup_operations):
@@ -219,10 +221,9 @@ def run_sessions(
         window["start"] = time.perf_counter_ns() / 1e9
         total = operations_per_session * sessions if operations_per_session is not None else None
         if progress:
-            from tqdm import tqdm  # plain text: readable in a terminal, a papermill log and a notebook
+            from .progress import progress as make_progress
 
-            bar = tqdm(total=total, desc=progress if isinstance(progress, str) else f"{sessions} session(s)",
-                       unit="op", leave=False, mininterval=0.5)
+            bar = make_progress(total, progress if isinstance(progress, str) else f"{sessions} sessions", unit="op")
         while any(t.is_alive() for t in threads):
             elapsed = time.perf_counter_ns() / 1e9 - window["start"]
             if duration_s is not None and elapsed >= duration_s:
@@ -238,6 +239,11 @@ def run_sessions(
         stop.set()
         ready.abort()
         barrier.abort()
+        for cur in list(cursors.values()):  # a statement still running is cancelled, not waited for
+            try:
+                cur.cancel()
+            except Exception:  # noqa: BLE001 - the session may already be gone
+                pass
         for t in threads:
             t.join(timeout=30)
         raise

@@ -146,13 +146,13 @@ class EmbeddedPostgres:
 
 
 @contextlib.contextmanager
-def embedded(var: str = ENV_VAR, stop_after: bool = True):
+def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print):
     """Start (or reuse) the embedded cluster for the block; yields the env var name."""
     pg = EmbeddedPostgres()
     was_running = pg.running() if (pg.data / "PG_VERSION").exists() else False
     pg.start()
     if not was_running:
-        print(f"[harness] embedded PostgreSQL started on 127.0.0.1:{pg.port} (data in {pg.data})")
+        log(f"[harness] embedded PostgreSQL started on 127.0.0.1:{pg.port} (data in {pg.data})")
     # wait until it accepts connections
     deadline = time.monotonic() + 30
     while pg._run("pg_isready", "-h", "127.0.0.1", "-p", str(pg.port), check=False).returncode != 0:
@@ -164,3 +164,4 @@ def embedded(var: str = ENV_VAR, stop_after: bool = True):
     finally:
         if stop_after and not was_running:
             pg.stop()
+            log("[harness] embedded PostgreSQL stopped")

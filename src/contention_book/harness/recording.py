@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -384,7 +385,10 @@ class RecordingWriter:
         if exc_type is None:
             self.close()
         else:
-            what = "interrupted (KeyboardInterrupt)" if exc_type is KeyboardInterrupt else f"{exc_type.__name__}: {exc}"
+            if issubclass(exc_type, KeyboardInterrupt):
+                what = str(exc) or "interrupted (Ctrl-C)"
+            else:
+                what = f"{exc_type.__name__}: {exc}"
             self.abandon(f"run ended early: {what}")
         return False
 
@@ -397,10 +401,16 @@ def open_chapter(chapter: str, ref: str | os.PathLike) -> Recording:
     return r
 
 
+@dataclass
 class RecordingView:
-    """What every chapter's view of a recording shares; the subclass has a ``recording`` attribute."""
+    """A recording opened for a chapter: its tables by layout key, its stacks, and a label.
+
+    Chapters subclass it for properties of their own; :func:`load_view` fills it.
+    """
 
     recording: Recording
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    stacks: dict[str, Path] = field(default_factory=dict)
 
     @property
     def engine(self) -> str:
@@ -413,6 +423,88 @@ class RecordingView:
     @property
     def id(self) -> str:
         return self.recording.id
+
+    @property
+    def runs(self) -> pd.DataFrame | None:
+        return self.tables.get("runs")
+
+    def table(self, key: str) -> pd.DataFrame | None:
+        return self.tables.get(key)
+
+    @property
+    def trace_flags(self) -> list[int]:
+        return sorted(int(f) for f in self.recording.engine.get("settings", {}).get("trace_flags", []))
+
+    @property
+    def label(self) -> str:
+        """``PostgreSQL 15.18 (measured)``, ``SQL Server 15.0…, TF 3933 (measured)``, ``native on <CPU>``."""
+        eng = self.recording.engine
+        if eng["name"] == "sqlserver":
+            tf = f", TF {', '.join(map(str, self.trace_flags))}" if self.trace_flags else ""
+            return f"SQL Server {eng['version']}{tf} ({self.kind})"
+        if eng["name"] == "postgres":
+            return f"PostgreSQL {str(eng['version']).split()[0]} ({self.kind})"
+        if eng["name"] == "native":
+            return f"native on {self.recording.host.get('cpu_model') or 'this machine'} ({self.kind})"
+        return f"{eng['name']} {eng['version']} ({self.kind})"
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.recording.manifest.get("notes", []))
+
+
+def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], cls: type = RecordingView):
+    """Open a recording of ``chapter`` and read every layout table it lists.
+
+    ``layout`` maps keys to :class:`harness.spec.Table`.  A table the
+    recording's kind and engine require but does not list is an error that
+    names the file; so is a listed table that lacks a column.  Stacks are
+    ``stacks/<variant>.folded.gz``.
+    """
+    r = open_chapter(chapter, ref)
+    engine = r.engine["name"]
+    view = cls(r)
+    missing = []
+    for key, table in layout.items():
+        if r.has(table.path):
+            view.tables[key] = r.csv(table.path, table.columns)
+        elif table.required_for(r.kind, engine):
+            missing.append(table.path)
+    if missing:
+        raise RecordingError(f"recording {r.path}: a {r.kind} {engine} recording of {chapter} needs "
+                             f"{', '.join(missing)}; not listed in its {MANIFEST}")
+    view.stacks = {Path(f).name.split(".")[0]: r.path / f for f in r.files
+                   if f.startswith("stacks/") and f.endswith(".folded.gz")}
+    return view
+
+
+def relocate(path: str | os.PathLike, moves: Mapping[str, str], why: str) -> None:
+    """Move files inside a recording to new paths and rewrite their manifest entries.
+
+    The bytes do not change, so every checksum stays valid; the manifest gains
+    a note saying what moved and why, so the move is on the record.
+    """
+    path = Path(path)
+    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    listed = {e["path"]: e for e in manifest["files"]}
+    done = []
+    for old, new in moves.items():
+        if old not in listed:
+            continue
+        if new in listed:
+            raise RecordingError(f"recording {path}: cannot move {old} to {new}: {new} is already listed")
+        (path / new).parent.mkdir(parents=True, exist_ok=True)
+        os.rename(path / old, path / new)
+        listed[old]["path"] = new
+        listed[new] = listed.pop(old)
+        done.append(f"{old} -> {new}")
+    for folder in sorted({(path / old).parent for old in moves}, key=lambda p: len(p.parts), reverse=True):
+        if folder != path and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    if done:
+        manifest["files"] = sorted(listed.values(), key=lambda e: e["path"])
+        manifest.setdefault("notes", []).append(f"files moved, bytes unchanged ({why}): {'; '.join(done)}")
+        (path / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
 def shown_note(measured: Iterable[tuple[str, Recording]], published: Iterable[Recording]) -> str:

@@ -1,0 +1,1 @@
+"""What every chapter shares: the notebook setup and the CPU-stacks section."""

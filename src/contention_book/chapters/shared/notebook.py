@@ -1,0 +1,92 @@
+"""The setup cell every chapter notebook shares.
+
+A notebook's first code cell after its parameters is::
+
+    from contention_book.chapters.shared.notebook import *  # noqa: F403
+    from contention_book.chapters import logcache_spinlock as chapter
+    shown = start(chapter, globals())
+
+:func:`start` checks ``source``, runs the chapter live when asked (as a
+child process, see :mod:`contention_book.harness.launch`), loads what the
+chapter shows, glues its key numbers and shows the note on its recordings.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from IPython.display import Markdown, display
+from myst_nb import glue
+
+from contention_book.harness.params import is_empty
+
+from .stacks import StackSection
+
+__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure"]
+
+# The runner's lines worth keeping on a page: its plan, the guard's actions and its outcome.
+SUMMARY_PREFIXES = ("[run]", "[guard]", "[harness]")
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def live_params(chapter, params: Mapping[str, Any]) -> dict[str, str]:
+    """The notebook's values for the chapter's live-run parameters that apply to its engine and are set."""
+    engine = params.get("engine", "")
+    return {p.name: _as_text(params[p.name]) for p in chapter.SPEC.params
+            if p.name in params and p.applies_to(engine) and not is_empty(params[p.name])}
+
+
+def start(chapter, params: Mapping[str, Any]):
+    """Everything before a chapter's prose: run live if asked, then load, glue and introduce."""
+    sns.set_theme(style="whitegrid", context="notebook")
+    pd.set_option("display.max_colwidth", None)
+    warnings.filterwarnings("ignore", category=UserWarning, module="seaborn")
+    source = params.get("source", "recorded")
+    if source not in ("recorded", "live"):
+        raise ValueError(f"source={source!r}: expected 'recorded' or 'live'")
+    recording = params.get("recording") or ""
+    if source == "live":
+        from contention_book.harness.launch import run_live
+
+        lines: list[str] = []
+
+        def relay(line: str) -> None:
+            lines.append(line)
+            print(line, flush=True)
+
+        recording = str(run_live(chapter.SPEC.chapter, params["engine"], target=params.get("target") or None,
+                                 params=live_params(chapter, params), record_to=params.get("record_to") or None,
+                                 allow_server_changes=bool(params.get("allow_server_changes")), relay=relay))
+        summary = [line for line in lines if line.startswith(SUMMARY_PREFIXES)]
+        display(Markdown("**The live run.**\n\n```text\n" + "\n".join(summary) + "\n```"))
+    shown = chapter.load_shown(recording, stacks=params.get("stacks") or "")
+    for name, value in chapter.key_numbers(shown).items():
+        glue(name, value, display=False)
+    display(Markdown(chapter.header_note(shown)))
+    return shown
+
+
+def show_figure(name: str, fig) -> None:
+    """Glue a figure for a ``{glue:figure}`` block and free it."""
+    glue(name, fig, display=False)
+    plt.close(fig)
+
+
+def show_section(part: StackSection) -> None:
+    """A stacks section: its text, then its figures and tables."""
+    display(Markdown(part.text))
+    for fig in part.figures:
+        display(fig)
+        plt.close(fig)
+    for table in part.tables:
+        display(table)

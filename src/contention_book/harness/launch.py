@@ -1,0 +1,107 @@
+"""Start the live runner as a child process and wait for it, whatever signals arrive.
+
+The book builder (``make chapter SOURCE=live``) and a notebook's live cell
+both run a chapter this way, so the run never happens inside a notebook
+kernel.  The child gets a process group of its own, so a terminal's Ctrl-C or
+a killed kernel does not hit it directly: the parent forwards SIGINT and
+SIGTERM to it and goes on waiting while the child restores what it changed.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Callable, Mapping
+
+from .live import default_destination
+
+FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+class LiveRunFailed(RuntimeError):
+    """The live runner exited with an error or was interrupted; ``returncode`` says which."""
+
+    def __init__(self, message: str, returncode: int, recording: Path | None):
+        super().__init__(message)
+        self.returncode = returncode
+        self.recording = recording
+
+
+def runner_command(chapter: str, engine: str, *, target: str | None, params: Mapping[str, str],
+                   record_to: Path, allow_server_changes: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "contention_book.run", chapter, "--engine", engine, "--record-to", str(record_to)]
+    if target:
+        cmd += ["--target", target]
+    if allow_server_changes:
+        cmd.append("--allow-server-changes")
+    for name, value in params.items():
+        cmd += ["--param", f"{name}={value}"]
+    return cmd
+
+
+def run_live(chapter: str, engine: str, *, target: str | None = None, params: Mapping[str, str] | None = None,
+             record_to: str | None = None, allow_server_changes: bool = False,
+             relay: Callable[[str], None] | None = None) -> Path:
+    """Run ``python -m contention_book.run`` and return the recording it wrote.
+
+    ``relay`` receives the child's output line by line (a notebook cell); without it the child
+    writes straight to this process's terminal.  Raises :class:`LiveRunFailed` on a non-zero exit;
+    after an interruption, once the child has finished restoring, raises ``KeyboardInterrupt``.
+    """
+    dest = default_destination(chapter, record_to, engine)
+    cmd = runner_command(chapter, engine, target=target, params=params or {}, record_to=dest,
+                         allow_server_changes=allow_server_changes)
+    popen_kw: dict = {"env": {**os.environ, "PYTHONUNBUFFERED": "1"}}
+    if os.name == "nt":
+        popen_kw["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    else:
+        popen_kw["process_group"] = 0
+    if relay is not None:
+        popen_kw.update(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    child = subprocess.Popen(cmd, **popen_kw)
+    received: list[int] = []
+
+    def forward(signum, frame):  # noqa: ARG001
+        received.append(signum)
+        if child.poll() is None:
+            if os.name == "nt":
+                child.send_signal(signal.CTRL_BREAK_EVENT)
+            else:
+                child.send_signal(signum)
+
+    reader = None
+    if relay is not None:
+        def pump() -> None:
+            for line in child.stdout:
+                relay(line.rstrip("\n"))
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.getsignal(s) for s in FORWARDED} if in_main else {}
+    try:
+        for s in previous:
+            signal.signal(s, forward)
+        while True:
+            try:
+                child.wait()
+                break
+            except KeyboardInterrupt:  # a handler we did not install (e.g. a kernel's): forward, keep waiting
+                forward(signal.SIGINT, None)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        if reader is not None:
+            reader.join(timeout=10)
+    recording = dest if dest.exists() else None
+    if received or child.returncode >= 128 or child.returncode < 0:
+        raise KeyboardInterrupt(f"live run of {chapter} interrupted (runner exit {child.returncode}); "
+                                f"recording kept incomplete: {recording}")
+    if child.returncode != 0:
+        raise LiveRunFailed(f"live run of {chapter} on {engine} failed (exit {child.returncode})"
+                            + (f"; its incomplete recording is {recording}" if recording else ""),
+                            child.returncode, recording)
+    return dest

@@ -1,0 +1,255 @@
+"""A live run is a plain process: ``python -m contention_book.run <chapter> --engine ...``.
+
+It runs a chapter's workloads and writes a recording, and it owns what it
+changes.  It prints its plan and its progress to the terminal.  On SIGINT or
+SIGTERM (SIGBREAK on Windows) it stops the sessions, lets every guard restore
+what it changed, marks the recording ``incomplete`` with the reason and exits
+130 or 143.  A second signal while it is stopping is reported and ignored, so
+it cannot cut a restore short.
+
+    python -m contention_book.run logcache-spinlock --engine postgres --param sessions=1,2
+    python -m contention_book.run ghost-cleanup --engine sqlserver --target MY_DSN --allow-server-changes
+    python -m contention_book.run latch-fairness --engine native --help-params
+
+Exit status: 0 complete; 1 the run failed (the recording says why);
+2 refused before anything started (parameters, target, an existing
+recording); 128 + the signal's number when interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from . import recording as rec
+from .guard import RestoreFailed, ServerChangeNotAllowed
+from .live import COMMAND_ENV, default_destination, live_target, measured_writer
+from .params import ParameterError, describe, parse, split_assignments
+from .redaction import redact
+from .spec import ChapterSpec
+from .targets import Target, TargetError, check_identifier, ensure_own_database
+
+EXIT_FAILED = 1
+EXIT_REFUSED = 2
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK")
+                     if hasattr(signal, name))
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A stop signal arrived; raised once, in the main thread, so every ``finally`` and guard runs."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+
+
+class RunLog:
+    """Prints a run's lines (redacted) and keeps them for the recording's ``run.log``."""
+
+    def __init__(self, echo: Callable[[str], None] | None = None):
+        self.echo = echo or (lambda line: print(line, flush=True))
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, message: Any) -> None:
+        line = redact(str(message))
+        with self._lock:
+            self.lines.append(line)
+        self.echo(line)
+
+    def text(self) -> str:
+        with self._lock:
+            return "\n".join(self.lines) + "\n"
+
+
+@contextlib.contextmanager
+def stop_signals(log: Callable[[str], None]) -> Iterator[dict]:
+    """Turn the first stop signal into :class:`RunInterrupted`; later ones are only reported.
+
+    Yields a dict whose ``"signum"`` is set once a signal arrived.  Only the
+    main thread can install handlers; elsewhere (a test calling
+    :func:`run_chapter` from a thread) this does nothing.
+    """
+    state: dict[str, Any] = {"signum": None}
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+
+    def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
+        if state["signum"] is None:
+            state["signum"] = signum
+            log(f"[run] {signal.Signals(signum).name} received: stopping the sessions and restoring what this "
+                "run changed (a second signal will not cut that short)")
+            raise RunInterrupted(signum)
+        log(f"[run] {signal.Signals(signum).name} received again: still restoring, please wait")
+
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for s in STOP_SIGNALS:
+        signal.signal(s, handler)
+    try:
+        yield state
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@dataclass
+class RunContext:
+    """Everything a chapter's runner gets; every runner takes exactly this."""
+
+    spec: ChapterSpec
+    engine: str
+    params: dict[str, Any]
+    writer: rec.RecordingWriter
+    log: Callable[[str], None]
+    target: Target | None = None
+    allow_server_changes: bool = False
+    command: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def database(self) -> str | None:
+        return self.params.get("database")
+
+    @property
+    def variants(self) -> list[str]:
+        return list(self.params.get("variants") or self.spec.variants[self.engine])
+
+    def progress(self, total: int | None, desc: str, unit: str = "op"):
+        from .progress import progress
+
+        return progress(total, desc, unit, log=self.log)
+
+
+Runner = Callable[[RunContext], None]
+
+
+def resolve_params(spec: ChapterSpec, engine: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's typed parameters, checked before anything starts."""
+    if engine not in spec.engines:
+        raise ParameterError(f"engine {engine!r}: chapter {spec.chapter} runs on {', '.join(spec.engines)}")
+    params = parse(spec.params, raw, engine)
+    if params.get("database") is not None:
+        check_identifier(params["database"], "database")
+    return params
+
+
+def command_line(argv: list[str] | None) -> str:
+    """The command recorded in the manifest: the make line if make set it, else this one."""
+    if os.environ.get(COMMAND_ENV):
+        return os.environ[COMMAND_ENV]
+    return " ".join(["python -m contention_book.run", *(argv if argv is not None else sys.argv[1:])])
+
+
+def _has_data(writer: rec.RecordingWriter) -> bool:
+    return any(p.is_file() and p.name not in (rec.MANIFEST, "run.log") for p in writer.tmp.rglob("*"))
+
+
+def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Mapping[str, Any], *,
+                engine: str, target: str | None = None, record_to: str | None = None,
+                allow_server_changes: bool = False, command: str = "", log: RunLog | None = None) -> Path:
+    """Validate, reach the target, open the recording, run the engine's runner, seal the recording.
+
+    The recording is ``complete`` only if the runner returned normally and
+    wrote data; otherwise it is kept ``incomplete`` with the reason.
+    """
+    log = log or RunLog()
+    params = resolve_params(spec, engine, raw_params)
+    if engine not in runners:
+        raise ParameterError(f"chapter {spec.chapter} has no live runner for engine {engine!r}")
+    dest = default_destination(spec.chapter, record_to, engine)
+    if dest.exists():
+        raise rec.RecordingExistsError(f"recording {dest} already exists; refusing to overwrite it")
+    shown = {k: v for k, v in params.items() if v not in (None, "", [])}
+    log(f"[run] {spec.chapter} on {engine}{f' (target {target})' if target else ''}")
+    log(f"[run] parameters: {', '.join(f'{k}={v}' for k, v in shown.items())}")
+    log(f"[run] server-wide changes: {'allowed (each printed before it runs, restored after)' if allow_server_changes else 'not allowed'}")
+    log(f"[run] recording: {dest}")
+    started = time.monotonic()
+    title = spec.titles.get(engine, spec.chapter)
+    if engine == "native":
+        from . import native
+
+        if target:
+            raise ParameterError("engine native runs on this machine: it takes no target")
+        with native.writer(dest, chapter=spec.chapter, parameters={"engine": engine, **params}, command=command,
+                           title=title, programs=spec.native_programs) as writer:
+            _run(runners[engine], RunContext(spec, engine, params, writer, log, None, allow_server_changes, command))
+    else:
+        with live_target(target, engine, log=log) as tgt:
+            if params.get("database"):
+                ensure_own_database(tgt, params["database"], log=log)
+            writer = measured_writer(tgt, spec.chapter, {"engine": engine, **params}, command, dest, title)
+            with writer:
+                _run(runners[engine], RunContext(spec, engine, params, writer, log, tgt, allow_server_changes,
+                                                 command))
+    log(f"[run] {spec.chapter} complete in {time.monotonic() - started:,.0f} s: {dest}")
+    return dest
+
+
+def _run(runner: Runner, ctx: RunContext) -> None:
+    """Run, then keep the log with the data; an empty run is not ``complete``."""
+    try:
+        runner(ctx)
+        if not _has_data(ctx.writer):
+            raise RuntimeError("the run wrote no data files")
+    finally:
+        ctx.writer.write_text("run.log", ctx.log.text(), "what the live runner printed (redacted)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..chapters import PACKAGES, package
+
+    ap = argparse.ArgumentParser(prog="python -m contention_book.run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("chapter", choices=sorted(PACKAGES))
+    ap.add_argument("--engine", required=True, help="native, postgres or sqlserver")
+    ap.add_argument("--target", default=None,
+                    help="the NAME of an ODBC DSN or of an environment variable holding a connection string")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="a live-run parameter (repeatable); --help-params lists them")
+    ap.add_argument("--record-to", default=None, help="the new recording's directory, or a folder to create it in")
+    ap.add_argument("--allow-server-changes", action="store_true",
+                    help="allow server-wide changes (trace flags, affinity); printed first, restored after")
+    ap.add_argument("--help-params", action="store_true", help="list the chapter's parameters and exit")
+    ap.add_argument("--debug", action="store_true", help="print a traceback when the run fails")
+    args = ap.parse_args(argv)
+    spec = package(args.chapter, "spec").SPEC
+    if args.help_params:
+        print(f"parameters of {args.chapter} on {args.engine}:\n{describe(spec.params, args.engine)}")
+        return 0
+    log = RunLog()
+    with stop_signals(log):
+        try:
+            runners = package(args.chapter, "live").RUNNERS
+            dest = run_chapter(spec, runners, split_assignments(args.param), engine=args.engine,
+                               target=args.target, record_to=args.record_to,
+                               allow_server_changes=args.allow_server_changes, command=command_line(argv), log=log)
+        except RunInterrupted as exc:
+            log(f"[run] stopped: {exc}; the recording (if one was opened) is marked incomplete")
+            return 128 + exc.signum
+        except (ParameterError, TargetError, ServerChangeNotAllowed, rec.RecordingExistsError) as exc:
+            log(f"[run] refused: {exc}")
+            return EXIT_REFUSED
+        except RestoreFailed as exc:
+            log(f"[run] {exc}")
+            return EXIT_FAILED
+        except Exception as exc:  # noqa: BLE001 - reported in one line; --debug for the traceback
+            if args.debug:
+                traceback.print_exc()
+            log(f"[run] failed: {type(exc).__name__}: {redact(exc)}")
+            return EXIT_FAILED
+    print(f"RECORDING={dest}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""A chapter described as data: its engines, variants, parameters and recording layout.
+
+Every ``chapters/<chapter>/spec.py`` defines one :class:`ChapterSpec` named
+``SPEC``.  The live runner, the recording reader and the published-data
+writer all read it, so a file's path and columns are written down once.
+
+Where files go in a recording (the same in every chapter):
+
+- ``runs.csv``: one row per variant x point x repetition;
+- ``results/``: other measured tables a run produces (per-CPU-pair
+  latencies, latency ladders, per-point summaries a program prints);
+- ``dmv/``: server state read once or before and after each point
+  (DMV or ``pg_stat_*`` deltas, index and page statistics);
+- ``samples/``: series polled *during* a run, and the shares computed
+  straight from them (wait-event samples, counters at 1 Hz, pinned pages);
+- ``stacks/``: collapsed CPU stacks (perf, or a converted WPA/xperf export);
+- ``published/``: tables transcribed from a source (published recordings only);
+- ``run.log``: what the live runner printed (plan, progress, restores).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .params import Param
+
+ENGINES = ("native", "postgres", "sqlserver")
+FOLDERS = ("results/", "dmv/", "samples/", "stacks/", "published/")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One CSV in a recording: its path, the columns a chapter reads, and who must have it.
+
+    ``required`` names the recordings that must hold the file: engine names
+    (measured recordings of that engine) and/or ``"published"``.
+    """
+
+    path: str
+    columns: tuple[str, ...]
+    required: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.path != "runs.csv" and not self.path.startswith(FOLDERS):
+            raise ValueError(f"table {self.path}: expected runs.csv or a path under {', '.join(FOLDERS)}")
+        if not self.path.endswith(".csv"):
+            raise ValueError(f"table {self.path}: expected a .csv file")
+
+    def required_for(self, kind: str, engine: str) -> bool:
+        return ("published" in self.required) if kind == "published" else (engine in self.required)
+
+
+@dataclass(frozen=True)
+class ChapterSpec:
+    """What a chapter is, as data."""
+
+    chapter: str                       # "logcache-spinlock": the data/ folder and the notebook's name
+    notebook: str                      # "02-logcache-spinlock.ipynb"
+    titles: Mapping[str, str]          # engine -> the manifest title of a live run
+    variants: Mapping[str, tuple[str, ...]]  # engine -> variants, baseline first
+    labels: Mapping[str, str]          # variant -> the words a page uses for it
+    params: tuple[Param, ...]          # live-run parameters (harness.params)
+    layout: Mapping[str, Table]        # key -> table
+    published: tuple[str, ...]         # ids of the published recordings the chapter always shows
+    reference: Mapping[str, str]       # engine -> id of the book's measured reference recording
+    native_programs: tuple[str, ...] = ()
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        return tuple(self.variants)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def label(self, variant: str) -> str:
+        return self.labels.get(variant, variant)
