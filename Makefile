@@ -43,18 +43,15 @@ setup: $(STAMP)
 book: setup
 	$(BIN)/python -m contention_book.harness.book build
 
+# Values reach Python through the environment, never through a shell line, and are not echoed.
+export CH SOURCE ENGINE TARGET RECORDING RECORD_TO ALLOW_SERVER_CHANGES PARAMS
+
 chapter: setup
-	@test -n "$(CH)" || { echo "make chapter: give CH=<chapter>, e.g. CH=ghost-cleanup"; exit 2; }
-	CONTENTION_BOOK_COMMAND='make chapter CH=$(CH) SOURCE=$(SOURCE)$(if $(ENGINE), ENGINE=$(ENGINE))$(if $(TARGET), TARGET=$(TARGET))$(if $(RECORDING), RECORDING=$(RECORDING))$(if $(RECORD_TO), RECORD_TO=$(RECORD_TO))$(if $(PARAMS), PARAMS="$(PARAMS)")' \
-	$(BIN)/python -m contention_book.harness.book chapter $(CH) --source $(SOURCE) \
-		$(if $(ENGINE),--engine $(ENGINE)) $(if $(TARGET),--target $(TARGET)) \
-		$(if $(RECORDING),--recording $(RECORDING)) $(if $(RECORD_TO),--record-to $(RECORD_TO)) \
-		$(if $(ALLOW_SERVER_CHANGES),--allow-server-changes) $(foreach p,$(PARAMS),--param $(p))
+	@$(BIN)/python -m contention_book.harness.book from-make
 
 # record: a live run whose recording stays under data/<chapter>/ (the same as chapter SOURCE=live)
-record:
-	@test -n "$(CH)" -a -n "$(ENGINE)" || { echo "make record: give CH=<chapter> ENGINE=postgres|sqlserver|native [TARGET=...]"; exit 2; }
-	@$(MAKE) --no-print-directory chapter SOURCE=live
+record: setup
+	@SOURCE=live $(BIN)/python -m contention_book.harness.book from-make
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -2,6 +2,7 @@
 
     python -m contention_book.harness.book build                 # every chapter on its recorded data, then the HTML
     python -m contention_book.harness.book chapter ghost-cleanup --source live --engine postgres
+        (the live run is its own process, ``python -m contention_book.run``; the chapter then renders its recording)
     python -m contention_book.harness.book chapter ghost-cleanup --recording /some/recording/dir
 
 Chapters are the notebooks ``notebooks/NN-<chapter>.ipynb``; executed copies
@@ -13,18 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from .launch import LiveRunFailed, LiveRunInterrupted, run_live
 from .live import COMMAND_ENV
+from .params import split_assignments
 from .recording import repo_root
 from .redaction import redact
 
 RECORDED_TIMEOUT_S = 600
-LIVE_TIMEOUT_S = 4 * 3600
 
 
 def notebooks() -> dict[str, Path]:
@@ -39,20 +42,8 @@ def executed_path(notebook: Path) -> Path:
     return repo_root() / "book" / "chapters" / notebook.name
 
 
-def coerce(value: str) -> Any:
-    """Command-line parameter values: ints, floats and booleans become themselves."""
-    low = value.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return value
-
-
-def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = None, live: bool = False) -> Path:
+def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = None) -> Path:
+    """Execute a chapter's notebook with papermill; a live run has already written its recording."""
     import papermill
 
     books = notebooks()
@@ -67,8 +58,7 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     try:
         papermill.execute_notebook(
             str(source), str(out), parameters=parameters, kernel_name="python3",
-            cwd=str(repo_root()), progress_bar=False, log_output=live,
-            execution_timeout=LIVE_TIMEOUT_S if live else RECORDED_TIMEOUT_S,
+            cwd=str(repo_root()), progress_bar=False, execution_timeout=RECORDED_TIMEOUT_S,
         )
     except papermill.PapermillExecutionError as exc:
         raise SystemExit(f"[book] chapter {chapter} failed in cell {exc.exec_count}: {exc.ename}: "
@@ -89,7 +79,47 @@ def build_html() -> Path:
     return index
 
 
+MAKE_VARS = ("CH", "SOURCE", "ENGINE", "TARGET", "RECORDING", "RECORD_TO", "ALLOW_SERVER_CHANGES", "PARAMS")
+
+
+def argv_from_make(env: dict[str, str]) -> list[str]:
+    """``make chapter``'s variables (passed through the environment) as this module's arguments.
+
+    make never interpolates them into a shell line, so quotes, ``;`` and ``$``
+    in a value stay data.  PARAMS is split like a shell would split words.
+    """
+    get = {k: (env.get(k) or "").strip() for k in MAKE_VARS}
+    if not get["CH"]:
+        raise SystemExit(f"make chapter: give CH=<chapter>, one of: {', '.join(notebooks())}")
+    argv = ["chapter", get["CH"], "--source", get["SOURCE"] or "recorded"]
+    for var, flag in (("ENGINE", "--engine"), ("TARGET", "--target"), ("RECORDING", "--recording"),
+                      ("RECORD_TO", "--record-to")):
+        if get[var]:
+            argv += [flag, get[var]]
+    if get["ALLOW_SERVER_CHANGES"].lower() in ("1", "true", "yes", "on"):
+        argv.append("--allow-server-changes")
+    try:
+        words = shlex.split(get["PARAMS"])
+    except ValueError as exc:
+        raise SystemExit(f"make chapter: PARAMS={get['PARAMS']!r}: {exc}") from None
+    for word in words:
+        argv += ["--param", word]
+    return argv
+
+
+def make_line(argv: list[str]) -> str:
+    """The make command a reader would type for these arguments, for the manifest."""
+    env = dict(os.environ)
+    parts = ["make", "record" if env.get("SOURCE") == "live" and not env.get("RECORDING") else "chapter"]
+    parts += [f"{k}={shlex.quote(env[k])}" for k in MAKE_VARS if env.get(k)]
+    return " ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["from-make"]:
+        os.environ.setdefault(COMMAND_ENV, make_line(argv))
+        argv = argv_from_make(dict(os.environ))
     parser = argparse.ArgumentParser(prog="python -m contention_book.harness.book", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -113,21 +143,29 @@ def main(argv: list[str] | None = None) -> int:
         for chapter in notebooks():
             execute(chapter, {})
     else:
-        params: dict[str, Any] = {"source": args.source}
-        for key in ("engine", "target", "recording", "record_to"):
-            value = getattr(args, key)
-            if value:
-                params[key] = value
-        if args.allow_server_changes:
-            params["allow_server_changes"] = True
-        for item in args.param:
-            if "=" not in item:
-                raise SystemExit(f"--param {item!r}: expected NAME=VALUE")
-            key, value = item.split("=", 1)
-            params[key.strip()] = coerce(value.strip())
-        os.environ.setdefault(COMMAND_ENV, " ".join(["python -m contention_book.harness.book", *(argv or sys.argv[1:])]))
-        execute(args.chapter, params, output=Path(args.output) if args.output else None,
-                live=args.source == "live")
+        params: dict[str, Any] = {}
+        if args.recording:
+            params["recording"] = args.recording
+        raw = split_assignments(args.param)
+        if "stacks" in raw:
+            params["stacks"] = raw["stacks"]
+        if args.source == "live":
+            if not args.engine:
+                raise SystemExit("[book] a live run needs --engine (native, postgres or sqlserver)")
+            os.environ.setdefault(COMMAND_ENV, " ".join(["python -m contention_book.harness.book", *argv]))
+            try:
+                params["recording"] = str(run_live(args.chapter, args.engine, target=args.target, params=raw,
+                                                   record_to=args.record_to,
+                                                   allow_server_changes=args.allow_server_changes))
+            except LiveRunFailed as exc:
+                raise SystemExit(f"[book] {exc}") from None
+            except LiveRunInterrupted as exc:
+                print(f"[book] {exc}", flush=True)
+                return exc.returncode if exc.returncode > 0 else 130
+        elif args.record_to or args.target or args.allow_server_changes or set(raw) - {"stacks"}:
+            raise SystemExit("[book] --target, --record-to, --allow-server-changes and parameters other than stacks "
+                             "apply to --source live only")
+        execute(args.chapter, params, output=Path(args.output) if args.output else None)
         for chapter, nb in notebooks().items():  # the rest of the book must exist to build it
             if chapter != args.chapter and not executed_path(nb).exists() and not args.no_html:
                 execute(chapter, {})

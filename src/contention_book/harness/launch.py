@@ -21,6 +21,14 @@ from .live import default_destination
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
+class LiveRunInterrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; the child finished restoring before this was raised."""
+
+    def __init__(self, message: str, returncode: int):
+        super().__init__(message)
+        self.returncode = returncode
+
+
 class LiveRunFailed(RuntimeError):
     """The live runner exited with an error or was interrupted; ``returncode`` says which."""
 
@@ -49,7 +57,7 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
 
     ``relay`` receives the child's output line by line (a notebook cell); without it the child
     writes straight to this process's terminal.  Raises :class:`LiveRunFailed` on a non-zero exit;
-    after an interruption, once the child has finished restoring, raises ``KeyboardInterrupt``.
+    after an interruption, once the child has finished restoring, raises :class:`LiveRunInterrupted`.
     """
     dest = default_destination(chapter, record_to, engine)
     cmd = runner_command(chapter, engine, target=target, params=params or {}, record_to=dest,
@@ -98,8 +106,8 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
             reader.join(timeout=10)
     recording = dest if dest.exists() else None
     if received or child.returncode >= 128 or child.returncode < 0:
-        raise KeyboardInterrupt(f"live run of {chapter} interrupted (runner exit {child.returncode}); "
-                                f"recording kept incomplete: {recording}")
+        raise LiveRunInterrupted(f"live run of {chapter} interrupted (runner exit {child.returncode}); "
+                                 f"recording kept incomplete: {recording}", child.returncode)
     if child.returncode != 0:
         raise LiveRunFailed(f"live run of {chapter} on {engine} failed (exit {child.returncode})"
                             + (f"; its incomplete recording is {recording}" if recording else ""),

@@ -226,13 +226,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.help_params:
         print(f"parameters of {args.chapter} on {args.engine}:\n{describe(spec.params, args.engine)}")
         return 0
+    try:
+        raw = split_assignments(args.param)
+    except ParameterError as exc:
+        print(f"[run] refused: {exc}", flush=True)
+        return EXIT_REFUSED
+    return serve(spec, package(args.chapter, "live").RUNNERS, raw, engine=args.engine, target=args.target,
+                 record_to=args.record_to, allow_server_changes=args.allow_server_changes,
+                 command=command_line(argv), debug=args.debug)
+
+
+def serve(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Mapping[str, Any], *,
+          engine: str, target: str | None = None, record_to: str | None = None,
+          allow_server_changes: bool = False, command: str = "", debug: bool = False) -> int:
+    """Run a chapter with the stop signals handled; the process's exit status."""
     log = RunLog()
     with stop_signals(log):
         try:
-            runners = package(args.chapter, "live").RUNNERS
-            dest = run_chapter(spec, runners, split_assignments(args.param), engine=args.engine,
-                               target=args.target, record_to=args.record_to,
-                               allow_server_changes=args.allow_server_changes, command=command_line(argv), log=log)
+            run_chapter(spec, runners, raw_params, engine=engine, target=target, record_to=record_to,
+                        allow_server_changes=allow_server_changes, command=command, log=log)
         except RunInterrupted as exc:
             log(f"[run] stopped: {exc}; the recording (if one was opened) is marked incomplete")
             return 128 + exc.signum
@@ -243,11 +255,10 @@ def main(argv: list[str] | None = None) -> int:
             log(f"[run] {exc}")
             return EXIT_FAILED
         except Exception as exc:  # noqa: BLE001 - reported in one line; --debug for the traceback
-            if args.debug:
+            if debug:
                 traceback.print_exc()
-            log(f"[run] failed: {type(exc).__name__}: {redact(exc)}")
+            log(f"[run] failed: {type(exc).__name__}: {redact(exc)} (--debug prints the traceback)")
             return EXIT_FAILED
-    print(f"RECORDING={dest}", flush=True)
     return 0
 
 

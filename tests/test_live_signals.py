@@ -1,0 +1,115 @@
+"""Ctrl-C and SIGTERM to ``make chapter ... SOURCE=live`` mid-run leave nothing changed.
+
+The run is logcache-spinlock on PostgreSQL with the walwriter pinned alone:
+the one live run here that changes something outside its own database (the
+walwriter's CPU affinity, and the harness's own).  The signal goes to make's
+process group, as a terminal's Ctrl-C does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from contention_book.harness.recording import repo_root
+
+pytestmark = [pytest.mark.live, pytest.mark.slow,
+              pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two CPUs")]
+
+
+def _postmaster(root: Path) -> int | None:
+    pidfile = root / "data" / "postmaster.pid"
+    if not pidfile.exists():
+        return None
+    pid = int(pidfile.read_text().splitlines()[0])
+    return pid if Path(f"/proc/{pid}").exists() else None
+
+
+def _walwriter(root: Path) -> int | None:
+    pm = _postmaster(root)
+    if pm is None:
+        return None
+    for child in subprocess.run(["pgrep", "-P", str(pm)], capture_output=True, text=True).stdout.split():
+        try:
+            if "walwriter" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+                return int(child)
+        except OSError:
+            continue
+    return None
+
+
+def _run_processes() -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "contention_book.run"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def _make(env: dict, *params: str, record_to: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["make", "--no-print-directory", "chapter", "CH=logcache-spinlock", "SOURCE=live", "ENGINE=postgres",
+         f"RECORD_TO={record_to}", f"PARAMS={' '.join(params)}"],
+        cwd=repo_root(), env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for_pin(proc: subprocess.Popen, root: Path, all_cpus: set[int], timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the run ended before the walwriter was pinned:\n{proc.stdout.read()}"
+        ww = _walwriter(root)
+        try:
+            if ww and set(os.sched_getaffinity(ww)) != all_cpus:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("the walwriter was never pinned")
+
+
+@pytest.fixture
+def cluster_root(tmp_path):
+    root = tmp_path / "pg"
+    yield root
+    from contention_book.harness.embedded_pg import EmbeddedPostgres
+
+    if (root / "data" / "PG_VERSION").exists():
+        EmbeddedPostgres(root=root).stop()
+
+
+@pytest.mark.parametrize("sig, prestarted", [(signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_signal_mid_run_restores_everything(tmp_path, cluster_root, sig, prestarted):
+    from contention_book.harness.embedded_pg import EmbeddedPostgres
+
+    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(cluster_root)}
+    all_cpus = set(os.sched_getaffinity(0))
+    if prestarted:  # the cluster is not the run's: it must stay up, with its walwriter unpinned again
+        EmbeddedPostgres(root=cluster_root).start()
+        before = set(os.sched_getaffinity(_walwriter(cluster_root)))
+    rec = tmp_path / "interrupted"
+    proc = _make(env, "variants=walwriter_alone", "sessions=1,2", "duration_s=30", "capture_stacks=false",
+                 record_to=rec)
+    _wait_for_pin(proc, cluster_root, all_cpus)
+    time.sleep(1.0)
+    os.killpg(proc.pid, sig)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode != 0, out
+    assert "restored" in out, out
+
+    manifest = json.loads((rec / "manifest.json").read_text())
+    assert manifest["status"]["state"] == "incomplete", manifest["status"]
+    assert f"interrupted by {signal.Signals(sig).name}" in manifest["status"]["reason"]
+    assert not _run_processes(), _run_processes()
+    if prestarted:
+        assert _postmaster(cluster_root) is not None
+        assert set(os.sched_getaffinity(_walwriter(cluster_root))) == before
+    else:
+        assert _postmaster(cluster_root) is None, "the run's own cluster was left running"
+
+    again = tmp_path / "again"  # the next run needs no manual step
+    proc = _make(env, "sessions=1", "duration_s=1", "capture_stacks=false", record_to=again)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
