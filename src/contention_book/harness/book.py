@@ -24,6 +24,7 @@ from typing import Any
 from .launch import LiveRunFailed, LiveRunInterrupted, run_live
 from .live import COMMAND_ENV
 from .params import split_assignments
+from .targets import TargetError, check_target_name
 from .recording import repo_root
 from .redaction import redact
 
@@ -118,6 +119,10 @@ def make_line(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["from-make"]:
+        try:
+            check_target_name(os.environ.get("TARGET"))
+        except TargetError as exc:
+            raise SystemExit(f"[book] {exc}") from None
         os.environ.setdefault(COMMAND_ENV, make_line(argv))
         argv = argv_from_make(dict(os.environ))
     parser = argparse.ArgumentParser(prog="python -m contention_book.harness.book", description=__doc__,
@@ -137,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--output", default=None, help="where to write the executed notebook")
     c.add_argument("--no-html", action="store_true")
     args = parser.parse_args(argv)
+    if getattr(args, "target", None):
+        try:
+            check_target_name(args.target)
+        except TargetError as exc:
+            raise SystemExit(f"[book] {exc}") from None
 
     started = time.perf_counter()
     if args.command == "build":

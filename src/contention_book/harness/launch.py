@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .live import default_destination
+from .targets import check_target_name
 
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
@@ -59,6 +60,7 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
     writes straight to this process's terminal.  Raises :class:`LiveRunFailed` on a non-zero exit;
     after an interruption, once the child has finished restoring, raises :class:`LiveRunInterrupted`.
     """
+    check_target_name(target)  # before it could reach a command line
     dest = default_destination(chapter, record_to, engine)
     cmd = runner_command(chapter, engine, target=target, params=params or {}, record_to=dest,
                          allow_server_changes=allow_server_changes)

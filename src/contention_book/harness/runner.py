@@ -35,7 +35,7 @@ from .live import COMMAND_ENV, default_destination, live_target, measured_writer
 from .params import ParameterError, describe, parse, split_assignments
 from .redaction import redact
 from .spec import ChapterSpec
-from .targets import Target, TargetError, check_identifier, ensure_own_database
+from .targets import Target, TargetError, check_identifier, check_target_name, ensure_own_database
 
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
@@ -162,6 +162,7 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
     wrote data; otherwise it is kept ``incomplete`` with the reason.
     """
     log = log or RunLog()
+    check_target_name(target)
     params = resolve_params(spec, engine, raw_params)
     if engine not in runners:
         raise ParameterError(f"chapter {spec.chapter} has no live runner for engine {engine!r}")

@@ -127,16 +127,22 @@ class Target:
         return f"{self.name} ({'environment variable' if self.source == 'env' else 'ODBC DSN'})"
 
 
+def check_target_name(name: str | None) -> str | None:
+    """Refuse a connection string given where a *name* belongs, before anything can print it."""
+    if name and ("=" in name or ";" in name):
+        raise TargetError(
+            "target: this looks like a connection string. Put it in an environment variable "
+            "(export MY_SQL='Driver=...;Server=...') and pass the variable's name, or define an ODBC DSN; "
+            "connection strings never go into parameters, command lines or logs"
+        )
+    return name
+
+
 def resolve_target(name: str, engine: str | None = None) -> Target:
     """Resolve a target *name*: an environment variable first, then a DSN."""
     if not name or not isinstance(name, str):
         raise TargetError("target: expected the name of an ODBC DSN or of an environment variable")
-    if "=" in name or ";" in name:
-        raise TargetError(
-            "target: this looks like a connection string. Put it in an environment variable "
-            "(export MY_SQL='Driver=...;Server=...') and pass the variable's name, or define an ODBC DSN; "
-            "connection strings never go into notebook parameters"
-        )
+    check_target_name(name)
     if engine is not None and engine not in ENGINES:
         raise TargetError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
     if name in os.environ:

@@ -58,22 +58,31 @@ def start(chapter, params: Mapping[str, Any]):
     if source == "live":
         from contention_book.harness.launch import run_live
 
-        lines: list[str] = []
-
-        def relay(line: str) -> None:
-            lines.append(line)
-            print(line, flush=True)
-
         recording = str(run_live(chapter.SPEC.chapter, params["engine"], target=params.get("target") or None,
                                  params=live_params(chapter, params), record_to=params.get("record_to") or None,
-                                 allow_server_changes=bool(params.get("allow_server_changes")), relay=relay))
-        summary = [line for line in lines if line.startswith(SUMMARY_PREFIXES)]
-        display(Markdown("**The live run.**\n\n```text\n" + "\n".join(summary) + "\n```"))
+                                 allow_server_changes=bool(params.get("allow_server_changes")),
+                                 relay=lambda line: print(line, flush=True)))
     shown = chapter.load_shown(recording, stacks=params.get("stacks") or "")
+    if recording:
+        summary = run_summary(chapter.SPEC.chapter, recording)
+        if summary:
+            display(Markdown(summary))
     for name, value in chapter.key_numbers(shown).items():
         glue(name, value, display=False)
     display(Markdown(chapter.header_note(shown)))
     return shown
+
+
+def run_summary(chapter: str, recording: str) -> str:
+    """The runner's own account of a live run (plan, guard actions, outcome), from the recording's run.log."""
+    from contention_book.harness.recording import open_chapter
+
+    r = open_chapter(chapter, recording)
+    if not r.has("run.log"):
+        return ""
+    lines = [line for line in r.read_bytes("run.log").decode("utf-8", "replace").splitlines()
+             if line.startswith(SUMMARY_PREFIXES)]
+    return "**The live run, as its runner reported it.**\n\n```text\n" + "\n".join(lines) + "\n```"
 
 
 def show_figure(name: str, fig) -> None:
