@@ -8,8 +8,13 @@ import pandas as pd
 import pytest
 from tsql_parse import problems
 
-import contention_book.chapters.logcache_spinlock as lc
-from contention_book.chapters.logcache_spinlock import analysis, live_postgres, live_sqlserver as lss, native_run, stacks
+from contention_book.chapters.logcache_spinlock import claims, recordings as lc, spec
+from contention_book.chapters.logcache_spinlock import run_native as native_run, run_postgres as live_postgres
+from contention_book.chapters.logcache_spinlock import run_sqlserver as lss, tables as analysis
+from contention_book.chapters.shared import stacks
+from contention_book.harness.params import ParameterError
+from contention_book.harness.runner import RunLog, resolve_params, run_chapter
+from contention_book.chapters.logcache_spinlock.live import RUNNERS
 from contention_book.harness import workloads
 from contention_book.harness.guard import ServerChangeNotAllowed, StateGuard
 from contention_book.harness.recording import RecordingError, repo_root
@@ -74,9 +79,17 @@ def scheduler_map(cpus=40, online=None, affinity="AUTO", sockets=2, cores=10, lw
     }
 
 
+def published():
+    return lc.load(spec.PUBLISHED), lc.load(spec.PUBLISHED_C2C)
+
+
+def shown_of(pub, measured, c2c=None, groups=None):
+    return lc.Shown(pub, c2c if c2c is not None else lc.load(spec.PUBLISHED_C2C), dict(measured), groups or {})
+
+
 # -- published -----------------------------------------------------------------------
 def test_published_recording_holds_the_articles_numbers():
-    pub, c2c = lc.load_published()
+    pub, c2c = published()
     runs = pub.runs.set_index("variant")
     assert runs.loc["default", "throughput"] == 186_915 and runs.loc["default", "sessions"] == 40
     assert runs.loc["no_logwriter_core", "throughput"] == 436_781 and runs.loc["no_logwriter_core", "sessions"] == 38
@@ -92,7 +105,7 @@ def test_published_recording_holds_the_articles_numbers():
 
 def test_a_published_recording_is_refused_as_the_measured_one():
     with pytest.raises(RecordingError, match="takes a measured recording"):
-        lc.load_measured(lc.PUBLISHED)
+        lc.load_measured(spec.PUBLISHED)
 
 
 # -- the affinity plan ------------------------------------------------------------------
@@ -193,8 +206,10 @@ def test_affinity_change_needs_opt_in_and_the_run_refuses_before_starting():
                         allow_server_changes=False, log=lambda *_: None):
             pass
     with pytest.raises(ServerChangeNotAllowed, match="variants=default"):
-        lss.run_sqlserver(None, "contention_lab", None, variants=["default", "no_logwriter_core"],
-                          allow_server_changes=False)
+        from contention_book.harness.runner import RunContext
+
+        params = resolve_params(spec.SPEC, "sqlserver", {})
+        lss.run_sqlserver(RunContext(spec.SPEC, "sqlserver", params, None, print, None, False))
 
 
 def test_delayed_durability_is_database_scoped_and_restored():
@@ -257,18 +272,18 @@ def fake_native(tmp_path, cpus=4, topo=None):
     from contention_book.harness import native
 
     dest = tmp_path / "nat"
-    with native.writer(dest, chapter=lc.CHAPTER, parameters={}, command="test", title="t") as w:
+    with native.writer(dest, chapter=spec.CHAPTER, parameters={}, command="test", title="t") as w:
         rows = [(a, b, "store", 10, 10, 5.0 if topo and topo[a][0] == topo[b][0] else 40.0 + a, 1, 1, 1)
                 for a in range(cpus) for b in range(a + 1, cpus)]
-        w.write_csv("samples/core_to_core.csv", pd.DataFrame(rows, columns=[
+        w.write_csv(spec.FILES["c2c"], pd.DataFrame(rows, columns=[
             "cpu_a", "cpu_b", "method", "batches", "round_trips_per_batch", "median_one_way_ns", "p10_one_way_ns",
             "p90_one_way_ns", "min_one_way_ns"]))
-        w.write_csv("samples/topology.csv", pd.DataFrame(
+        w.write_csv(spec.FILES["topology"], pd.DataFrame(
             [{"cpu": c, "core": (topo or {}).get(c, (c, 0))[0], "package": (topo or {}).get(c, (c, 0))[1],
               "l3": "0-3", "siblings": str(c)} for c in range(cpus)]))
-        w.write_csv("samples/load_latency.csv", pd.DataFrame({"size_bytes": [16384, 2**28], "loads": [1, 1],
+        w.write_csv(spec.FILES["chase"], pd.DataFrame({"size_bytes": [16384, 2**28], "loads": [1, 1],
                                                               "ns_per_load": [1.0, 120.0]}))
-        w.write_csv("samples/context_switch.csv", pd.DataFrame(
+        w.write_csv(spec.FILES["ctxswitch"], pd.DataFrame(
             {"method": ["futex", "futex"], "placement": ["same_cpu", "different_cpus"], "cpu_a": [0, 0],
              "cpu_b": [0, 1], "median_ns_per_handoff": [2000.0, 5000.0]}))
         w.write_csv("runs.csv", pd.DataFrame({
@@ -289,9 +304,9 @@ def test_matrix_relations_and_ladder(tmp_path):
     assert rel.loc["SMT sibling", "pairs"] == 2 and rel.loc["cross socket", "pairs"] == 4
     lad = analysis.ladder(nat)
     assert lad["ns"].is_monotonic_increasing and lad["operation"].iloc[-1].startswith("wake a sleeper")
-    pub, _ = lc.load_published()
-    v = analysis.verdicts(pub, {"native": nat}).set_index("recording")
-    rows = analysis.verdicts(pub, {"native": nat})
+    pub, _ = published()
+    v = claims.verdicts(shown_of(pub, {"native": nat})).set_index("recording")
+    rows = claims.verdicts(shown_of(pub, {"native": nat}))
     distance = rows[rows["claim"].str.startswith("A line transfer")].iloc[0]
     assert distance["verdict"] == "agrees"  # SMT 5 ns < cross socket 40+ ns
     ctx = rows[rows["claim"].str.startswith("A context switch")].iloc[0]
@@ -303,55 +318,55 @@ def test_verdicts_can_differ(tmp_path):
     nat = fake_native(tmp_path, cpus=2)
     r = nat.runs
     r.loc[r["variant"] == "writer_alone", "throughput"] = 1.0  # B slower than A
-    pub, _ = lc.load_published()
-    rows = analysis.verdicts(pub, {"native": nat})
+    pub, _ = published()
+    rows = claims.verdicts(shown_of(pub, {"native": nat}))
     toy = rows[rows["claim"].str.contains("toy log cache: records")].iloc[0]
     assert toy["verdict"] == "differs"
     one = rows[rows["claim"].str.startswith("A line transfer")].iloc[0]
-    assert one["verdict"] == "not testable here" and "one distance" in one["measured here"]
+    assert one["verdict"] == "not testable here" and "one distance" in one["measured"]
 
 
 def test_toy_sentences_and_spins_verdict_follow_the_data(tmp_path):
-    pub, c2c = lc.load_published()
+    pub, c2c = published()
     nat = fake_native(tmp_path, cpus=2)
-    nums = analysis.key_numbers(pub, c2c, {"native": nat})
+    nums = analysis.key_numbers(shown_of(pub, {"native": nat}, c2c))
     assert nums["nat_writer_sentence"].startswith("A writer that shares its CPU")  # 110 -> 5050 flushes/s
     assert nums["nat_spins_sentence"].startswith("The toy differs")  # 1.05 -> 0.1 spins per record
-    rows = analysis.verdicts(pub, {"native": nat})
+    rows = claims.verdicts(shown_of(pub, {"native": nat}))
     spins = rows[rows["claim"].str.contains("spins per second")].iloc[0]
     assert spins["verdict"] == "differs"  # 1.05 x 1.1e6 -> 0.1 x 2.1e6 spins/s: not 'about the same'
     r = nat.runs
     r.loc[r["variant"] == "writer_alone", "writer_flushes_per_s"] = r.loc[r["variant"] == "writer_shared",
                                                                           "writer_flushes_per_s"].to_numpy()
     r.loc[r["variant"] == "writer_alone", "spins_per_record"] = 0.6
-    nums = analysis.key_numbers(pub, c2c, {"native": nat})
+    nums = analysis.key_numbers(shown_of(pub, {"native": nat}, c2c))
     assert "barely changed" in nums["nat_writer_sentence"] and "within a factor of two" in nums["nat_spins_sentence"]
-    rows = analysis.verdicts(pub, {"native": nat})
+    rows = claims.verdicts(shown_of(pub, {"native": nat}))
     assert rows[rows["claim"].str.contains("spins per second")].iloc[0]["verdict"] == "agrees"
 
 
 def test_pinning_and_stack_verdicts_are_not_testable_on_two_cpus_but_can_be_on_more():
-    pub, _ = lc.load_published()
+    pub, _ = published()
     pg = lc.load_measured(None)["postgres"]
     shares = pd.DataFrame({"recording": [pg.id, pg.id], "variant": ["default", "walwriter_alone"],
                            "role": ["baseline", "relieved"], "what": ["x", "x"], "pct": [12.0, 3.0]})
     host = pg.recording.manifest["host"]
     try:
         host["logical_cpus"] = 2
-        rows = analysis.verdicts(pub, {"postgres": pg}, shares).set_index("claim")
+        rows = claims.verdicts(shown_of(pub, {"postgres": pg}), shares).set_index("claim")
         pin = rows.loc[rows.index.str.contains("walwriter pinned")].iloc[0]
-        assert pin["verdict"] == "not testable here" and "2 CPUs" in pin["measured here"]
+        assert pin["verdict"] == "not testable here" and "2 CPUs" in pin["measured"]
         assert rows.loc[rows.index.str.contains("stack samples"), "verdict"].tolist() == ["not testable here"]
         host["logical_cpus"] = 16
-        rows = analysis.verdicts(pub, {"postgres": pg}, shares).set_index("claim")
+        rows = claims.verdicts(shown_of(pub, {"postgres": pg}), shares).set_index("claim")
         c = throughput_curve_at_max(pg)
         expect = "agrees" if c["walwriter_alone"] > 1.05 * c["default"] else "differs"
         assert rows.loc[rows.index.str.contains("walwriter pinned"), "verdict"].tolist() == [expect]
         assert rows.loc[rows.index.str.contains("stack samples"), "verdict"].tolist() == ["agrees"]  # 12% -> 3%
         tiny = shares.assign(pct=[0.25, 0.13])
-        rows = analysis.verdicts(pub, {"postgres": pg}, tiny).set_index("claim")
+        rows = claims.verdicts(shown_of(pub, {"postgres": pg}), tiny).set_index("claim")
         stack = rows.loc[rows.index.str.contains("stack samples")].iloc[0]
-        assert stack["verdict"] == "not testable here" and "under 1%" in stack["measured here"]
+        assert stack["verdict"] == "not testable here" and "under 1%" in stack["measured"]
     finally:
         host["logical_cpus"] = 2
 
@@ -363,23 +378,23 @@ def throughput_curve_at_max(g):
 
 
 def test_postgres_prose_numbers_say_what_one_call_does():
-    pub, c2c = lc.load_published()
+    pub, c2c = published()
     measured = lc.load_measured(None)
-    nums = analysis.key_numbers(pub, c2c, measured)
+    nums = analysis.key_numbers(shown_of(pub, measured, c2c))
     assert nums["pg_batch"] == measured["postgres"].recording.parameters["batch"] >= 1
     assert nums["pg_cpus"] == measured["postgres"].recording.host["logical_cpus"]
     assert nums["pg_top_wait_meaning"] == analysis.WAIT_MEANINGS.get(
         nums["pg_top_wait"], analysis.WAIT_MEANINGS.get(nums["pg_top_wait"].split(":")[0], ""))
     assert all("`" not in v for v in analysis.WAIT_MEANINGS.values())  # glued text is not parsed as Markdown
-    setup = workloads.load(lc.CHAPTER, "postgres", "setup")[-1]
+    setup = workloads.load(spec.CHAPTER, "postgres", "setup")[-1]
     assert "COMMIT;" in setup and "WHILE i < p_rows LOOP" in setup  # one call: p_rows rows, each committed
 
 
 def test_key_numbers_on_the_reference_recordings():
-    pub, c2c = lc.load_published()
+    pub, c2c = published()
     measured = lc.load_measured(None)
     assert set(measured) >= {"native", "postgres"}
-    nums = analysis.key_numbers(pub, c2c, measured)
+    nums = analysis.key_numbers(shown_of(pub, measured, c2c))
     assert nums["pub_base_rate"] == 186_915 and nums["pub_aff_x"] == pytest.approx(436_781 / 186_915)
     assert nums["nat_c2c_pairs"] >= 1 and 1 < nums["nat_c2c_median_ns"] < 1000
     assert nums["nat_cs_same_ns"] > nums["nat_c2c_median_ns"]
@@ -398,13 +413,13 @@ def test_stack_spec_errors_and_wpa_backoff_share(tmp_path):
     assert list(paths) == ["default", "no_logwriter_core"]
     with pytest.raises(stacks.StacksError, match="given twice"):
         stacks.parse_spec(f"dup:{WPA / 'logcache_before.csv'},dup:{WPA / 'logcache_after.csv'}")
-    part = stacks.section({"fixture": stacks.load_profiles(paths)})
-    shares = part["shares"].set_index("role")["pct"]
+    pub, _ = published()
+    part = analysis.stack_section(shown_of(pub, {}, groups={"fixture": stacks.load_profiles(paths)}))
+    shares = part.numbers["shares"].set_index("role")["pct"]
     assert shares["baseline"] > shares["relieved"] > 0
     assert any("LogAppendContext::BackOff" in " ".join(map(str, t.reset_index().iloc[:, 2].astype(str)))
-               for t in part["tables"] if "path" in t.columns)
-    pub, _ = lc.load_published()
-    rows = analysis.verdicts(pub, {}, part["shares"])
+               for t in part.tables if "path" in t.columns)
+    rows = claims.verdicts(shown_of(pub, {}), part.numbers["shares"])
     assert rows[rows["claim"].str.contains("stack samples")]["verdict"].tolist() == ["agrees"]
 
 
@@ -429,8 +444,9 @@ def test_native_programs_reject_bad_options():
 def test_native_smoke_run_writes_a_recording_that_loads(tmp_path):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("the native chapter needs 2 CPUs")
-    path = native_run.run_native(record_to=str(tmp_path / "n"), workers=[1], seconds=0.1, repetitions=1,
-                                 c2c_batches=20, ctx_batches=10, chase_loads=20_000, log=lambda *_: None)
+    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1", "duration_s": "0.1", "repetitions": "1",
+                                            "c2c_batches": "20", "ctx_batches": "10", "chase_loads": "20000"},
+                       engine="native", record_to=str(tmp_path / "n"), log=RunLog(lambda *_: None))
     nat = lc.load(path)
     assert nat.engine == "native" and set(nat.runs["variant"]) == {"writer_shared", "writer_alone"}
     assert (nat.runs["records"] > 0).all()
@@ -453,12 +469,14 @@ def test_native_layouts():
 
 
 def test_bad_parameters_are_named():
-    with pytest.raises(ValueError, match="engine 'oracle'"):
-        lc.run_live(engine="oracle")
-    with pytest.raises(ValueError, match="variants"):
-        lc.run_live(engine="postgres", variants="default,nope")
-    with pytest.raises(ValueError, match="sessions="):
-        lc.run_live(engine="postgres", sessions="1,two")
+    with pytest.raises(ParameterError, match="engine 'oracle'"):
+        resolve_params(spec.SPEC, "oracle", {})
+    with pytest.raises(ParameterError, match="variants"):
+        resolve_params(spec.SPEC, "postgres", {"variants": "default,nope"})
+    with pytest.raises(ParameterError, match="sessions="):
+        resolve_params(spec.SPEC, "postgres", {"sessions": "1,two"})
+    with pytest.raises(ParameterError, match="logwriter_cpus.*applies only to engine sqlserver"):
+        resolve_params(spec.SPEC, "postgres", {"logwriter_cpus": "0"})
 
 
 # -- live PostgreSQL ---------------------------------------------------------------------------------------
@@ -472,9 +490,10 @@ def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path
     conn.close()
     before = os.sched_getaffinity(ww)
     mine = os.sched_getaffinity(0)
-    path = lc.run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", duration_s=1.0, batch=50,
-                       seed_rows=100, database="contention_test", capture_stacks=False,
-                       record_to=str(tmp_path / "rec"), log=lambda *_: None)
+    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 1.0, "batch": 50, "seed_rows": 100,
+                                            "database": "contention_test", "capture_stacks": False},
+                       engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
+                       log=RunLog(lambda *_: None))
     g = lc.load(path)
     assert g.engine == "postgres" and g.recording.manifest["measured"]["command"]
     assert set(g.runs["variant"]) == {"default", "walwriter_alone"}

@@ -164,6 +164,10 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
     log = log or RunLog()
     check_target_name(target)
     params = resolve_params(spec, engine, raw_params)
+    if not command:
+        command = " ".join(["python -m contention_book.run", spec.chapter, "--engine", engine]
+                           + (["--target", target] if target else [])
+                           + [f"--param {k}={v}" for k, v in raw_params.items()])
     if engine not in runners:
         raise ParameterError(f"chapter {spec.chapter} has no live runner for engine {engine!r}")
     dest = default_destination(spec.chapter, record_to, engine)

@@ -3,19 +3,21 @@
 A hot spinlock costs one cache-line transfer per hand-off; a context switch
 on the lock holder's CPU costs far more.  The article sped up singleton
 inserts on SQL Server by keeping every other scheduler off the log writer's
-core.  This package runs the native microbenchmarks (core-to-core latency,
-load latency, context switches, a toy log cache), the PostgreSQL analogue
-(WAL insertion under N inserting sessions, the walwriter pinned alone) and
-the SQL Server workload (with the affinity change inside the guard), writes
-recordings, and turns any recording into the chapter's tables and figures.
+core.  The chapter runs native microbenchmarks (core-to-core latency, load
+latency, context switches, a toy log cache), a PostgreSQL analogue (WAL
+insertion under N sessions, the walwriter pinned alone) and the article's
+SQL Server workload (the affinity change inside the guard).
 
-Modules: common (names), recordings (loading), native_run, live_postgres,
-live_sqlserver, live (the entry point), analysis, stacks, figures.
+Modules: spec (the chapter as data), recordings (what the page shows),
+live (one runner per engine) with run_native, run_postgres, run_sqlserver,
+tables (frames, key numbers, the stack section), claims (verdicts),
+figures, published (the transcribed recordings).
 """
-from .common import (BASELINE, CHAPTER, DEFAULT_MEASURED, LABELS, NOTEBOOK, PUBLISHED, PUBLISHED_C2C, RELIEVED,
-                     VARIANTS)
-from .live import run_live
-from .recordings import LogcacheRecording, load, load_measured, load_published
+from . import claims, figures, recordings, tables
+from .claims import verdicts
+from .recordings import header_note, load_shown
+from .spec import SPEC
+from .tables import key_numbers
 
-__all__ = ["CHAPTER", "NOTEBOOK", "PUBLISHED", "PUBLISHED_C2C", "DEFAULT_MEASURED", "VARIANTS", "BASELINE",
-           "RELIEVED", "LABELS", "run_live", "load", "load_measured", "load_published", "LogcacheRecording"]
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
+           "tables"]

@@ -1,71 +1,38 @@
-"""Opening recordings of this chapter, whatever engine made them."""
+"""What the cache-line chapter shows: its recordings, opened whatever engine made them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import Any
 
 from contention_book.harness import recording as rec
 
-from .common import CHAPTER, COLUMNS, DEFAULT_MEASURED, FILES, PUBLISHED, PUBLISHED_C2C, RUNS_COLUMNS
+from ..shared.stacks import load_profiles, parse_spec
+from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED, PUBLISHED_C2C
+
+
+class LogcacheRecording(rec.RecordingView):
+    """A recording of this chapter (the base view's tables, stacks and label suffice)."""
 
 
 @dataclass
-class LogcacheRecording(rec.RecordingView):
-    recording: rec.Recording
-    runs: pd.DataFrame | None = None
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    stacks: dict[str, Path] = field(default_factory=dict)
+class Shown:
+    """Everything the page shows: the published recordings, the measured ones by engine, the stacks."""
 
-    def table(self, key: str) -> pd.DataFrame | None:
-        return self.tables.get(key)
-
-    @property
-    def trace_flags(self) -> list[int]:
-        flags = self.recording.engine.get("settings", {}).get("trace_flags", [])
-        return sorted(int(f) for f in flags)
-
-    @property
-    def label(self) -> str:
-        eng = self.recording.engine
-        if eng["name"] == "sqlserver":
-            tf = f", TF {', '.join(map(str, self.trace_flags))}" if self.trace_flags else ""
-            return f"SQL Server {eng['version']}{tf} ({self.kind})"
-        if eng["name"] == "postgres":
-            return f"PostgreSQL {eng['version'].split()[0]} ({self.kind})"
-        cpu = self.recording.host.get("cpu_model") or "this machine"
-        return f"native on {cpu} ({self.kind})"
+    published: LogcacheRecording
+    pub_c2c: LogcacheRecording
+    measured: dict[str, LogcacheRecording]
+    stack_groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # recording -> variant -> Profile
+    stacks_param: str = ""
 
 
 def load(ref: str | Path) -> LogcacheRecording:
     """Open a recording by id (under data/logcache-spinlock/) or directory, checking the files it needs."""
-    r = rec.open_chapter(CHAPTER, ref)
-    out = LogcacheRecording(r)
-    if r.has(FILES["runs"]):
-        out.runs = r.csv(FILES["runs"], RUNS_COLUMNS)
-    for key, cols in COLUMNS.items():
-        if r.has(FILES[key]):
-            out.tables[key] = r.csv(FILES[key], cols)
-    out.stacks = {Path(f).name.split(".")[0]: r.path / f for f in r.files
-                  if f.startswith("stacks/") and f.endswith(".folded.gz")}
-    engine = out.engine
-    needs = {"native": ("c2c", "chase", "ctxswitch"), "postgres": ("pg_waits",), "sqlserver": ("spinlocks",)}
-    if r.kind == "measured":
-        missing = [FILES[k] for k in needs[engine] if k not in out.tables]
-        if out.runs is None and engine != "native":
-            missing.insert(0, FILES["runs"])
-        if missing:
-            raise rec.RecordingError(f"recording {r.path}: a measured {engine} recording of this chapter needs "
-                                     f"{', '.join(missing)}; they are not listed in its manifest")
-    elif out.runs is None and "published_c2c" not in out.tables:
-        raise rec.RecordingError(f"recording {r.path}: a published recording needs {FILES['runs']} or "
-                                 f"{FILES['published_c2c']}")
+    out = rec.load_view(CHAPTER, ref, LAYOUT, LogcacheRecording)
+    if out.kind == "published" and out.runs is None and out.table("published_c2c") is None:
+        raise rec.RecordingError(f"recording {out.recording.path}: a published recording needs "
+                                 f"{LAYOUT['runs'].path} or {LAYOUT['published_c2c'].path}")
     return out
-
-
-def load_published() -> tuple[LogcacheRecording, LogcacheRecording]:
-    return load(PUBLISHED), load(PUBLISHED_C2C)
 
 
 def load_measured(recording: str | Path | None) -> dict[str, LogcacheRecording]:
@@ -81,3 +48,23 @@ def load_measured(recording: str | Path | None) -> dict[str, LogcacheRecording]:
                                      "parameter takes a measured recording (published ones are always shown)")
         out[mine.engine] = mine
     return out
+
+
+def load_shown(recording: str = "", stacks: str = "") -> Shown:
+    measured = load_measured(recording or None)
+    groups = {g.id: load_profiles(g.stacks) for g in measured.values() if g.stacks}
+    if stacks:
+        groups["stacks parameter"] = load_profiles(parse_spec(stacks))
+    return Shown(load(PUBLISHED), load(PUBLISHED_C2C), measured, groups, stacks)
+
+
+def header_note(shown: Shown) -> str:
+    measured = shown.measured
+    listed = [(f"Measured ({e})", measured[e].recording) for e in ("native", "postgres", "sqlserver") if e in measured]
+    lines = [rec.shown_note(listed, [shown.published.recording, shown.pub_c2c.recording])]
+    if "sqlserver" not in measured:
+        lines.append("- No SQL Server recording: the SQL Server figures are the article's. Pass a recording made "
+                     "with `ENGINE=sqlserver` as `RECORDING=` to see your own.")
+    if shown.stacks_param:
+        lines.append(f"- Stacks — from the `stacks` parameter: {shown.stacks_param}")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""From recordings to the chapter's tables, numbers and verdicts."""
+"""The cache-line chapter's tables, key numbers and stack section, computed from the recordings shown."""
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -6,9 +6,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from contention_book.harness import recording as rec
 
-from .common import LABELS
+from .spec import BACKOFF_FUNCTIONS, BASELINE, LABELS, RELIEVED
+from ..shared.stacks import StackSection, share_of
 from .recordings import LogcacheRecording
 
 NAN = float("nan")
@@ -240,8 +240,9 @@ def _best(curve: pd.DataFrame, engine: str, variant: str) -> tuple[float, float]
     return float(r["throughput"]), float(r["sessions"])
 
 
-def key_numbers(published: LogcacheRecording, pub_c2c: LogcacheRecording,
-                measured: Mapping[str, LogcacheRecording]) -> dict[str, Any]:
+def key_numbers(shown) -> dict[str, Any]:
+    """Every number the prose glues."""
+    published, pub_c2c, measured = shown.published, shown.pub_c2c, shown.measured
     n: dict[str, Any] = {}
     runs = published.runs.set_index("variant")
     for v, tag in (("default", "base"), ("no_logwriter_core", "aff"), ("no_logwriter_core_tf8015", "tf8015")):
@@ -377,141 +378,77 @@ def key_numbers(published: LogcacheRecording, pub_c2c: LogcacheRecording,
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in n.items()}
 
 
-# -- verdicts ------------------------------------------------------------------------
-MIN_CPUS_FOR_PINNING = 4  # below this, a CPU given to the walwriter is a large share of the machine
-HOT_SPIN_PCT = 1.0  # a spin-wait share of sampled CPU below this is no hot spinlock (the article's was 23.89%)
+# -- stacks ----------------------------------------------------------------------------
+def engine_of(profile) -> str:
+    names = " ".join(map(str, profile.frame_names()[:5000]))
+    return "sqlserver" if ("sqlmin" in names or "sqllang" in names or "sqlservr" in names) else "postgres"
 
-def verdicts(published: LogcacheRecording, measured: Mapping[str, LogcacheRecording],
-             stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
+
+def role(label: str) -> str | None:
+    if label in BASELINE.values():
+        return "baseline"
+    if label in RELIEVED.values():
+        return "relieved"
+    return None
+
+
+SHARE_COLUMNS = ["recording", "variant", "role", "what", "pct"]
+
+
+def stack_shares_table(shown) -> pd.DataFrame:
+    """Per capture: the share of samples whose stack holds the spinlock's backoff (or PostgreSQL's spin waits)."""
     rows = []
-
-    def add(claim, published_dir, where, measured_dir, agree):
-        rows.append({"claim": claim, "published": published_dir, "recording": where, "measured here": measured_dir,
-                     "verdict": "not testable here" if agree is None else ("agrees" if agree else "differs")})
-
-    pr = published.runs.set_index("variant")["throughput"]
-    pub_aff = f"{pr['default']:,.0f} -> {pr['no_logwriter_core']:,.0f} inserts/s (40 -> 38 threads)"
-    nat, pg, ss = measured.get("native"), measured.get("postgres"), measured.get("sqlserver")
-    claim1 = "Keeping other work off the log writer's core raises throughput"
-    if ss is not None:
-        c = throughput_curve([ss])
-        a, b = _best(c, "sqlserver", "default")[0], _best(c, "sqlserver", "no_logwriter_core")[0]
-        add(claim1, pub_aff, ss.id, f"best {a:,.0f} -> {b:,.0f} inserts/s" if b == b else "variant not run",
-            bool(b > a * 1.05) if b == b else None)
-    lc = logcache_summary(nat) if nat is not None else pd.DataFrame()
-    if len(lc):
-        both = lc.groupby("workers")["variant"].nunique()
-        wmax = int(both[both == 2].index.max()) if (both == 2).any() else int(lc["workers"].max())
-        at = lc[lc["workers"] == wmax].set_index("variant")
-        def get(v, col):
-            return float(at.loc[v, col]) if v in at.index else NAN
-        a, b = get("writer_shared", "throughput"), get("writer_alone", "throughput")
-        add(claim1 + " (toy log cache: records/s and the writer's flushes/s)", pub_aff, nat.id,
-            f"{a / 1e6:.1f} -> {b / 1e6:.1f} M records/s with {wmax} worker(s); writer flushes "
-            f"{get('writer_shared', 'writer_flushes_per_s'):,.0f} -> {get('writer_alone', 'writer_flushes_per_s'):,.0f} per s",
-            bool(b > a * 1.05) if a == a and b == b else None)
-    if pg is not None:
-        c = throughput_curve([pg])
-        if set(c["variant"]) >= {"default", "walwriter_alone"}:
-            top_n = int(c["sessions"].max())
-            a = float(c[(c["variant"] == "default") & (c["sessions"] == top_n)]["throughput"].iloc[0])
-            b = float(c[(c["variant"] == "walwriter_alone") & (c["sessions"] == top_n)]["throughput"].iloc[0])
-            ncpu = int(pg.recording.host.get("logical_cpus") or 0)
-            small = 0 < ncpu < MIN_CPUS_FOR_PINNING
-            why = (f"; with {ncpu} CPUs pinning the walwriter alone takes {100 // ncpu}% of the CPUs from the "
-                   "backends, which outweighs any relief of the log" if small else "")
-            add(claim1 + " (PostgreSQL: walwriter pinned alone)", pub_aff, pg.id,
-                f"{a:,.0f} -> {b:,.0f} inserts/s at {top_n} sessions{why}", None if small else bool(b > a * 1.05))
-        else:
-            add(claim1 + " (PostgreSQL: walwriter pinned alone)", pub_aff, pg.id, "variant not in this recording", None)
-    pub_bo = "LogAppendContext::BackOff 23.89% -> 1.43% of sampled CPU"
-    claim2 = "Spin-wait (backoff) time falls when the log writer's core is kept free"
-    if stack_shares is not None and len(stack_shares):
-        by_id = {g.id: g for g in measured.values()}
-        for rid, part in stack_shares.groupby("recording", sort=False):
-            s = part.set_index("role")["pct"]
-            if {"baseline", "relieved"} <= set(s.index):
-                seen = f"{s['baseline']:.2f}% -> {s['relieved']:.2f}% of samples"
-                g = by_id.get(rid)
-                ncpu = int(g.recording.host.get("logical_cpus") or 0) if g is not None else 0
-                if max(s["baseline"], s["relieved"]) < HOT_SPIN_PCT:
-                    add(claim2 + " (stack samples)", pub_bo, rid,
-                        f"{seen}; under {HOT_SPIN_PCT:g}% in both, so no spinlock was hot enough to relieve", None)
-                elif g is not None and g.engine == "postgres" and 0 < ncpu < MIN_CPUS_FOR_PINNING:
-                    add(claim2 + " (stack samples)", pub_bo, rid,
-                        f"{seen}; with {ncpu} CPUs the pinned variant runs one backend at a time", None)
-                else:
-                    add(claim2 + " (stack samples)", pub_bo, rid, seen, bool(s["relieved"] < 0.8 * s["baseline"]))
-    if len(lc):
-        a, b = get("writer_shared", "spins_per_record"), get("writer_alone", "spins_per_record")
-        add(claim2 + " (toy log cache: spins per record)", pub_bo, nat.id,
-            f"{a:.3f} -> {b:.3f} spins per record with {wmax} worker(s)",
-            bool(b < 0.8 * a) if a == a and b == b else None)
-    if len(lc):
-        # Takeaway 2: LOGCACHE_ACCESS spins about the same in both masks while the rate more than doubled.
-        # Both toy variants run for the same time, so spins per second compare totals as the article does.
-        sa = get("writer_shared", "spins_per_record") * get("writer_shared", "throughput")
-        sb = get("writer_alone", "spins_per_record") * get("writer_alone", "throughput")
-        ok = None if not (sa == sa and sb == sb and sa > 0) else bool(0.5 <= sb / sa <= 2.0)
-        add("The spinlock's spins stay about the same while throughput rises (toy log cache: spins per second)",
-            "LOGCACHE_ACCESS spins 'relatively static' across both masks (outliers aside)", nat.id,
-            f"{sa / 1e6:,.2f} -> {sb / 1e6:,.2f} M spins/s with {wmax} worker(s)", ok)
-    claim3 = "A context switch costs far more than a cache-line transfer or a memory access"
-    if nat is not None:
-        cs = nat.table("ctxswitch")
-        pairs = c2c_pairs(nat)
-        chase = nat.table("chase")
-        if cs is not None and len(pairs) and chase is not None:
-            same = cs[(cs["placement"] == "same_cpu") & (cs["method"] == "futex")]["median_ns_per_handoff"]
-            line = float(pairs["median_one_way_ns"].median())
-            mem = float(chase.sort_values("size_bytes")["ns_per_load"].iloc[-1])
-            s = float(same.iloc[0]) if len(same) else NAN
-            add(claim3, "'upwards of twice' a main-memory access; memory ~167 cycles", nat.id,
-                f"{s:,.0f} ns per switch vs {line:.0f} ns per line transfer ({s / line:.0f}x) and {mem:.0f} ns "
-                f"per memory load ({s / mem:.0f}x)", bool(s > 2 * mem and s > 5 * line))
-        else:
-            add(claim3, "'upwards of twice' a main-memory access", nat.id, "not all three measured", None)
-    claim4 = "A line transfer costs more the farther it travels (SMT sibling < same socket < cross socket)"
-    if nat is not None:
-        rels = c2c_by_relation(nat)
-        if len(rels) >= 2:
-            order = ["SMT sibling", "same L3 (socket or CCX)", "same socket", "other L3, same socket", "cross socket"]
-            r = rels.set_index("relation")["median_one_way_ns"].reindex([o for o in order if o in set(rels["relation"])])
-            add(claim4, "7.6 / 44 / 118 ns on a Xeon E5-2695 v4 (published matrices)", nat.id,
-                " < ".join(f"{k} {v:.0f} ns" for k, v in r.items()), bool(r.is_monotonic_increasing))
-        else:
-            only = ", ".join(rels["relation"]) if len(rels) else "no pair"
-            add(claim4, "7.6 / 44 / 118 ns on a Xeon E5-2695 v4 (published matrices)", nat.id,
-                f"one distance only on this machine ({only}, {int(nat.recording.host.get('logical_cpus') or 0)} CPUs)",
-                None)
-    claim5 = "Relieving LOGCACHE_ACCESS moves the pressure to XDESMGR"
-    if ss is not None:
-        t = sqlserver_spin_table(ss)
-        x = t[t["name"] == "XDESMGR"].groupby("variant")["spins per insert"].max()
-        if {"default", "no_logwriter_core"} <= set(x.index):
-            add(claim5, "XDESMGR spins rise with the optimised mask", ss.id,
-                f"XDESMGR {x['default']:.2f} -> {x['no_logwriter_core']:.2f} spins per insert",
-                bool(x["no_logwriter_core"] > x["default"]))
-        else:
-            add(claim5, "XDESMGR spins rise with the optimised mask", ss.id, "both variants needed", None)
-    else:
-        add(claim5, "XDESMGR spins rise with the optimised mask", "—",
-            "SQL Server only; no SQL Server recording here", None)
-    add("Trace flag 8015 (NUMA detection off) raised throughput further",
-        f"over {pr.get('no_logwriter_core_tf8015', NAN):,.0f} inserts/s at 36 threads",
-        ss.id if ss is not None else "—",
-        ("this recording was made with TF 8015" if ss is not None and 8015 in ss.trace_flags
-         else "needs a restart with -T8015; compare two SQL Server recordings"), None)
-    return pd.DataFrame(rows)
+    for rid, profiles in shown.stack_groups.items():
+        for variant, prof in profiles.items():
+            needles = BACKOFF_FUNCTIONS[engine_of(prof)]
+            rows.append({"recording": rid, "variant": variant, "role": role(variant),
+                         "what": " / ".join(needles[:2]) + (" …" if len(needles) > 2 else ""),
+                         "pct": share_of(prof, needles)})
+    return pd.DataFrame(rows, columns=SHARE_COLUMNS)
 
 
-def header_note(published: LogcacheRecording, pub_c2c: LogcacheRecording,
-                measured: Mapping[str, LogcacheRecording], stacks_note: str = "") -> str:
-    shown = [(f"Measured ({e})", measured[e].recording) for e in ("native", "postgres", "sqlserver") if e in measured]
-    lines = [rec.shown_note(shown, [published.recording, pub_c2c.recording])]
-    if "sqlserver" not in measured:
-        lines.append("- No SQL Server recording: the SQL Server figures are the article's. Pass a recording made "
-                     "with `ENGINE=sqlserver` as `RECORDING=` to see your own.")
-    if stacks_note:
-        lines.append(f"- Stacks — {stacks_note}")
-    return "\n".join(lines)
+def stack_section(shown, top: int = 10) -> StackSection:
+    """Tables, flame graphs and sentences for every capture shown; ``numbers["shares"]`` as stack_shares_table."""
+    from contention_book import perftools
+
+    groups = shown.stack_groups
+    out = StackSection(numbers={"shares": stack_shares_table(shown)})
+    if not groups:
+        out.text = "*No stack samples are shown: the recordings hold none, and no `stacks` export was given.*"
+        return out
+    texts = []
+    for rid, profiles in groups.items():
+        for variant, prof in profiles.items():
+            eng = engine_of(prof)
+            needles = BACKOFF_FUNCTIONS[eng]
+            pct = share_of(prof, needles)
+            t = perftools.top_functions(prof, n=top)
+            out.tables.append(pd.DataFrame({
+                "capture": f"{rid}: {LABELS.get(variant, variant)}", "function": t["function"],
+                "exclusive %": t["exclusive_pct"].round(2), "inclusive %": t["inclusive_pct"].round(2),
+            }).set_index(["capture", "function"]))
+            found = [n for n in needles if len(prof.find_frames(n))]
+            if found:
+                biggest = max(found, key=lambda n: share_of(prof, (n,)))
+                c = perftools.callers(prof, biggest, depth=3)
+                out.tables.append(c.head(12).assign(capture=f"{rid}: {variant}")[
+                    ["capture", "depth", "path", "pct"]].rename(columns={"pct": "% of samples"}).round(2)
+                    .set_index(["capture", "depth"]))
+                texts.append(f"*{rid}, {LABELS.get(variant, variant)}*: stacks holding a spin-wait frame "
+                             f"({', '.join(found)}) are {pct:.2f}% of samples; the callers table follows "
+                             f"`{biggest}` up three frames")
+            else:
+                texts.append(f"*{rid}, {LABELS.get(variant, variant)}*: no spin-wait frame "
+                             f"({', '.join(needles)}) in the samples")
+            out.figures.append(perftools.flame_figure(prof, title=f"{rid}: {LABELS.get(variant, variant)}",
+                                                         min_fraction=0.01))
+        base = [v for v in profiles if role(v) == "baseline"]
+        rel = [v for v in profiles if role(v) == "relieved"]
+        if base and rel:
+            d = perftools.diff(profiles[base[0]], profiles[rel[0]], by="function", n=top)
+            out.tables.append(pd.DataFrame({
+                "capture": f"{rid}: {base[0]} -> {rel[0]}", "function": d["name"], "% before": d["pct_a"].round(2),
+                "% after": d["pct_b"].round(2), "change (points)": d["change_pp"].round(2)}).set_index(
+                ["capture", "function"]))
+    out.text = "; ".join(texts) + "."
+    return out

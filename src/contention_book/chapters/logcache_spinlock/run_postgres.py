@@ -30,7 +30,7 @@ from contention_book.harness.driver import run_sessions
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.targets import Target, major_version
 
-from .common import CHAPTER, FILES, VARIANTS
+from .spec import CHAPTER, FILES
 
 KEY_SPAN = 10**12  # each session's keys: (session + 1) * KEY_SPAN + ...
 
@@ -226,16 +226,16 @@ class PostgresRun:
                 self.run_point(variant, n, stacks=self.capture_stacks and n == self.sessions[-1], pin_cpus=pin_cpus)
 
 
-def run_postgres(target: Target, database: str, writer: RecordingWriter, *, variants: Sequence[str],
-                 **kwargs) -> None:
-    unknown = [v for v in variants if v not in VARIANTS["postgres"]]
-    if unknown:
-        raise ValueError(f"variants {unknown}: expected some of {', '.join(VARIANTS['postgres'])} for postgres")
-    run = PostgresRun(target, database, writer, **kwargs)
+def run_postgres(ctx) -> None:
+    """The WAL analogue: every variant at every session count, into ``ctx.writer``."""
+    p = ctx.params
+    run = PostgresRun(ctx.target, ctx.database, ctx.writer, sessions=p["sessions"],
+                      rows_per_session=p["rows_per_session"], batch=p["batch"], duration_s=p["duration_s"],
+                      seed_rows=p["seed_rows"], capture_stacks=p["capture_stacks"], wait_hz=p["wait_hz"], log=ctx.log)
     settings = run.setup()
-    writer.update(engine={"settings": settings})
+    ctx.writer.update(engine={"settings": settings})
     try:
-        run.run(variants)
+        run.run(ctx.variants)
     finally:
         with contextlib.closing(run.connect()) as conn:
             workloads.run_script(conn, CHAPTER, "postgres", "cleanup")

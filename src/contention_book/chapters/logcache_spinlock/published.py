@@ -1,21 +1,17 @@
-"""Write the "published" recordings of the logcache-spinlock chapter.
+"""The published recordings of the cache-line chapter, transcribed from their sources.
 
 Two recordings, nothing in them measured by this project:
 
 * ``published-adkin-2015-sql2016``: document 001 (Chris Adkin, "Tuning The
   LOGCACHE_ACCESS Spinlock On A 'Big box'", 9 Sep 2015): the three insert
   rates with their thread counts, the sampled-CPU shares of
-  LogAppendContext::BackOff, sqllang.dll and the In-Memory OLTP run's
-  spinlock, the hardware, build and trace flags.
+  LogAppendContext::BackOff, sqllang.dll and the XDESMGR spinlock, the
+  hardware, build and trace flags.
 * ``published-core-to-core-matrices``: median core-to-core latencies of a CAS
   ping-pong published for several server CPUs (nviennot/core-to-core-latency,
-  MIT; Zen 4 figures from AnandTech), as summarised in the book's research
-  notes ("Physical limits").
+  MIT; Zen 4 figures from AnandTech).
 
-Run once; the recordings are committed under data/logcache-spinlock/.  The
-writer refuses to overwrite them.
-
-    python scripts/transcribe_logcache_spinlock.py
+    python -m contention_book.chapters.logcache_spinlock.published [--out DIR]
 """
 from __future__ import annotations
 
@@ -23,9 +19,11 @@ import math
 
 import pandas as pd
 
-from contention_book.harness.recording import RecordingWriter, data_root
+from contention_book.harness.recording import RecordingWriter
 
-CHAPTER = "logcache-spinlock"
+from ..shared.published import main
+from .spec import CHAPTER, FILES, PUBLISHED, PUBLISHED_C2C
+
 NAN = math.nan
 
 ADKIN = {
@@ -95,13 +93,12 @@ C2C = [
     ("Ryzen 9 7950X (Zen 4)", "same CCX", 17.0, "range 15-19", "AnandTech"),
     ("Ryzen 9 7950X (Zen 4)", "cross CCX", 79.5, "at most", "AnandTech"),
 ]
-C2C_HOST = {"description": "several machines, one per row of samples/published_core_to_core.csv",
+C2C_HOST = {"description": f"several machines, one per row of {FILES['published_c2c']}",
             "cpu_model": None, "sockets": None, "cores": None, "logical_cpus": None, "numa_nodes": None,
             "source": "the cited results"}
 
 
-def write_adkin() -> None:
-    dest = data_root() / CHAPTER / "published-adkin-2015-sql2016"
+def write_adkin(dest) -> None:
     engine = {"name": "sqlserver", "version": "13.0 (SQL Server 2016 CTP 2.2)", "build": "CTP 2.2",
               "edition": None,
               "settings": {"trace_flags": [1117, 2032, 8008], "delayed_durability": "FORCED",
@@ -113,28 +110,26 @@ def write_adkin() -> None:
                                      "variants": [r[0] for r in RUNS]},
                          citation=ADKIN, started=ADKIN["date"],
                          title="Published: LOGCACHE_ACCESS on a two-socket Xeon (SQL Server 2016 CTP 2.2)") as w:
-        w.write_csv("runs.csv", pd.DataFrame(RUNS, columns=RUN_COLS), "insert rates as printed in the article")
-        w.write_csv("stacks/published_shares.csv", pd.DataFrame(SHARES, columns=SHARE_COLS),
+        w.write_csv(FILES["runs"], pd.DataFrame(RUNS, columns=RUN_COLS), "insert rates as printed in the article")
+        w.write_csv(FILES["published_stacks"], pd.DataFrame(SHARES, columns=SHARE_COLS),
                     "shares of sampled CPU the article quotes from its WPA stack captures")
         w.add_note("The article lists its baseline trace flags as '1117, 1117, 2032 and 8008'; the repeated "
                    "1117 is recorded once.")
         w.add_note("Spinlock statistics (LOGCACHE_ACCESS, XDESMGR) and log flush rates appear in the article only "
                    "as charts, which are not in the text transcribed here.")
-    print("wrote", dest)
 
 
-def write_c2c() -> None:
-    dest = data_root() / CHAPTER / "published-core-to-core-matrices"
+def write_c2c(dest) -> None:
     engine = {"name": "native", "version": "as published (CAS ping-pong, median)", "build": None, "edition": None}
     with RecordingWriter(dest, chapter=CHAPTER, kind="published", engine=engine, host=C2C_HOST,
                          parameters={"method": "cas ping-pong between two pinned threads, median round trip / 2"},
                          citation=NVIENNOT, started="n.d.",
                          title="Published: core-to-core latency by distance on server CPUs") as w:
-        w.write_csv("samples/published_core_to_core.csv", pd.DataFrame(C2C, columns=C2C_COLS),
+        w.write_csv(FILES["published_c2c"], pd.DataFrame(C2C, columns=C2C_COLS),
                     "one median per machine and relation")
-    print("wrote", dest)
 
+
+RECORDINGS = {PUBLISHED: write_adkin, PUBLISHED_C2C: write_c2c}
 
 if __name__ == "__main__":
-    write_adkin()
-    write_c2c()
+    raise SystemExit(main(CHAPTER, RECORDINGS))

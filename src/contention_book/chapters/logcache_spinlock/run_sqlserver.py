@@ -30,7 +30,7 @@ from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateG
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.targets import Target, check_identifier
 
-from .common import CHAPTER, FILES, SPINLOCKS_FIRST, VARIANTS
+from .spec import CHAPTER, FILES, SPINLOCKS_FIRST
 
 LOG_COUNTERS = [("Databases", "Log Bytes Flushed/sec"), ("Databases", "Log Flushes/sec"),
                 ("Databases", "Log Flush Waits/sec"), ("Databases", "Log Flush Wait Time"),
@@ -211,24 +211,24 @@ def _drain(cur) -> None:
         pass
 
 
-def run_sqlserver(target: Target, database: str, writer: RecordingWriter, *, variants: Sequence[str],
-                  allow_server_changes: bool, stacks: str = "", logwriter_cpus: Sequence[int] = (),
-                  **kwargs) -> None:
-    unknown = [v for v in variants if v not in VARIANTS["sqlserver"]]
-    if unknown:
-        raise ValueError(f"variants {unknown}: expected some of {', '.join(VARIANTS['sqlserver'])} for sqlserver")
+def run_sqlserver(ctx) -> None:
+    """The article's workload on a reader's SQL Server, into ``ctx.writer``."""
+    target, database, writer, variants = ctx.target, ctx.database, ctx.writer, ctx.variants
+    allow_server_changes, p = ctx.allow_server_changes, ctx.params
+    stacks, logwriter_cpus = p["stacks"], p["logwriter_cpus"]
     if "no_logwriter_core" in variants and not allow_server_changes:
         raise ServerChangeNotAllowed(
             "variant no_logwriter_core changes the server's process affinity (restored afterwards), which is off by "
             "default. Re-run with allow_server_changes=True (ALLOW_SERVER_CHANGES=1), or with variants=default")
-    run = SqlServerRun(target, database, writer, **kwargs)
+    run = SqlServerRun(target, database, writer, sessions=p["sessions"], rows_per_session=p["rows_per_session"],
+                       batch=p["batch"], duration_s=p["duration_s"], seed_rows=p["seed_rows"], log=ctx.log)
     log = run.log
     with contextlib.closing(target.connect(database)) as conn:
         settings, sched, lw = server_facts(conn)
     flags = settings["trace_flags"]
     writer.update(engine={"settings": {**writer.manifest["engine"].get("settings", {}), **settings}})
     writer.write_csv(FILES["schedulers"], sched, "scheduler map at the start of the run")
-    writer.write_csv(FILES["log_writer"].replace(".csv", "_start.csv"), lw, "LOG WRITER location at the start")
+    writer.write_csv(FILES["log_writer_start"], lw, "LOG WRITER location at the start")
     if 8015 in flags:
         writer.add_note("trace flag 8015 (NUMA detection off) was on at startup: this recording is labelled with it")
     db_changes = [delayed_durability_change(database)]
@@ -246,7 +246,7 @@ def run_sqlserver(target: Target, database: str, writer: RecordingWriter, *, var
         with contextlib.closing(target.connect(database)) as conn:
             workloads.run_script(conn, CHAPTER, "sqlserver", "cleanup")
     if stacks:
-        from .stacks import ingest
+        from ..shared.stacks import ingest
 
         for label, path in ingest(stacks, writer).items():
             log(f"[{CHAPTER}] stacks {label}: ingested from {path}")

@@ -1,0 +1,106 @@
+"""The cache-line chapter as data: engines, variants, labels, live-run parameters, recording layout."""
+from __future__ import annotations
+
+from contention_book.harness import params as P
+from contention_book.harness.spec import ChapterSpec, Table
+
+CHAPTER = "logcache-spinlock"
+NOTEBOOK = "02-logcache-spinlock.ipynb"
+PUBLISHED = "published-adkin-2015-sql2016"
+PUBLISHED_C2C = "published-core-to-core-matrices"
+DEFAULT_MEASURED = {"native": "measured-native-reference", "postgres": "measured-postgres-reference"}
+ENGINES = ("native", "postgres", "sqlserver")
+
+# Variants per engine.  The first is the baseline; the second keeps other work off the log writer's CPU.
+VARIANTS = {
+    "native": ("writer_shared", "writer_alone"),
+    "postgres": ("default", "walwriter_alone"),
+    "sqlserver": ("default", "no_logwriter_core"),
+}
+BASELINE = {engine: v[0] for engine, v in VARIANTS.items()}
+RELIEVED = {engine: v[1] for engine, v in VARIANTS.items()}
+LABELS = {
+    "default": "default affinity",
+    "no_logwriter_core": "log writer's core removed from the affinity mask",
+    "no_logwriter_core_tf8015": "log writer's core removed, trace flag 8015",
+    "walwriter_alone": "walwriter pinned alone on one CPU",
+    "writer_shared": "A: log writer shares a CPU with workers",
+    "writer_alone": "B: log writer has a CPU to itself",
+    "in_memory_oltp": "In-Memory OLTP (natively compiled)",
+}
+
+LAYOUT = {
+    "runs": Table("runs.csv", ("variant", "sessions", "throughput"), ("postgres", "sqlserver")),
+    # native: what the programs print
+    "c2c": Table("results/core_to_core.csv", ("cpu_a", "cpu_b", "median_one_way_ns"), ("native",)),
+    "chase": Table("results/load_latency.csv", ("size_bytes", "ns_per_load"), ("native",)),
+    "ctxswitch": Table("results/context_switch.csv", ("method", "placement", "median_ns_per_handoff"), ("native",)),
+    "topology": Table("results/topology.csv", ("cpu", "core", "package", "l3")),
+    # published
+    "published_stacks": Table("published/backoff_shares.csv", ("variant", "function", "pct")),
+    "published_c2c": Table("published/core_to_core.csv", ("machine", "relation", "median_one_way_ns")),
+    # postgres
+    "pg_waits": Table("samples/wait_shares.csv", ("variant", "sessions", "backend_type", "wait", "samples", "share"),
+                      ("postgres",)),
+    "pg_wal": Table("dmv/pg_stat_wal.csv", ("variant", "sessions", "wal_records", "wal_bytes")),
+    # sqlserver
+    "spinlocks": Table("dmv/spinlocks.csv", ("variant", "sessions", "name", "collisions", "spins", "backoffs"),
+                       ("sqlserver",)),
+    "waits": Table("dmv/waits.csv", ("variant", "sessions", "name", "waits", "wait_time_ms")),
+    "counters": Table("dmv/perf_counters.csv", ("variant", "sessions", "counter", "value", "unit")),
+    "log_writer": Table("dmv/log_writer.csv", ("variant", "session_id", "scheduler_id", "cpu_id", "parent_node_id")),
+    "log_writer_start": Table("dmv/log_writer_start.csv", ("session_id", "scheduler_id", "cpu_id")),
+    "schedulers": Table("dmv/schedulers.csv", ("scheduler_id", "cpu_id", "parent_node_id", "is_online")),
+}
+FILES = {key: table.path for key, table in LAYOUT.items()}
+# Where the files were before the one layout (results/, dmv/, samples/, published/): for relocating recordings.
+OLD_PATHS = {"samples/core_to_core.csv": FILES["c2c"], "samples/load_latency.csv": FILES["chase"],
+             "samples/context_switch.csv": FILES["ctxswitch"], "samples/topology.csv": FILES["topology"],
+             "dmv/wait_shares.csv": FILES["pg_waits"], "stacks/published_shares.csv": FILES["published_stacks"],
+             "samples/published_core_to_core.csv": FILES["published_c2c"]}
+# The function whose share of sampled CPU the article follows, and PostgreSQL's nearest spin-wait frames.
+BACKOFF_FUNCTIONS = {
+    "sqlserver": ("LogAppendContext::BackOff",),
+    "postgres": ("perform_spin_delay", "s_lock", "finish_spin_delay", "LWLockWaitForVar",
+                 "WaitXLogInsertionsToFinish", "LWLockQueueSelf"),
+}
+WAL_FUNCTIONS = ("XLogInsert", "XLogInsertRecord", "ReserveXLogInsertLocation", "CopyXLogRecordToWAL",
+                 "WALInsertLockAcquire", "LWLockAcquire", "LWLockRelease", "XLogFlush", "XLogWrite",
+                 "XLogBackgroundFlush")
+SPINLOCKS_FIRST = ("LOGCACHE_ACCESS", "XDESMGR")
+
+PARAMS = (
+    P.sessions({"native": (), "postgres": (1, 2, 4, 8), "sqlserver": (1, 2, 4, 8, 16)},
+               "session counts (native: toy log-cache worker threads; empty: n-1 and n CPUs)"),
+    P.variants(VARIANTS),
+    P.duration_s({"native": 2.0, "postgres": 8.0, "sqlserver": 20.0}),
+    P.repetitions({"native": 3, "postgres": 1, "sqlserver": 1}),
+    P.database(),
+    P.capture_stacks(),
+    P.stacks(),
+    P.Param("rows_per_session", "int", "most rows one session inserts per point",
+            default={"postgres": 2_000_000, "sqlserver": 200_000}, minimum=1, engines=("postgres", "sqlserver")),
+    P.Param("batch", "int", "rows one procedure call inserts, each committed",
+            default={"postgres": 200, "sqlserver": 10_000}, minimum=1, engines=("postgres", "sqlserver")),
+    P.Param("seed_rows", "int", "rows in the table before each point",
+            default={"postgres": 10_000, "sqlserver": 100_000}, minimum=0, engines=("postgres", "sqlserver")),
+    P.Param("wait_hz", "float", "wait-event samples per second", default=20.0, minimum=0.1, maximum=1000,
+            engines=("postgres",)),
+    P.Param("c2c_batches", "int", "ping-pong batches per CPU pair", default=300, minimum=10, engines=("native",)),
+    P.Param("ctx_batches", "int", "context-switch batches per placement", default=100, minimum=5,
+            engines=("native",)),
+    P.Param("chase_loads", "int", "dependent loads per working-set size", default=4_000_000, minimum=1000,
+            engines=("native",)),
+    P.Param("logwriter_cpus", "ints", "CPUs to remove from the affinity mask instead of the log writer's core "
+            "as found in the DMVs", default=(), minimum=0, engines=("sqlserver",)),
+)
+
+SPEC = ChapterSpec(
+    chapter=CHAPTER, notebook=NOTEBOOK,
+    titles={"native": "Cache-line economics on this machine: line transfers, loads, context switches, a toy log cache",
+            "postgres": "Singleton inserts from N sessions: the log cache under pressure",
+            "sqlserver": "Singleton inserts from N sessions: the log cache under pressure"},
+    variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT,
+    published=(PUBLISHED, PUBLISHED_C2C), reference=DEFAULT_MEASURED,
+    native_programs=("c2c_pingpong", "c2c_chase", "ctxswitch_pingpong", "logcache_spin"),
+)
