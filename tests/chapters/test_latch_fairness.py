@@ -3,16 +3,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import contention_book.chapters.latch_fairness as lf
-from contention_book.chapters.latch_fairness import analysis, native_sweep
-from contention_book.chapters.latch_fairness.common import NATIVE_COLUMNS
+from contention_book.chapters.latch_fairness import claims, recordings as lf, run_native as native_sweep, spec
+from contention_book.chapters.latch_fairness import tables as analysis
+from contention_book.chapters.latch_fairness.live import RUNNERS
+from contention_book.chapters.latch_fairness.spec import NATIVE_COLUMNS
+from contention_book.harness.params import ParameterError
+from contention_book.harness.runner import RunLog, resolve_params, run_chapter
 from contention_book.harness import native
 from contention_book.harness.recording import Recording, RecordingError, RecordingWriter
 
 
 # -- the published recording -------------------------------------------------------------
 def test_published_recording_matches_the_article():
-    p = lf.load_published()
+    p = lf.load(spec.PUBLISHED)
     assert p.recording.kind == "published" and p.engine == "sqlserver"
     assert p.recording.manifest["citation"]["url"].startswith("https://www.sql.kiwi/2022/08/")
     assert p.recording.host["logical_cpus"] == 12 and p.recording.host["cores"] == 6
@@ -31,7 +34,7 @@ def test_published_recording_matches_the_article():
 
 
 def test_published_numbers_are_derived_not_typed():
-    k = analysis.published_numbers(lf.load_published())
+    k = analysis.published_numbers(lf.load(spec.PUBLISHED))
     assert k["pub_latch_wait_drop_x"] == pytest.approx(271_609 / 57)
     assert k["pub_speedup_x"] == pytest.approx(5.5 / 4.5)
     assert k["pub_fair_wait_s_per_worker"] == pytest.approx(22.642 / 11)
@@ -80,7 +83,7 @@ def test_native_summary_and_verdicts_follow_the_data(tmp_path):
     s = analysis.native_summary(g)
     assert set(s["kind"]) == {"fair", "unfair", "spin_then_park", "eventual"} and (s["repetitions"] == 2).all()
     assert s.set_index(["kind", "threads"]).loc[("fair", 8), "waits_per_record"] == 1
-    v = analysis.verdicts(lf.load_published(), g).set_index("claim")
+    v = claims.verdicts(lf.Shown(lf.load(spec.PUBLISHED), g)).set_index("claim")
     verdict = dict(zip([c.split(" (")[0] for c in v.index], v["verdict"]))
     assert verdict["The unfair latch waits far less often"] == "agrees"
     assert verdict["The unfair latch spins far more"] == "agrees"
@@ -91,7 +94,7 @@ def test_native_summary_and_verdicts_follow_the_data(tmp_path):
 def test_verdicts_can_flip(tmp_path):
     """Each verdict is computed, not fixed: the opposite data gives the opposite answer."""
     g = native_recording(tmp_path, sweep(fair_rate_at_8=1e8, unfair_max_ns=1e5, stp_waits=10**7))
-    v = analysis.verdicts(lf.load_published(), g)
+    v = claims.verdicts(lf.Shown(lf.load(spec.PUBLISHED), g))
     got = dict(zip([c.split(" (")[0] for c in v["claim"]], v["verdict"]))
     assert got["The unfair latch gives higher throughput"] == "differs"
     assert got["The unfair latch's maximum wait is no worse"] == "agrees"
@@ -101,23 +104,23 @@ def test_verdicts_can_flip(tmp_path):
 def test_max_wait_verdict_needs_a_difference_above_a_lone_threads_noise(tmp_path):
     """A longer longest wait that a lone thread's preemption alone could explain is not evidence either way."""
     g = native_recording(tmp_path, sweep(unfair_max_ns=5e6, fair_max_ns=1e6, lone_max_ns=8e6))
-    v = analysis.verdicts(lf.load_published(), g)
+    v = claims.verdicts(lf.Shown(lf.load(spec.PUBLISHED), g))
     row = v[v["claim"].str.startswith("The unfair latch's maximum wait")].iloc[0]
-    assert row["verdict"] == "not testable here" and "within the noise" in row["measured here"]
-    assert "a lone thread's longest, preemption alone: 8.00 ms" in row["measured here"]
+    assert row["verdict"] == "not testable here" and "within the noise" in row["measured"]
+    assert "a lone thread's longest, preemption alone: 8.00 ms" in row["measured"]
     assert analysis.lone_max_ms(analysis.native_summary(g)) == pytest.approx(8.0)
 
 
 def test_sentences_follow_the_data(tmp_path):
     """The prose's direction-bearing sentences are computed, and turn round with the data."""
-    k = analysis.key_numbers(lf.load_published(), native_recording(tmp_path, sweep(), "a"))
+    k = analysis.key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(tmp_path, sweep(), "a")))
     assert k["m_tail_sentence"].startswith("At 8 threads the longest wait of the plain unfair, spinning and "
                                            "eventually fair locks exceeded the fair lock's")
     assert "the fair queue kept the longest wait shorter (1.0 ms against 5.0 ms at 8 threads)" in k["m_conclusion_sentence"]
     assert "× to 100.0× the fair lock's throughput at" in k["m_conclusion_sentence"]  # which counts: this host's CPUs
     assert "10 times its bound of 500 µs" in k["m_eventual_sentence"]
-    k = analysis.key_numbers(lf.load_published(), native_recording(
-        tmp_path, sweep(fair_rate_at_8=1e8, unfair_max_ns=1e5, fair_max_ns=1e6), "b"))
+    k = analysis.key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(
+        tmp_path, sweep(fair_rate_at_8=1e8, unfair_max_ns=1e5, fair_max_ns=1e6), "b")))
     assert k["m_tail_sentence"].startswith("At 8 threads no barging lock's longest wait exceeded the fair lock's")
     assert "did not keep the longest wait shorter" in k["m_conclusion_sentence"]
     assert "not always more" in k["m_conclusion_sentence"]
@@ -126,7 +129,7 @@ def test_sentences_follow_the_data(tmp_path):
 
 def test_key_numbers_from_a_native_recording(tmp_path):
     g = native_recording(tmp_path, sweep())
-    k = analysis.key_numbers(lf.load_published(), g)
+    k = analysis.key_numbers(lf.Shown(lf.load(spec.PUBLISHED), g))
     assert k["m_threads_max"] == 8 and k["m_fair_rate_1"] == pytest.approx(10.0)
     assert k["m_fair_collapse_x"] == pytest.approx(100)
     assert k["m_handoff_us"] == pytest.approx(10 - 0.1)  # 10 µs per record minus 100 ns alone
@@ -136,7 +139,7 @@ def test_key_numbers_from_a_native_recording(tmp_path):
 
 def test_verdicts_for_a_sqlserver_measured_recording(tmp_path):
     """A reader's SQL Server recording has the published layout; its verdicts come from its own deltas."""
-    p = lf.load_published()
+    p = lf.load(spec.PUBLISHED)
     dest = tmp_path / "sql"
     with RecordingWriter(dest, chapter="latch-fairness", kind="measured",
                          engine={"name": "sqlserver", "version": "16.0.4135.4"},
@@ -144,7 +147,7 @@ def test_verdicts_for_a_sqlserver_measured_recording(tmp_path):
                          parameters={}, measured={"tool": "t", "tool_version": "0", "command": "test"}) as w:
         for name in ("runs.csv", "dmv/latch.csv", "dmv/spinlock.csv", "dmv/wait.csv"):
             w.write_bytes(name, p.recording.read_bytes(name))
-    v = analysis.verdicts(p, lf.load(dest))
+    v = claims.verdicts(lf.Shown(p, lf.load(dest)))
     assert list(v["verdict"]) == ["agrees", "agrees", "agrees", "agrees"]
 
 
@@ -164,16 +167,19 @@ def test_bad_recordings_give_clear_errors(tmp_path):
 
 
 def test_parameters_are_checked():
-    assert native_sweep.parse_threads("1, 2,4") == [1, 2, 4]
-    assert native_sweep.parse_threads("") == list(native_sweep.DEFAULT_THREADS)
-    with pytest.raises(ValueError, match="threads: 'x' is not a whole number"):
-        native_sweep.parse_threads("1,x")
-    with pytest.raises(ValueError, match="out of range"):
-        native_sweep.parse_threads("0")
-    with pytest.raises(ValueError, match="bogus not known; expected some of fair"):
-        native_sweep.parse_list("fair,bogus", "variants", ("fair", "unfair"))
-    with pytest.raises(ValueError, match="no faithful PostgreSQL analogue"):
-        lf.run_live(engine="postgres")
+    assert resolve_params(spec.SPEC, "native", {"sessions": "1, 2,4"})["sessions"] == [1, 2, 4]
+    assert resolve_params(spec.SPEC, "native", {"sessions": 2})["sessions"] == [2]  # one int is a list of one
+    assert resolve_params(spec.SPEC, "native", {})["sessions"] == [1, 2, 4, 8, 16, 32]
+    with pytest.raises(ParameterError, match="sessions='1,x'"):
+        resolve_params(spec.SPEC, "native", {"sessions": "1,x"})
+    with pytest.raises(ParameterError, match=">= 1"):
+        resolve_params(spec.SPEC, "native", {"sessions": "0"})
+    with pytest.raises(ParameterError, match="variants='fair,bogus'"):
+        resolve_params(spec.SPEC, "native", {"variants": "fair,bogus"})
+    with pytest.raises(ParameterError, match="unknown parameter.*threads"):
+        resolve_params(spec.SPEC, "native", {"threads": "2"})
+    with pytest.raises(ParameterError, match="runs on native, sqlserver"):
+        resolve_params(spec.SPEC, "postgres", {})
 
 
 # -- the native program ---------------------------------------------------------------------
@@ -205,11 +211,12 @@ def test_the_mutual_exclusion_check_catches_a_broken_lock(tmp_path):
 def test_native_smoke_sweep_records_and_renders(tmp_path):
     """Build, run a tiny sweep over every kind, write a recording, and read it back."""
     lines = []
-    path = lf.run_live(engine="native", threads="1,4", duration_ms=60, repetitions=1, record_bytes=32,
-                       record_to=str(tmp_path / "smoke"), log=lines.append)
+    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,4", "duration_s": "0.06", "repetitions": "1",
+                                            "record_bytes": "32"},
+                       engine="native", record_to=str(tmp_path / "smoke"), log=RunLog(lines.append))
     rec = Recording.open(path)
     assert rec.kind == "measured" and rec.engine["name"] == "native" and rec.host["logical_cpus"] >= 1
-    assert rec.parameters["threads"] == [1, 4] and rec.manifest["measured"]["command"]
+    assert rec.parameters["sessions"] == [1, 4] and rec.manifest["measured"]["command"]
     g = lf.load(path)
     assert set(g.runs["kind"]) == {"fair", "unfair", "spin_then_park", "eventual"}
     assert len(g.runs) == 8 and set(NATIVE_COLUMNS) <= set(g.runs.columns)
@@ -222,5 +229,5 @@ def test_native_smoke_sweep_records_and_renders(tmp_path):
     assert (g.runs.loc[g.runs["kind"].isin(["fair", "unfair"]), "spins"] == 0).all()
     assert (g.runs["wait_p50_ns"] <= g.runs["wait_p99_ns"]).all()
     assert (g.runs["wait_p99_ns"] <= g.runs["wait_max_ns"]).all()
-    assert any("recording written" in line for line in lines)
-    analysis.verdicts(lf.load_published(), g)  # renders for any sweep
+    assert any("complete" in line for line in lines)
+    claims.verdicts(lf.Shown(lf.load(spec.PUBLISHED), g))  # renders for any sweep

@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 from tsql_parse import assert_parses, problems
 
-from contention_book.chapters.latch_fairness import live_sqlserver as ss
+from contention_book.chapters.latch_fairness import run_sqlserver as ss, spec
+from contention_book.harness.runner import RunContext, resolve_params
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.guard import ServerChangeNotAllowed, StateGuard
@@ -190,8 +191,9 @@ def test_a_flag_already_on_is_left_on_and_the_fair_variant_turns_it_off_for_the_
 def test_clearing_statistics_is_an_extra_opt_in():
     changes = ss.variant_changes("fair", "contention_lab", flag_on_now=False, clear_stats=True)
     assert changes[-1].scope == "server" and "cannot be restored" in changes[-1].description
-    with pytest.raises(ValueError, match="clear_stats=True .* needs allow_server_changes"):
-        ss.run_sqlserver(target="UNUSED", clear_stats=True)
+    params = resolve_params(spec.SPEC, "sqlserver", {"clear_stats": "true"})
+    with pytest.raises(ServerChangeNotAllowed, match="clear_stats=true .* needs allow_server_changes"):
+        ss.run_sqlserver(RunContext(spec.SPEC, "sqlserver", params, None, print, None, False))
 
 
 def test_log_space_row_and_delta_rows():

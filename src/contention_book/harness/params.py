@@ -137,7 +137,10 @@ def _items(raw: Any) -> list:
 def convert(p: Param, raw: Any, engine: str) -> Any:
     """One value, typed and checked; lists keep their order and refuse duplicates."""
     if p.kind in ("ints", "strs"):
-        items = [_scalar(p, engine, x, "int" if p.kind == "ints" else "str") for x in _items(raw)]
+        try:
+            items = [_scalar(p, engine, x, "int" if p.kind == "ints" else "str") for x in _items(raw)]
+        except ParameterError:
+            raise ParameterError(f"parameter {p.name}={raw!r}: expected {_expected(p, engine)}") from None
         if not items:
             raise ParameterError(f"parameter {p.name}={raw!r}: expected {_expected(p, engine)}")
         if len(set(items)) != len(items):

@@ -7,30 +7,17 @@ every acquisition under contention pays for a wake-up and a context switch.
 Trace flag 3933 (SQL Server 2019+) makes it *unfair*: the latch is released,
 a running thread may take it, and waiters spin before they sleep.
 
-The package is split by concern:
-
-- :mod:`.recordings` reads any recording of this chapter (published, measured
-  on SQL Server, or measured by the native microbenchmark);
-- :mod:`.native_sweep` runs ``native/latch_convoy.c`` over lock kinds and
-  thread counts and records the sweep;
-- :mod:`.live_sqlserver` runs the article's parallel insert on a reader's
-  SQL Server, fair and (opt-in, trace flag 3933) unfair;
-- :mod:`.analysis` turns recordings into tables, glued numbers and verdicts;
-- :mod:`.figures` draws them.
+Modules: spec (the chapter as data), recordings (what the page shows), live
+(one runner per engine) with run_native (``native/latch_convoy.c`` over lock
+kinds and thread counts) and run_sqlserver (the article's parallel insert,
+fair and, opt-in, unfair), tables (frames and key numbers), claims
+(verdicts), figures, published (the article's tables).
 """
-from .common import CHAPTER, DEFAULT_MEASURED, ENGINES, NOTEBOOK, PUBLISHED  # noqa: F401
-from .recordings import LatchRecording, load, load_published  # noqa: F401
+from . import claims, figures, recordings, tables
+from .claims import verdicts
+from .recordings import header_note, load_shown
+from .spec import SPEC
+from .tables import key_numbers
 
-
-def run_live(*, engine: str = "native", **kwargs):
-    """Run the chapter live on ``engine`` ("native" or "sqlserver") and return the new recording's path."""
-    if engine == "native":
-        from .native_sweep import run_native
-
-        return run_native(**kwargs)
-    if engine == "sqlserver":
-        from .live_sqlserver import run_sqlserver
-
-        return run_sqlserver(**kwargs)
-    raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)} "
-                     "(there is no faithful PostgreSQL analogue of this latch; see the chapter)")
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
+           "tables"]

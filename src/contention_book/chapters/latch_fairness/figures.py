@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import KIND_LABELS, KINDS, VARIANT_LABELS
+from .spec import KIND_LABELS, KINDS, VARIANT_LABELS
 
 PALETTE = {"fair": "#c0392b", "unfair": "#2e86c1", "spin_then_park": "#27ae60", "eventual": "#8e44ad"}
 

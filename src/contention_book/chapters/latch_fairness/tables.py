@@ -1,4 +1,4 @@
-"""Tables, glued numbers and verdicts from recordings of this chapter.
+"""Tables and glued numbers from recordings of this chapter (verdicts: claims.py).
 
 Every number the chapter's prose quotes comes from :func:`key_numbers`; none
 is typed by hand.  Keys that a recording cannot supply are NaN, so the prose
@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contention_book.harness import recording as rec
-
-from .common import KIND_LABELS, KINDS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE, VARIANT_LABELS
+from .spec import KIND_LABELS, KINDS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE, VARIANT_LABELS
 from .recordings import LatchRecording
 
 NAN = float("nan")
@@ -127,7 +125,8 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
     keys["m_cpus"] = g.logical_cpus if g is not None and g.logical_cpus else NAN
     keys["m_threads_max"] = int(tmax) if threads else NAN
     keys["m_threads_list"] = ", ".join(map(str, threads)) if threads else "none"
-    keys["m_duration_ms"] = params.get("duration_ms", NAN) if s is not None else NAN
+    duration_ms = params.get("duration_ms", params.get("duration_s", NAN) * 1000)  # older runs: duration_ms
+    keys["m_duration_ms"] = duration_ms if s is not None else NAN
     keys["m_repetitions"] = params.get("repetitions", NAN) if s is not None else NAN
     keys["m_record_bytes"] = params.get("record_bytes", NAN) if s is not None else NAN
     keys["m_fair_after_us"] = params.get("fair_after_us", NAN) if s is not None else NAN
@@ -264,76 +263,13 @@ def published_numbers(p: LatchRecording) -> dict[str, Any]:
     return keys
 
 
-def key_numbers(published: LatchRecording, measured: LatchRecording) -> dict[str, Any]:
+def key_numbers(shown) -> dict[str, Any]:
+    """Every number the prose glues."""
+    published, measured = shown.published, shown.measured
     nums = published_numbers(published)
     nums.update(native_numbers(measured if measured.is_native else None))
     nums["m_label"] = measured.label
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in nums.items()}
-
-
-# -- verdicts ---------------------------------------------------------------------------
-def verdicts(published: LatchRecording, measured: LatchRecording) -> pd.DataFrame:
-    """For each claim of the article: its direction, the direction measured here, and whether they agree."""
-    p = published_numbers(published)
-    rows = []
-
-    def add(claim, pub, meas, agree):
-        rows.append({"claim": claim, "published": pub, "measured here": meas,
-                     "verdict": "not testable here" if agree is None else ("agrees" if agree else "differs")})
-
-    claims = [
-        ("The unfair latch waits far less often",
-         f"{p['pub_fair_latch_waits']:,.0f} → {p['pub_unfair_latch_waits']:,.0f} latch waits"),
-        ("The unfair latch spins far more",
-         f"{LATCH_SPIN} spins {p['pub_fair_spins']:,.0f} → {p['pub_unfair_spins']:,.0f}"),
-        ("The unfair latch gives higher throughput",
-         f"{p['pub_fair_s']:.1f} s → {p['pub_unfair_s']:.1f} s ({p['pub_speedup_x']:.2f}× faster)"),
-        ("The unfair latch's maximum wait is no worse",
-         f"max wait {p['pub_fair_latch_max_ms']:.0f} ms → {p['pub_unfair_latch_max_ms']:.0f} ms"),
-    ]
-    if measured.is_native:
-        s = native_summary(measured)
-        over = oversubscribed(s, measured.logical_cpus)
-        u = SQL_UNFAIR_ANALOGUE
-        tmax = over[-1]
-        fw, uw = _at(s, "fair", tmax, "waits_per_record"), _at(s, u, tmax, "waits_per_record")
-        fs, us = _at(s, "fair", tmax, "spins_per_record"), _at(s, u, tmax, "spins_per_record")
-        ratios = [(_at(s, u, t, "records_per_s") / _at(s, "fair", t, "records_per_s")) for t in over]
-        where = f"at {tmax} threads on {measured.logical_cpus} CPUs"
-        measured_dirs = [
-            (f"waits per record {fw:.3f} → {uw:.4f} {where}", uw <= fw / 10),
-            (f"spins per record {fs:.1f} → {us:.1f} {where}", us > fs),
-            (f"{min(ratios):.1f}× to {max(ratios):.1f}× the fair lock's records/s at "
-             f"{', '.join(map(str, over))} threads", min(ratios) > 1),
-            max_wait_verdict(s, measured.logical_cpus, tmax),
-        ]
-        note = f" (native: fair vs {KIND_LABELS[u]})"
-    elif measured.engine == "sqlserver" and measured.recording.kind == "measured":
-        m = sql_metrics(measured).set_index(["metric", "variant"])["value"]
-
-        def pair(metric):
-            return float(m.get((metric, "fair"), NAN)), float(m.get((metric, "unfair"), NAN))
-
-        fw, uw = pair(f"{LATCH} waits")
-        fs, us = pair(f"{LATCH_SPIN} spins")
-        fe, ue = pair("elapsed (s)")
-        fm, um = pair(f"{LATCH} max wait (ms)")
-        have = not np.isnan(uw)
-        measured_dirs = [
-            (f"{fw:,.0f} → {uw:,.0f} latch waits", uw <= fw / 10 if have else None),
-            (f"spins {fs:,.0f} → {us:,.0f}", us > fs if have else None),
-            (f"{fe:.2f} s → {ue:.2f} s", ue < fe if have else None),
-            (f"max wait {fm:.0f} ms → {um:.0f} ms (a bound where the delta could not be exact)",
-             um <= fm if have else None),
-        ]
-        note = ""
-    else:
-        measured_dirs = [("no measured recording of fair vs unfair", None)] * 4
-        note = ""
-    for (claim, pub), (meas, agree) in zip(claims, measured_dirs):
-        add(claim + note, pub, meas, None if agree is None or (isinstance(agree, float) and np.isnan(agree))
-            else bool(agree))
-    return pd.DataFrame(rows)
 
 
 def max_wait_verdict(s: pd.DataFrame, cpus: int | None, tmax: int) -> tuple[str, bool | None]:
@@ -370,10 +306,6 @@ def max_wait_verdict(s: pd.DataFrame, cpus: int | None, tmax: int) -> tuple[str,
     return text + " (within the noise)", None
 
 
-def header_note(measured: LatchRecording, published: LatchRecording) -> str:
-    return rec.shown_note([("Measured or reader's recording", measured.recording)], [published.recording])
-
-
 def measured_note(measured: LatchRecording) -> str:
     """What kind of recording the 'measured here' section shows, in words built from it."""
     if measured.is_native:
@@ -406,5 +338,5 @@ def runs_table(g: LatchRecording) -> pd.DataFrame:
     return g.runs
 
 
-__all__ = ["convoy", "sql_metrics", "sql_table", "native_summary", "key_numbers", "verdicts", "header_note",
+__all__ = ["convoy", "sql_metrics", "sql_table", "native_summary", "key_numbers",
            "measured_note", "oversubscribed", "runs_table", "max_wait_verdict", "lone_max_ms", "native_sentences"]

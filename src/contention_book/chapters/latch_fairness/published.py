@@ -1,4 +1,4 @@
-"""Write the "published" recording of the latch-fairness chapter.
+"""The published recording of the latch chapter, transcribed from its source.
 
 Every number below is transcribed from document 000 (Paul White, "Reducing
 Contention on the NESTING_TRANSACTION_FULL latch", sql.kiwi, 30 Aug 2022),
@@ -8,16 +8,17 @@ each DMV, so rows it left out are absent here, not zero.  It cleared the
 counters before each run (DBCC SQLPERF ... CLEAR), so its maxima are the
 run's own: their bound is "exact".
 
-    python scripts/transcribe_latch_fairness.py
+    python -m contention_book.chapters.latch_fairness.published [--out DIR]
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from contention_book.harness.recording import RecordingWriter, data_root
+from contention_book.harness.recording import RecordingWriter
 
-CHAPTER = "latch-fairness"
-RID = "published-white-2022-sql2019"
+from ..shared.published import main
+from .spec import CHAPTER, FILES, PUBLISHED
+
 CITATION = {
     "author": "Paul White",
     "title": "Reducing Contention on the NESTING_TRANSACTION_FULL latch",
@@ -68,22 +69,22 @@ wait = pd.DataFrame([
 wait["max_wait_time_ms_bound"] = "exact"
 
 
-def main() -> None:
-    dest = data_root() / CHAPTER / RID
+def write(dest) -> None:
     with RecordingWriter(dest, chapter=CHAPTER, kind="published",
                          engine={"name": "sqlserver", "version": "15.0", "build": "CU17 (build number not stated)"},
                          host=HOST, parameters=PARAMETERS, citation=CITATION, started=CITATION["date"],
                          title="Published: fair and unfair NESTING_TRANSACTION_FULL latch, SQL Server 2019 CU17") as w:
-        w.write_csv("runs.csv", runs, "elapsed times as the article gives them (rounded, one representative run)")
-        w.write_csv("dmv/latch.csv", latch, "sys.dm_os_latch_stats rows the article printed")
-        w.write_csv("dmv/spinlock.csv", spinlock, "sys.dm_os_spinlock_stats rows the article printed")
-        w.write_csv("dmv/wait.csv", wait, "sys.dm_os_wait_stats rows the article printed")
+        w.write_csv(FILES["runs"], runs, "elapsed times as the article gives them (rounded, one representative run)")
+        w.write_csv(FILES["latch"], latch, "sys.dm_os_latch_stats rows the article printed")
+        w.write_csv(FILES["spinlock"], spinlock, "sys.dm_os_spinlock_stats rows the article printed")
+        w.write_csv(FILES["wait"], wait, "sys.dm_os_wait_stats rows the article printed")
         w.add_note("The article watched Performance Monitor (CPU, latch waits/s, average latch wait time, log bytes "
                    "flushed/s, extents allocated/s) but printed only a picture: no counter values are transcribed.")
         w.add_note("Plan: parallel INSERT ... WITH (TABLOCK) SELECT into a heap at MAXDOP 11 on 12 schedulers; the "
                    "row generator runs in batch mode via an empty clustered columnstore helper table.")
-    print("wrote", dest)
 
+
+RECORDINGS = {PUBLISHED: write}
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main(CHAPTER, RECORDINGS))

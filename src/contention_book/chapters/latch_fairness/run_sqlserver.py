@@ -24,24 +24,19 @@ import contextlib
 import math
 
 import time
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
 from contention_book.harness import recording as rec
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
-from contention_book.harness.guard import Change, StateGuard
-from contention_book.harness.live import default_destination, invocation, live_target, measured_writer
-from contention_book.harness.targets import check_identifier, ensure_own_database, major_version, server_version
+from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
+from contention_book.harness.targets import check_identifier, major_version
 
-from .common import (CHAPTER, FILES, LATCH, LATCH_SPIN, NOTEBOOK, SQL_VARIANTS, TRACE_FLAG, TRACE_FLAG_MIN_MAJOR)
+from .spec import (CHAPTER, FILES, LATCH, LATCH_SPIN, SQL_VARIANTS, TRACE_FLAG, TRACE_FLAG_MIN_MAJOR)
 
 ENGINE = "sqlserver"
-DEFAULT_ROWS = 64 * 1024 * 1024
-DEFAULT_DATA_MB = 2048
-DEFAULT_LOG_MB = 2560
 # What the article watched in Performance Monitor, as sys.dm_os_performance_counters names it.
 COUNTERS = [
     ("Resource Pool Stats", "CPU usage %"),
@@ -246,60 +241,38 @@ def tag(frame: pd.DataFrame, variant: str, repetition: int) -> pd.DataFrame:
     return out
 
 
-def run_sqlserver(*, target: str | None = None, rows: int = DEFAULT_ROWS, maxdop: int = 0, repetitions: int = 3,
-                  variants: str | Sequence[str] | None = None, allow_server_changes: bool = False,
-                  clear_stats: bool = False, record_to: str | None = None, database: str = "contention_lab",
-                  data_mb: int = DEFAULT_DATA_MB, log_mb: int = DEFAULT_LOG_MB, sample_counters: bool = True,
-                  command: str | None = None, log: Callable[[str], None] = print, **_ignored) -> Path:
-    """Run the parallel insert per variant and repetition against ``target``; return the recording's path."""
-    from .native_sweep import parse_list
-
-    variants = parse_list(variants, "variants", SQL_VARIANTS) or list(SQL_VARIANTS)
-    check_identifier(database, "database")
-    if int(rows) < 1 or int(repetitions) < 1:
-        raise ValueError(f"rows={rows}, repetitions={repetitions}: both must be at least 1")
-    if clear_stats and not allow_server_changes:
-        raise ValueError("clear_stats=True clears wait, latch and spinlock statistics server-wide: it needs "
-                         "allow_server_changes=True as well")
-    with live_target(target, ENGINE) as tgt:
+def run_sqlserver(ctx) -> None:
+    """The parallel insert per variant and repetition on a reader's SQL Server, into ``ctx.writer``."""
+    p, tgt, database, writer, log = ctx.params, ctx.target, ctx.database, ctx.writer, ctx.log
+    variants = ctx.variants
+    if p["clear_stats"] and not ctx.allow_server_changes:
+        raise ServerChangeNotAllowed("clear_stats=true clears wait, latch and spinlock statistics server-wide: it "
+                                     "needs allow_server_changes as well")
+    version_gate(writer.manifest["engine"]["version"], variants)  # before anything is created or changed
+    with contextlib.closing(tgt.connect(database)) as conn:
+        schedulers = int(query(conn, "schedulers").iloc[0, 0])
+        files = query(conn, "database_files")
+    maxdop = check_maxdop(p["maxdop"]) if p["maxdop"] else default_maxdop(schedulers)
+    writer.update(parameters={**writer.manifest["parameters"], "maxdop": maxdop, "schedulers": schedulers})
+    layout = file_layout_statements(database, files, schedulers=schedulers, data_mb=p["data_mb"],
+                                    log_mb=p["log_mb"])
+    with contextlib.closing(tgt.connect(database)) as conn:
+        cur = conn.cursor()
+        for sql in layout:
+            log(f"[{CHAPTER}] pre-allocating in the harness's own database: {sql}")
+            cur.execute(sql)
+    writer.update(engine={"settings": {"schedulers": schedulers, "files_added_or_grown": layout}})
+    batches = insert_batches(maxdop)
+    for variant in variants:
         with contextlib.closing(tgt.connect()) as conn:
-            version = server_version(conn, ENGINE)["version"]
-        version_gate(version, variants)  # before anything is created or changed
-        ensure_own_database(tgt, database, log=log)
-        with contextlib.closing(tgt.connect(database)) as conn:
-            schedulers = int(query(conn, "schedulers").iloc[0, 0])
-            files = query(conn, "database_files")
-        maxdop = check_maxdop(maxdop) if maxdop else default_maxdop(schedulers)
-        parameters = {"engine": ENGINE, "rows": int(rows), "maxdop": maxdop, "repetitions": int(repetitions),
-                      "variants": variants, "database": database, "data_mb": int(data_mb), "log_mb": int(log_mb),
-                      "schedulers": schedulers, "clear_stats": bool(clear_stats)}
-        dest = default_destination(CHAPTER, record_to, ENGINE)
-        command = command or invocation(NOTEBOOK, {"source": "live", "engine": ENGINE, "rows": rows,
-                                                   "target": target or ""})
-        writer = measured_writer(tgt, CHAPTER, parameters, command, dest,
-                                 title="Latch fairness: parallel INSERT ... SELECT, fair and unfair latch")
-        with writer:
-            layout = file_layout_statements(database, files, schedulers=schedulers, data_mb=int(data_mb),
-                                            log_mb=int(log_mb))
-            with contextlib.closing(tgt.connect(database)) as conn:
-                cur = conn.cursor()
-                for sql in layout:
-                    log(f"[{CHAPTER}] pre-allocating in the harness's own database: {sql}")
-                    cur.execute(sql)
-            writer.update(engine={"settings": {"schedulers": schedulers, "files_added_or_grown": layout}})
-            batches = insert_batches(maxdop)
-            for variant in variants:
-                with contextlib.closing(tgt.connect()) as conn:
-                    flag_on = trace_flag_status(conn)
-                changes = variant_changes(variant, database, flag_on_now=flag_on, clear_stats=clear_stats)
-                with StateGuard(lambda db: tgt.connect(db), changes, allow_server_changes=allow_server_changes,
-                                log=log), contextlib.closing(tgt.connect(database)) as conn:
-                    workloads.run_script(conn, CHAPTER, ENGINE, "setup")
-                    for repetition in range(int(repetitions)):
-                        _one_run(tgt, conn, writer, database, variant, repetition, batches, int(rows), maxdop,
-                                 sample_counters, log)
-    log(f"[{CHAPTER}] recording written: {dest}")
-    return dest
+            flag_on = trace_flag_status(conn)
+        changes = variant_changes(variant, database, flag_on_now=flag_on, clear_stats=p["clear_stats"])
+        with StateGuard(lambda db: tgt.connect(db), changes, allow_server_changes=ctx.allow_server_changes,
+                        log=log), contextlib.closing(tgt.connect(database)) as conn:
+            workloads.run_script(conn, CHAPTER, ENGINE, "setup")
+            for repetition in range(p["repetitions"]):
+                _one_run(tgt, conn, writer, database, variant, repetition, batches, p["rows"], maxdop,
+                         p["sample_counters"], log)
 
 
 def _one_run(tgt, conn, writer: rec.RecordingWriter, database: str, variant: str, repetition: int,

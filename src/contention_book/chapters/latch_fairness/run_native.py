@@ -1,0 +1,68 @@
+"""The native live path: ``native/latch_convoy.c`` over lock kinds and thread counts, as a recording.
+
+Every reader can run this: it needs a C compiler and nothing else.  The
+program does the article's work in miniature (threads append log records to
+one buffer under one lock) with four lock policies, and prints one CSV row per
+(kind, threads, repetition).  This module checks the options, runs the sweep
+with its progress on stderr, and writes a measured recording whose manifest
+holds the machine's facts (lscpu) and the compiler.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import pandas as pd
+
+from contention_book.harness import native
+
+from .spec import CHAPTER, FILES, NATIVE_COLUMNS, PROGRAM
+
+
+def program_args(*, kinds: Sequence[str], threads: Sequence[int], duration_ms: int, repetitions: int,
+                 record_bytes: int, fair_after_us: int, spin_us: int,
+                 backoffs: int) -> list[str]:
+    return ["--kinds", ",".join(kinds), "--threads", ",".join(map(str, threads)),
+            "--duration-ms", str(int(duration_ms)), "--repetitions", str(int(repetitions)),
+            "--record-bytes", str(int(record_bytes)), "--fair-after-us", str(int(fair_after_us)),
+            "--spin-us", str(int(spin_us)), "--backoffs", str(int(backoffs))]
+
+
+def expected_seconds(kinds: Sequence[str], threads: Sequence[int], duration_ms: int, repetitions: int) -> float:
+    return len(kinds) * len(threads) * repetitions * duration_ms / 1000
+
+
+def to_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The program's rows with the recording contract's common columns in front."""
+    missing = [c for c in NATIVE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise native.NativeError(f"{PROGRAM} printed no column(s) {', '.join(missing)}; expected {', '.join(NATIVE_COLUMNS)}")
+    common = pd.DataFrame({"variant": frame["kind"], "sessions": frame["threads"], "elapsed_s": frame["duration_s"],
+                           "operations": frame["records"], "throughput": frame["records_per_s"]})
+    return pd.concat([common, frame], axis=1)
+
+
+def run_native(ctx) -> None:
+    """Build and run the sweep into ``ctx.writer``."""
+    p = ctx.params
+    kinds, thread_list = ctx.variants, p["sessions"]
+    duration_ms = max(1, round(p["duration_s"] * 1000))
+    args = program_args(kinds=kinds, threads=thread_list, duration_ms=duration_ms, repetitions=p["repetitions"],
+                        record_bytes=p["record_bytes"], fair_after_us=p["fair_after_us"], spin_us=p["spin_us"],
+                        backoffs=p["backoffs"])
+    writer = ctx.writer
+    writer.update(parameters={**writer.manifest["parameters"], "program": PROGRAM, "duration_ms": duration_ms,
+                              "arguments": args})
+    estimate = expected_seconds(kinds, thread_list, duration_ms, p["repetitions"])
+    ctx.log(f"[{CHAPTER}] building native/{PROGRAM}.c, then {len(kinds)} lock kinds x {len(thread_list)} thread "
+            f"counts x {p['repetitions']} repetitions of {duration_ms} ms: about {estimate:.0f} s; progress below")
+    native.build(PROGRAM)
+    frame = native.run(PROGRAM, args, timeout_s=estimate * 3 + 60)
+    writer.write_csv(FILES["runs"], to_runs(frame),
+                     "one row per lock kind, thread count and repetition, as native/latch_convoy printed it")
+    allowed = len(os.sched_getaffinity(0))
+    if allowed != writer.manifest["host"].get("logical_cpus"):
+        writer.add_note(f"the run was allowed {allowed} of the machine's "
+                        f"{writer.manifest['host'].get('logical_cpus')} logical CPUs")
+    writer.add_note("wait latency is the time from asking for the lock to holding it, every acquisition "
+                    "included; quantiles come from a log-bucketed histogram (buckets at most 12.5% wide)")
