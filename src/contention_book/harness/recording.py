@@ -386,7 +386,7 @@ class RecordingWriter:
             self.close()
         else:
             if issubclass(exc_type, KeyboardInterrupt):
-                what = str(exc) or "interrupted (Ctrl-C)"
+                what = str(exc) or "interrupted (KeyboardInterrupt: Ctrl-C)"
             else:
                 what = f"{exc_type.__name__}: {exc}"
             self.abandon(f"run ended early: {what}")
