@@ -75,7 +75,7 @@ def test_a_recording_copied_elsewhere_renders(tmp_path):
     from contention_book.chapters import ghost_cleanup as ghost
 
     copy = tmp_path / "colleague" / "their-run"
-    shutil.copytree(data_root() / "ghost-cleanup" / ghost.DEFAULT_MEASURED, copy)
+    shutil.copytree(data_root() / "ghost-cleanup" / ghost.SPEC.reference["postgres"], copy)
     out = book.execute("ghost-cleanup", {"recording": str(copy)}, output=tmp_path / "out.ipynb")
     assert f"(read from {copy})" in out.read_text()
 
@@ -85,7 +85,7 @@ def test_a_tampered_recording_gives_a_clear_error(tmp_path):
     from contention_book.chapters import ghost_cleanup as ghost
 
     copy = tmp_path / "tampered"
-    shutil.copytree(data_root() / "ghost-cleanup" / ghost.DEFAULT_MEASURED, copy)
+    shutil.copytree(data_root() / "ghost-cleanup" / ghost.SPEC.reference["postgres"], copy)
     with open(copy / "runs.csv", "a") as fh:
         fh.write("extra,0,1,1,1,1,1,0\n")
     with pytest.raises(SystemExit, match=r"RecordingError: recording .*tampered: file runs.csv has sha256"):
@@ -101,7 +101,7 @@ def test_live_chapter_run_renders_and_leaks_no_password(pg, tmp_path, capfd):
     record_to.mkdir()
     out = book.execute("ghost-cleanup", {"source": "live", "engine": "postgres", "target": TEST_ENV_VAR,
                                          "updates": 2000, "record_to": str(record_to)},
-                       output=tmp_path / "live.ipynb", live=True)
+                       output=tmp_path / "live.ipynb")
     made = [p for p in record_to.iterdir() if p.is_dir()]
     assert len(made) == 1 and (made[0] / "manifest.json").exists()
     assert f"{made[0].name}: measured" in out.read_text()  # the chapter shows the new recording

@@ -1,15 +1,11 @@
 """The chapter's figures (seaborn) and its stack-sample section."""
 from __future__ import annotations
 
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
 
-from .analysis import HELD, UNHELD
-from .common import LABELS
-from .data import GhostRecording
+from .spec import LABELS
 
 
 def plot_elapsed(table: pd.DataFrame):
@@ -70,56 +66,3 @@ def plot_curve(curve: pd.DataFrame, title: str):
     ax.legend(title=None, fontsize=8)
     fig.tight_layout()
     return fig
-
-
-def unresolved_share(profile) -> float:
-    """Share of sampled frames perf could not name (``[unknown]``), weighted by samples."""
-    unknown = np.array(["[unknown]" in str(n) for n in profile.frame_names()], dtype=float)
-    per_stack = np.bincount(profile.entry_stack(), weights=unknown[profile.stack_frames],
-                            minlength=profile.n_stacks)
-    weights = profile.stack_weights()
-    total = float(np.sum(profile.stack_lengths() * weights))
-    return float(np.sum(per_stack * weights) / total) if total else float("nan")
-
-
-def stacks_section(g: GhostRecording, top: int = 12) -> dict[str, Any]:
-    """Text, figures and tables for the CPU-stacks section, or why there are none."""
-    out: dict[str, Any] = {"text": "", "figures": [], "tables": []}
-    if not g.stacks:
-        why = [n for n in g.recording.manifest.get("notes", []) if n.startswith("stacks")]
-        out["text"] = ("*This recording holds no CPU stacks*"
-                       + (f": {'; '.join(why)}." if why else " (it was not made with perf sampling)."))
-        return out
-    from contention_book import perftools
-
-    profiles = {variant: perftools.load(path) for variant, path in sorted(g.stacks.items())}
-    for variant, prof in profiles.items():
-        setting = LABELS.get(variant, variant)
-        table = perftools.top_functions(prof, n=top)
-        out["tables"].append(pd.DataFrame({
-            "setting": setting, "function": table["function"],
-            "exclusive %": table["exclusive_pct"].round(1), "inclusive %": table["inclusive_pct"].round(1),
-        }).set_index(["setting", "function"]))
-        out["figures"].append(perftools.flame_figure(prof, title=f"{g.label}: {setting}"))
-    base, held = UNHELD[g.engine], HELD[g.engine]
-    if base in profiles and held in profiles:
-        diff = perftools.diff(profiles[base], profiles[held], by="function").head(top)
-        out["tables"].append(pd.DataFrame({
-            "function": diff["name"], f"% {LABELS[base]}": diff["pct_a"].round(1),
-            f"% {LABELS[held]}": diff["pct_b"].round(1), "change (points)": diff["change_pp"].round(1),
-        }).set_index("function"))
-    unknown = unresolved_share(next(iter(profiles.values())))
-    hottest = []
-    for variant, prof in profiles.items():
-        top1 = perftools.top_functions(prof, n=1).iloc[0]
-        hottest.append(f"*{LABELS.get(variant, variant)}*: `{top1['function']}` "
-                       f"({top1['exclusive_pct']:.0f}% of samples exclusive)")
-    out["text"] = (
-        "The hottest function per setting: " + "; ".join(hottest) + ". " +
-        f"Stacks were sampled with `perf` at the measured window of each setting. Debian's postgres binary is "
-        f"stripped, so static functions show as `[unknown]` ({unknown:.0%} of sampled frames in the first "
-        "capture). The call chains are complete, and exported functions resolve by name. The tables give the "
-        "functions with the largest exclusive share. The last table gives the change in share between the two "
-        "settings."
-    )
-    return out

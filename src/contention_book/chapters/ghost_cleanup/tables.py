@@ -6,10 +6,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from contention_book.harness import recording as rec
-
-from .common import BASELINE, LABELS
-from .data import GhostRecording
+from .spec import BASELINE, LABELS
+from ..shared.stacks import StackSection, absent_text, diff_table, flame, hottest, top_table
+from .recordings import GhostRecording
 
 
 def elapsed_table(recordings: Sequence[GhostRecording]) -> pd.DataFrame:
@@ -115,8 +114,9 @@ def measured_numbers(g: GhostRecording) -> dict[str, Any]:
     return nums
 
 
-def key_numbers(published: Sequence[GhostRecording], measured: GhostRecording) -> dict[str, Any]:
+def key_numbers(shown) -> dict[str, Any]:
     """Numbers the prose quotes, each taken from a recording (never typed by hand)."""
+    published, measured = shown.published, shown.measured
     nums: dict[str, Any] = {}
     el = elapsed_table([*published, measured])
     for g in published:
@@ -140,51 +140,6 @@ def key_numbers(published: Sequence[GhostRecording], measured: GhostRecording) -
     nums.update(measured_numbers(measured))
     nums["ghost_visits_published"] = ghost_visits(int(published[0].runs["operations"].max())) if published else np.nan
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in nums.items()}
-
-
-def verdicts(published: Sequence[GhostRecording], measured: GhostRecording) -> pd.DataFrame:
-    """The article's claims, the direction it reported, and what this recording shows."""
-    el = elapsed_table([measured]).set_index("variant")
-    growth = curve_growth(measured.curve).set_index("variant") if measured.curve is not None else pd.DataFrame()
-    st = storage_long(measured).set_index(["variant", "phase"])
-    rows = []
-
-    def verdict(claim: str, published_dir: str, measured_dir: str, agree: bool | None) -> None:
-        rows.append({"claim": claim, "published": published_dir, "measured here": measured_dir,
-                     "verdict": "not testable here" if agree is None else ("agrees" if agree else "differs")})
-
-    if measured.engine == "postgres":
-        base, held = "baseline", "open_snapshot"
-    else:
-        base, held = "rcsi", "rcsi_open_txn"
-    if base in el.index and held in el.index:
-        ratio = el.loc[held, "elapsed_s"] / el.loc[base, "elapsed_s"]
-        verdict("An open snapshot transaction makes the same updates slower",
-                "2019: over 4 min vs 1 min 22 s", f"{ratio:.1f}x slower ({LABELS[held]} vs {LABELS[base]})",
-                bool(ratio > 1.2))
-    if held in growth.index:
-        g = growth.loc[held]
-        verdict("Time per update grows with the versions that cannot be removed (quadratic total)",
-                "k-th update skips k-1 ghost versions",
-                f"{g['first_us']:.1f} -> {g['last_us']:.1f} µs per update, linear fit R² {g['r2']:.2f}",
-                bool(g["growth"] > 2 and g["r2"] > 0.8))
-    if (held, "after_run") in st.index and (held, "after_cleanup") in st.index:
-        end, clean = st.loc[(held, "after_run")], st.loc[(held, "after_cleanup")]
-        verdict("Versions pile up while the transaction is open and go once it ends",
-                "123,455 ghost versions at the end; a few seconds after commit, 1",
-                f"{int(end['not_removed']):,} not removable at the end; {int(clean['not_removed']):,} after cleanup",
-                bool(end["not_removed"] > 10 * max(clean["not_removed"], 1)))
-        base_end = st.loc[(base, "after_run")]["pages"] if (base, "after_run") in st.index else np.nan
-        verdict("The table grows while versions are pinned, and cleanup gives the pages back",
-                "823 leaf pages and 3 levels at the end; 2 pages seconds after the commit",
-                f"{int(end['pages'])} pages at the end ({int(base_end)} without the open transaction); "
-                f"{int(clean['pages'])} after cleanup",
-                bool(end["pages"] > 1.2 * base_end and clean["pages"] < end["pages"] / 2))
-    verdict("SQL Server 2022 cleans version ghosts at statement level under an open RCSI transaction",
-            "2022: 1 min 32 s vs 4 min+ on 2019; TF 7006 turns it off",
-            "measured only on a SQL Server 2022 recording" if measured.engine != "sqlserver"
-            else _tf7006_direction(el), None if measured.engine != "sqlserver" else _tf7006_agrees(el))
-    return pd.DataFrame(rows)
 
 
 def _tf7006_direction(el: pd.DataFrame) -> str:
@@ -218,5 +173,40 @@ def growth_note(g: GhostRecording) -> str:
     return text
 
 
-def header_note(measured: GhostRecording, published: Sequence[GhostRecording]) -> str:
-    return rec.shown_note([("Measured or reader's recording", measured.recording)], [g.recording for g in published])
+# -- stacks --------------------------------------------------------------------------------
+def unresolved_share(profile) -> float:
+    """Share of sampled frames perf could not name (``[unknown]``), weighted by samples."""
+    unknown = np.array(["[unknown]" in str(n) for n in profile.frame_names()], dtype=float)
+    per_stack = np.bincount(profile.entry_stack(), weights=unknown[profile.stack_frames],
+                            minlength=profile.n_stacks)
+    weights = profile.stack_weights()
+    total = float(np.sum(profile.stack_lengths() * weights))
+    return float(np.sum(per_stack * weights) / total) if total else float("nan")
+
+
+def stack_section(shown, top: int = 12) -> StackSection:
+    """Text, figures and tables for the CPU-stacks section, or why there are none."""
+    g = shown.measured
+    if not g.stacks:
+        return StackSection(text=absent_text(g))
+    from contention_book import perftools
+
+    out = StackSection()
+    profiles = {variant: perftools.load(path) for variant, path in sorted(g.stacks.items())}
+    for variant, prof in profiles.items():
+        setting = LABELS.get(variant, variant)
+        out.tables.append(top_table(prof, setting, top).rename_axis(["setting", "function"]))
+        out.figures.append(flame(prof, f"{g.label}: {setting}"))
+    base, held = UNHELD[g.engine], HELD[g.engine]
+    if base in profiles and held in profiles:
+        out.tables.append(diff_table(profiles[base], profiles[held], LABELS[base], LABELS[held], top))
+    unknown = unresolved_share(next(iter(profiles.values())))
+    out.text = (
+        "The hottest function per setting: " + hottest(profiles, lambda v: LABELS.get(v, v)) + ". " +
+        f"Stacks were sampled with `perf` at the measured window of each setting. Debian's postgres binary is "
+        f"stripped, so static functions show as `[unknown]` ({unknown:.0%} of sampled frames in the first "
+        "capture). The call chains are complete, and exported functions resolve by name. The tables give the "
+        "functions with the largest exclusive share. The last table gives the change in share between the two "
+        "settings."
+    )
+    return out

@@ -1,0 +1,50 @@
+"""What the ghost-cleanup chapter shows: the article's two recordings and one measured recording."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from contention_book.harness import recording as rec
+
+from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED
+
+
+class GhostRecording(rec.RecordingView):
+    """A recording of this chapter; its storage statistics and update-rate curve by name."""
+
+    curve = property(lambda self: self.table("curve"))
+    index_stats = property(lambda self: self.table("index"))
+    relation_stats = property(lambda self: self.table("relation"))
+    counters = property(lambda self: self.table("counters"))
+
+
+@dataclass
+class Shown:
+    published: list[GhostRecording]
+    measured: GhostRecording
+
+
+def load(ref: str | Path) -> GhostRecording:
+    """Open a recording of this chapter by id or directory, checking every file it needs."""
+    out = rec.load_view(CHAPTER, ref, LAYOUT, GhostRecording)
+    if out.index_stats is None and out.relation_stats is None:
+        raise rec.RecordingError(
+            f"recording {out.recording.path}: has neither {LAYOUT['index'].path} nor {LAYOUT['relation'].path}; "
+            "expected the storage statistics of the test table")
+    return out
+
+
+def load_published() -> list[GhostRecording]:
+    return [load(pid) for pid in PUBLISHED]
+
+
+def load_shown(recording: str = "", stacks: str = "") -> Shown:
+    if stacks:
+        raise ValueError("stacks: this chapter shows the stacks its recordings hold; pass other captures to "
+                         "`perftools` directly")
+    return Shown(load_published(), load(recording or DEFAULT_MEASURED))
+
+
+def header_note(shown: Shown) -> str:
+    return rec.shown_note([("Measured or reader's recording", shown.measured.recording)],
+                          [g.recording for g in shown.published])
