@@ -41,7 +41,7 @@ from contention_book.harness.pg_waits import WaitSampler
 from contention_book.harness.targets import ensure_own_database, resolve_target
 
 from contention_book.chapters.last_page_insert.common import CHAPTER
-from contention_book.chapters.last_page_insert.procdriver import run_processes
+from contention_book.harness.procdriver import run_processes
 
 DATABASE = "contention_bench"
 ENV_VAR = "CONTENTION_BOOK_BENCH_PG"

@@ -7,8 +7,21 @@ import pandas as pd
 import pytest
 from tsql_parse import problems
 
-from contention_book.chapters.last_page_insert import analysis, live, live_sqlserver, pages, readcost
-from contention_book.chapters.last_page_insert.common import CHAPTER, DEFAULT_MEASURED
+from types import SimpleNamespace
+
+from contention_book.chapters.last_page_insert import calls, claims, pages, readcost, recordings, spec, tables
+from contention_book.chapters.last_page_insert import run_sqlserver as live_sqlserver
+from contention_book.chapters.last_page_insert.live import RUNNERS
+from contention_book.chapters.last_page_insert.spec import CHAPTER, DEFAULT_MEASURED
+from contention_book.harness.params import ParameterError
+from contention_book.harness.runner import RunLog, resolve_params, run_chapter
+
+# The chapter's pieces under the names these tests were written with.
+analysis = SimpleNamespace(**{k: getattr(tables, k) for k in dir(tables) if not k.startswith("__")})
+analysis.load, analysis.load_published = recordings.load, recordings.load_published
+analysis.key_numbers = lambda pub, m: tables.key_numbers(recordings.Shown(pub, m))
+analysis.verdicts = lambda pub, m: claims.verdicts(recordings.Shown(pub, m))
+live = calls
 from contention_book.harness.polling import PollingSampler
 from contention_book.harness import workloads
 from contention_book.harness.guard import StateGuard
@@ -168,16 +181,18 @@ def test_plan_parsers():
 
 
 def test_parameters_are_checked():
-    assert live.parse_sessions("8, 1,2,2") == [1, 2, 8]
-    with pytest.raises(ValueError, match="session counts"):
-        live.parse_sessions("one")
-    with pytest.raises(ValueError, match="at least one"):
-        live.parse_sessions("0")
-    assert live.parse_variants("", "postgres") == ["sequential", "hash_partitioned", "random_key"]
-    with pytest.raises(ValueError, match="sequential_optimized"):
-        live.parse_variants("sequential_optimized", "postgres")
-    with pytest.raises(ValueError, match="2 to 64"):
-        live.check_partitions(100)
+    assert resolve_params(spec.SPEC, "postgres", {"sessions": "8, 1,2"})["sessions"] == [8, 1, 2]
+    with pytest.raises(ParameterError, match="sessions='one'"):
+        resolve_params(spec.SPEC, "postgres", {"sessions": "one"})
+    with pytest.raises(ParameterError, match=">= 1"):
+        resolve_params(spec.SPEC, "postgres", {"sessions": "0"})
+    assert resolve_params(spec.SPEC, "postgres", {})["variants"] == ["sequential", "hash_partitioned", "random_key"]
+    with pytest.raises(ParameterError, match="sequential_optimized"):
+        resolve_params(spec.SPEC, "postgres", {"variants": "sequential_optimized"})
+    with pytest.raises(ParameterError, match="<= 64"):
+        resolve_params(spec.SPEC, "postgres", {"partitions": 100})
+    with pytest.raises(ParameterError, match="unknown parameter.*max_seconds"):
+        resolve_params(spec.SPEC, "postgres", {"max_seconds": 3})
     with pytest.raises(ValueError, match="at most 100"):
         PollingSampler(lambda: None, "SELECT 1", hz=1000)
 
@@ -203,7 +218,7 @@ def _fake(runs, waits, pins=None, index=None, cpus=2):
         engine = {"name": "postgres", "version": "15.0"}
         kind = "measured"
         id = "fake"
-    g = analysis.LpiRecording(R(), pd.DataFrame(runs, columns=["variant", "sessions", "throughput"]))
+    g = recordings.LpiRecording(R(), {"runs": pd.DataFrame(runs, columns=["variant", "sessions", "throughput"])})
     g.waits = pd.DataFrame(waits, columns=["variant", "sessions", "wait", "samples"])
     g.pins, g.index = pins, index
     return g
@@ -231,7 +246,7 @@ def test_little_law_and_verdicts_can_go_either_way():
     assert (vi.loc["Concurrent inserts with an ever-increasing key queue on the last page's latch", "verdict"]
             == "not testable here")
     assert "waiting for their client" in vi.loc[
-        "Concurrent inserts with an ever-increasing key queue on the last page's latch", "measured here"]
+        "Concurrent inserts with an ever-increasing key queue on the last page's latch", "measured"]
     worse = _fake([(a, b, c / 2 if a == "hash_partitioned" and b == 4 else c) for a, b, c in runs], waits)
     assert analysis.verdicts([], worse).set_index("claim")["verdict"]["Hash partitioning raises the insert rate"] == "differs"
 
@@ -239,7 +254,7 @@ def test_little_law_and_verdicts_can_go_either_way():
 def test_pins_give_the_last_page_share():
     pins = pd.DataFrame([("sequential", 4, "lpi_insert_pkey", 90, 30, "rightmost leaf"),
                          ("sequential", 4, "lpi_insert_pkey", 3, 10, "other leaf"),
-                         ("sequential", 4, "lpi_insert", 400, 50, "heap")], columns=[*analysis.PIN_COLUMNS, "role"])
+                         ("sequential", 4, "lpi_insert", 400, 50, "heap")], columns=[*spec.PIN_COLUMNS, "role"])
     g = _fake([("sequential", 4, 1.0)], [("sequential", 4, "CPU", 1)], pins=pins)
     assert analysis.pin_last_page_share(g, "sequential") == pytest.approx(0.75)  # heap pins not counted
     rank = analysis.pin_ranking(g)
@@ -249,10 +264,10 @@ def test_pins_give_the_last_page_share():
 
 
 def test_rows_per_call_chooses_the_call_and_counts_rows():
-    assert live.check_rows_per_call("100") == 100
+    assert resolve_params(spec.SPEC, "postgres", {"rows_per_call": "100"})["rows_per_call"] == 100
     for bad in (0, -1, "x", 10001):
-        with pytest.raises(ValueError, match="rows_per_call"):
-            live.check_rows_per_call(bad)
+        with pytest.raises(ParameterError, match="rows_per_call"):
+            resolve_params(spec.SPEC, "postgres", {"rows_per_call": bad})
     sql, args = live.insert_call("postgres", 1)
     assert sql.startswith("INSERT INTO lpi_insert") and args == ()
     sql, args = live.insert_call("postgres", 50)
@@ -307,9 +322,11 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     from conftest import TEST_ENV_VAR
 
     lines = []
-    path = live.run_live(target=TEST_ENV_VAR, engine="postgres", sessions="1,2", max_seconds=0.7, partitions=2,
-                         rows_per_call=10, record_to=str(tmp_path / "rec"), database="contention_test",
-                         stacks=False, log=lines.append)
+    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 0.7, "partitions": 2,
+                                            "rows_per_call": 10, "database": "contention_test",
+                                            "capture_stacks": False},
+                       engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
+                       log=RunLog(lines.append))
     g = analysis.load(path)
     assert g.recording.manifest["measured"]["command"] and g.recording.parameters["rows_per_call"] == 10
     assert len(g.runs) == 6 and (g.runs["errors"] == 0).all() and (g.runs["operations"] > 0).all()
@@ -321,4 +338,4 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     assert rc.loc[("hash_partitioned", "point lookup, no partition pruning"), "partitions_touched"] == 2
     assert rc.loc[("hash_partitioned", "point lookup"), "partitions_touched"] == 1
     assert g.waits is not None and g.waits["samples"].sum() > 0
-    assert any("recording written" in line for line in lines)
+    assert any("complete" in line for line in lines)

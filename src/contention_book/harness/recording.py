@@ -453,6 +453,12 @@ class RecordingView:
         return list(self.recording.manifest.get("notes", []))
 
 
+def table_property(key: str) -> property:
+    """A view attribute for one layout table (``view.waits`` for ``view.tables["waits"]``), settable in tests."""
+    return property(lambda self: self.tables.get(key), lambda self, frame: self.tables.__setitem__(key, frame),
+                    doc=f"the {key!r} table, or None when the recording lacks it")
+
+
 def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], cls: type = RecordingView):
     """Open a recording of ``chapter`` and read every layout table it lists.
 

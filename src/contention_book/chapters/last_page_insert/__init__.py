@@ -7,11 +7,19 @@ enough concurrent inserters they queue there.  Hash partitioning gives each
 partition its own B-tree and so its own last page; a non-sequential key
 spreads the inserts but splits pages in the middle.
 
-Modules: :mod:`.live` (runs, PostgreSQL path), :mod:`.live_sqlserver`,
-:mod:`.pages` (waited-for page -> index), :mod:`.readcost` (plans),
-:mod:`.analysis` (recordings -> tables and numbers),
-:mod:`.figures`, :mod:`.procdriver` (a process-per-session driver for the
-driver benchmark).
+Modules: spec (the chapter as data), recordings (what the page shows),
+live (one runner per engine) with run_postgres and run_sqlserver, calls
+(what one driver call runs, shared by both), pages (waited-for page ->
+index), readcost (plans -> pages read), tables (frames, key numbers, the
+stacks section), claims (verdicts), figures, published (the two sources).
+The process-per-session driver of the driver benchmark is
+:mod:`contention_book.harness.procdriver`.
 """
-from .common import CHAPTER, DEFAULT_MEASURED, LABELS, NOTEBOOK, PUBLISHED, VARIANTS  # noqa: F401
-from .live import run_live  # noqa: F401
+from . import claims, figures, recordings, tables
+from .claims import verdicts
+from .recordings import header_note, load_shown
+from .spec import SPEC
+from .tables import key_numbers
+
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
+           "tables"]

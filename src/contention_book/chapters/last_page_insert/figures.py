@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import analysis as an
+from . import tables as an
 
 
 def _empty(ax, text: str) -> None:

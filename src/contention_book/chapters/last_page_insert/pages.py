@@ -25,7 +25,7 @@ import pandas as pd
 
 from contention_book.harness.targets import major_version
 
-from .common import PAGE_INFO_MAJOR
+from .spec import PAGE_INFO_MAJOR
 
 _RESOURCE = re.compile(r"^\s*(\d+):(\d+):(\d+)\s*$")
 SAMPLE_COLUMNS = ("session_id", "wait_type", "wait_duration_ms", "resource_description")

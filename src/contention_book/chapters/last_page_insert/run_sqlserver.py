@@ -19,7 +19,8 @@ from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.targets import Target, check_identifier, major_version
 
 from . import pages
-from .common import CHAPTER, FILES, OPTIMIZE_FOR_SEQUENTIAL_KEY_MAJOR, SQLSERVER_TABLES
+from .calls import calls_per_session, insert_call, runs_row
+from .spec import CHAPTER, FILES, OPTIMIZE_FOR_SEQUENTIAL_KEY_MAJOR, SQLSERVER_TABLES
 from .readcost import PlanError, showplan_cost, statistics_io_reads
 from contention_book.harness.polling import PollingSampler
 
@@ -115,7 +116,6 @@ class SqlServerRun:
             workloads.run_script(conn, CHAPTER, "sqlserver", f"create_{variant}")
 
     def point(self, conn, variant: str, n: int, db_id: int) -> pd.DataFrame:
-        from .live import calls_per_session, insert_call, runs_row
 
         insert, args = insert_call("sqlserver", self.per_call, table=SQLSERVER_TABLES[variant])
         sampler = PollingSampler(self.connect, workloads.load(CHAPTER, "sqlserver", "waiting_tasks")[0],
@@ -210,3 +210,14 @@ class SqlServerRun:
             self.resolve(conn, variant, pd.concat(samples, ignore_index=True))
             if variant == "hash_partitioned":
                 self.read_cost(conn)
+
+
+def run_sqlserver(ctx) -> None:
+    """Every variant at every session count on a reader's SQL Server, into ``ctx.writer``."""
+    p = ctx.params
+    run = SqlServerRun(ctx.target, ctx.database, ctx.writer, sessions=p["sessions"],
+                       rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
+                       partitions=p["partitions"], hz=p["wait_hz"], allow_server_changes=ctx.allow_server_changes,
+                       log=ctx.log, rows_per_call=p["rows_per_call"])
+    for variant in ctx.variants:
+        run.variant(variant)

@@ -1,4 +1,4 @@
-"""Recordings of the last-page-insert chapter -> the tables, numbers and verdicts the notebook shows.
+"""Recordings of the last-page-insert chapter -> the tables and numbers the notebook shows (verdicts: claims.py).
 
 Works on any recording of this chapter: the published ones (SQL Server, as
 the sources state them), a measured PostgreSQL one, or a reader's SQL Server
@@ -7,8 +7,6 @@ an error, so the prose still renders.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -16,70 +14,14 @@ import pandas as pd
 
 from contention_book.harness import recording as rec
 
-from .common import (BASELINE, CHAPTER, FILES, HOT_COLUMNS, INDEX_COLUMNS,
-                     PIN_COLUMNS, PUBLISHED, READ_COLUMNS, RUNS_COLUMNS, SHORT, WAIT_COLUMNS)
+from ..shared.stacks import StackSection, absent_text, flame, top_table
+from .recordings import LpiRecording
+from .spec import BASELINE, SHORT
 
 IDLE = "idle (waiting for the client)"
-PUBLISHED_LABELS = {"published-sqlcat-2009": "SQLCAT 2009 (published)",
-                    "published-latch-whitepaper": "latch whitepaper (published)"}
 HOT_WAITS = ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP")
 
 
-@dataclass
-class LpiRecording(rec.RecordingView):
-    recording: rec.Recording
-    runs: pd.DataFrame
-    waits: pd.DataFrame | None = None
-    pins: pd.DataFrame | None = None
-    index: pd.DataFrame | None = None
-    read_cost: pd.DataFrame | None = None
-    hot_pages: pd.DataFrame | None = None
-    wait_deltas: pd.DataFrame | None = None
-    latch_deltas: pd.DataFrame | None = None
-    facts: pd.DataFrame | None = None
-    before_after: pd.DataFrame | None = None
-    stacks: dict[str, Path] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        eng = self.recording.engine
-        if self.kind == "published":
-            return PUBLISHED_LABELS.get(self.recording.id, f"{self.recording.id} (published)")
-        name = "SQL Server" if eng["name"] == "sqlserver" else "PostgreSQL"
-        return f"{name} {eng['version'].split()[0]} (measured)"
-
-    @property
-    def cpus(self) -> int | None:
-        return self.recording.host.get("logical_cpus")
-
-
-def load(ref: str | Path) -> LpiRecording:
-    """Open a recording of this chapter by id or directory, checking the files it needs."""
-    r = rec.open_chapter(CHAPTER, ref)
-    out = LpiRecording(r, r.csv(FILES["runs"], RUNS_COLUMNS))
-    optional = {"waits": WAIT_COLUMNS, "pins": PIN_COLUMNS, "index": INDEX_COLUMNS, "read_cost": READ_COLUMNS,
-                "hot_pages": HOT_COLUMNS, "wait_deltas": ("variant", "sessions", "name", "waits"),
-                "latch_deltas": ("variant", "sessions", "name", "waits")}
-    for attr, cols in optional.items():
-        if r.has(FILES[attr]):
-            setattr(out, attr, r.csv(FILES[attr], cols))
-    if r.has("facts.csv"):
-        out.facts = r.csv("facts.csv", ("fact", "value", "unit"))
-    if r.has(FILES["published_counters"]):
-        out.before_after = r.csv(FILES["published_counters"], ("measurement", "before", "after"))
-    out.stacks = {Path(f).name.split(".")[0]: r.path / f for f in r.files
-                  if f.startswith("stacks/") and f.endswith(".folded.gz")}
-    if r.kind == "measured" and out.waits is None and out.hot_pages is None:
-        raise rec.RecordingError(f"recording {r.path}: has neither {FILES['waits']} nor {FILES['hot_pages']}; "
-                                 "expected the waits sampled during the runs")
-    return out
-
-
-def load_published() -> list[LpiRecording]:
-    return [load(pid) for pid in PUBLISHED]
-
-
-# -- throughput ------------------------------------------------------------------
 def rows_per_call(g: LpiRecording) -> int:
     """Rows each driver call inserted: the recording's parameter; 1 for recordings made before it existed."""
     value = g.recording.parameters.get("rows_per_call", 1)
@@ -305,7 +247,7 @@ def measured_numbers(g: LpiRecording) -> dict[str, Any]:
     params = g.recording.parameters
     nums: dict[str, Any] = {"m_engine": g.label, "m_cpus": g.cpus or nan, "m_nmax": nmax, "m_nmin": nmin,
                             "m_partitions": int(params.get("partitions", 0) or 0),
-                            "m_seconds": float(params.get("max_seconds", nan)),
+                            "m_seconds": float(params.get("max_seconds", params.get("duration_s", nan))),
                             "m_sessions": ", ".join(str(int(s)) for s in sorted(t["sessions"].unique())),
                             "m_wait_hz": float(g.runs["wait_sampler_hz"].median()) if "wait_sampler_hz" in g.runs else nan}
     for v in ("sequential", "hash_partitioned", "random_key", "sequential_optimized"):
@@ -421,121 +363,32 @@ def published_numbers(published: Sequence[LpiRecording]) -> dict[str, Any]:
     return nums
 
 
-def key_numbers(published: Sequence[LpiRecording], measured: LpiRecording) -> dict[str, Any]:
-    nums = {**published_numbers(published), **measured_numbers(measured)}
+def key_numbers(shown) -> dict[str, Any]:
+    """Every number the prose glues."""
+    nums = {**published_numbers(shown.published), **measured_numbers(shown.measured)}
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in nums.items()}
 
 
-def verdicts(published: Sequence[LpiRecording], measured: LpiRecording) -> pd.DataFrame:
-    n = measured_numbers(measured)
-    cpus = measured.cpus
-    few = f" (on {cpus} logical CPUs)" if cpus else ""
-    hot = "LWLock:BufferContent" if measured.engine == "postgres" else "PAGELATCH_EX"
-    rows = []
-
-    def verdict(claim, published_dir, measured_dir, agree):
-        rows.append({"claim": claim, "published": published_dir, "measured here": measured_dir,
-                     "verdict": "not testable here" if agree is None else ("agrees" if agree else "differs")})
-
-    def ok(x):
-        return x is not None and not (isinstance(x, float) and np.isnan(x))
-
-    s1, sn = n["m_sequential_hot_share_one"], n["m_sequential_hot_share"]
-    idle = n["m_sequential_idle_share"]
-    # sessions that spend most of their time idle, waiting for their client, were not inserting concurrently
-    client_bound = ok(idle) and idle > 0.5 and ok(sn) and sn <= 0.02
-    verdict("Concurrent inserts with an ever-increasing key queue on the last page's latch",
-            "waits dominated by PAGELATCH_EX/UP, tens of ms each, at 64-128 cores",
-            (f"{hot}: {s1:.0%} of samples at {n['m_nmin']} session(s), {sn:.0%} at {n['m_nmax']}"
-             + (f"; the sessions were idle, waiting for their client, in {idle:.0%} of samples, so they hardly "
-                "inserted at the same time" if client_bound else "")) if ok(sn)
-            else "no wait samples in this recording",
-            None if client_bound else (bool(sn > s1 and sn > 0.02) if ok(sn) and ok(s1) else None))
-    lp, lr = n["m_sequential_last_page_share"], n["m_random_key_last_page_share"]
-    lr = 0.0 if not ok(lr) and ok(n["m_random_key_tp_max"]) else lr
-    leaves = n["m_sequential_leaf_pages"]
-    verdict("The waited-for page is the last page of the clustered index",
-            "resource_description resolves to the clustered primary key of the insert table",
-            (f"{lp:.0%} of the pins on index pages were on a rightmost leaf (of {leaves:,.0f} leaves)"
-             + (f"; {lr:.0%} with the non-sequential key" if ok(lr) else "")) if ok(lp)
-            else "no page-level samples in this recording",
-            # by chance a pin would hit the rightmost leaf about once per leaf page; a fifth is far above that
-            bool(lp > 0.2 and (not ok(lr) or lp > 5 * lr)) if ok(lp) else None)
-    hx = n["m_hash_partitioned_vs_seq"]
-    verdict("Hash partitioning raises the insert rate",
-            "+15% (customer); 17K -> 26K SQL tx/s (32-core lab); +300% and 36 -> 249 business tx/s (whitepaper)",
-            f"{hx:.2f}x the sequential key at {n['m_nmax']} sessions{few}" if ok(hx) else "variant not run",
-            bool(hx > 1.05) if ok(hx) else None)
-    hs = n["m_hash_partitioned_hot_share"]
-    # "go away": at least halved; with (almost) no waits on the sequential key there is nothing to remove
-    verdict("With hash partitioning the page-latch waits go away",
-            "PAGELATCH waits on the hot index gone; average page latch wait 36 ms -> 0.6 ms",
-            (f"{hot}: {sn:.0%} -> {hs:.0%} of samples at {n['m_nmax']} sessions"
-             + ("; the sequential key had almost none to remove" if sn <= 0.02 else "")) if ok(hs) and ok(sn)
-            else "variant not run", (None if sn <= 0.02 else bool(hs < sn / 2)) if ok(hs) and ok(sn) else None)
-    a, b = n["m_hash_point_reads"], n["m_hash_point_noprune_reads"]
-    if measured.engine == "postgres":
-        verdict("Without partition elimination a point lookup must search every partition",
-                "SELECT by ID alone touches all partitions; add HashID = ID % 4 to get elimination",
-                f"{b:.0f} vs {a:.0f} buffers ({n['m_hash_point_noprune_parts']:.0f} partitions vs 1); PostgreSQL "
-                "hashes the key itself, so WHERE id = ... prunes without an extra predicate" if ok(a) and ok(b)
-                else "read cost not in this recording", bool(b > a) if ok(a) and ok(b) else None)
-    else:
-        rc = read_cost_table(measured)
-        by = rc.set_index("query") if len(rc) else None
-        if by is not None and {"point lookup by ID", "point lookup by ID + hash predicate"} <= set(by.index):
-            x, y = by.loc["point lookup by ID"], by.loc["point lookup by ID + hash predicate"]
-            verdict("Without partition elimination a point lookup must search every partition",
-                    "SELECT by ID alone touches all partitions; add HashID = ID % 4 to get elimination",
-                    f"{x['partitions_touched']:.0f} partitions / {x['logical_reads']:.0f} reads by ID alone; "
-                    f"{y['partitions_touched']:.0f} / {y['logical_reads']:.0f} with the hash predicate",
-                    bool(x["partitions_touched"] > y["partitions_touched"]))
-    rd, sd = n["m_random_key_avg_leaf_density"], n["m_sequential_avg_leaf_density"]
-    verdict("A non-sequential key avoids the hot page but pays in page splits",
-            "whitepaper: GUID keys bring more page splits and lower page density",
-            f"leaf density {rd:.0f}% vs {sd:.0f}% for the sequential key; "
-            f"{n['m_random_key_rows_per_leaf']:.0f} vs {n['m_sequential_rows_per_leaf']:.0f} rows per leaf page"
-            if ok(rd) and ok(sd) else "variant not run", bool(rd < sd) if ok(rd) and ok(sd) else None)
-    ox = n["m_sequential_optimized_vs_seq"]
-    verdict("OPTIMIZE_FOR_SEQUENTIAL_KEY keeps throughput up under a convoy (SQL Server 2019+)",
-            "throttles requests for the last page; does not remove the latch (Microsoft, 2019)",
-            f"{ox:.2f}x the plain sequential key" if ok(ox) else
-            ("PostgreSQL has no such option" if measured.engine == "postgres" else "variant not in this recording"),
-            bool(ox > 1.0) if ok(ox) else None)
-    return pd.DataFrame(rows)
-
-
-def header_note(measured: LpiRecording, published: Sequence[LpiRecording]) -> str:
-    return rec.shown_note([("Measured or reader's recording", measured.recording)], [g.recording for g in published])
-
-
-def stacks_section(g: LpiRecording, top: int = 10) -> dict[str, Any]:
+def stack_section(shown, top: int = 10) -> StackSection:
     """Top functions per variant from the perf stacks, plus lock-related shares, or why there are none."""
-    out: dict[str, Any] = {"text": "", "tables": [], "figures": []}
+    g = shown.measured
     if not g.stacks:
-        why = [n for n in g.recording.manifest.get("notes", []) if n.startswith("stacks")]
-        out["text"] = ("*This recording holds no CPU stacks*"
-                       + (f": {'; '.join(why)}." if why else " (it was not made with perf sampling)."))
-        return out
+        return StackSection(text=absent_text(g))
     from contention_book import perftools
 
+    out = StackSection()
     parts = []
     for variant, path in sorted(g.stacks.items()):
         prof = perftools.load(path)
-        table = perftools.top_functions(prof, n=top)
-        out["tables"].append(pd.DataFrame({
-            "setting": SHORT.get(variant, variant), "function": table["function"],
-            "exclusive %": table["exclusive_pct"].round(1), "inclusive %": table["inclusive_pct"].round(1),
-        }).set_index(["setting", "function"]))
+        out.tables.append(top_table(prof, SHORT.get(variant, variant), top).rename_axis(["setting", "function"]))
         incl = perftools.top_functions(prof, n=100000)
         lw = incl[incl["function"].str.contains("LWLockAcquire|LWLockWaitListLock|PGSemaphoreLock", regex=True)]
         share = float(lw["inclusive_pct"].max()) if len(lw) else 0.0
         parts.append(f"*{SHORT.get(variant, variant)}*: {share:.1f}% of samples inside a lightweight-lock "
                      "acquire or wait")
-    out["text"] = ("Stacks were sampled with `perf` on the inserting backends during the run with the most "
+    out.text = ("Stacks were sampled with `perf` on the inserting backends during the run with the most "
                    "sessions. A backend asleep on a lock uses no CPU, so a CPU profile sees the lock only as the "
                    "cost of taking and releasing it. " + "; ".join(parts) + ".")
     if "sequential" in g.stacks:
-        out["figures"].append(perftools.flame_figure(perftools.load(g.stacks["sequential"]),
-                                                     title=f"{g.label}: {SHORT['sequential']}"))
+        out.figures.append(flame(perftools.load(g.stacks["sequential"]), f"{g.label}: {SHORT['sequential']}"))
     return out

@@ -1,0 +1,69 @@
+"""What the last-page chapter shows: the two published sources and one measured recording."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from contention_book.harness import recording as rec
+
+from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED
+
+PUBLISHED_LABELS = {"published-sqlcat-2009": "SQLCAT 2009 (published)",
+                    "published-latch-whitepaper": "latch whitepaper (published)"}
+
+
+class LpiRecording(rec.RecordingView):
+    """A recording of this chapter; every table by name."""
+
+    waits = rec.table_property("waits")
+    pins = rec.table_property("pins")
+    index = rec.table_property("index")
+    read_cost = rec.table_property("read_cost")
+    hot_pages = rec.table_property("hot_pages")
+    wait_deltas = rec.table_property("wait_deltas")
+    latch_deltas = rec.table_property("latch_deltas")
+    facts = rec.table_property("facts")
+    before_after = rec.table_property("before_after")
+
+    @property
+    def label(self) -> str:
+        eng = self.recording.engine
+        if self.kind == "published":
+            return PUBLISHED_LABELS.get(self.recording.id, f"{self.recording.id} (published)")
+        name = "SQL Server" if eng["name"] == "sqlserver" else "PostgreSQL"
+        return f"{name} {eng['version'].split()[0]} (measured)"
+
+    @property
+    def cpus(self) -> int | None:
+        return self.recording.host.get("logical_cpus")
+
+
+@dataclass
+class Shown:
+    published: list[LpiRecording]
+    measured: LpiRecording
+
+
+def load(ref: str | Path) -> LpiRecording:
+    """Open a recording of this chapter by id or directory, checking the files it needs."""
+    out = rec.load_view(CHAPTER, ref, LAYOUT, LpiRecording)
+    if out.kind == "measured" and out.waits is None and out.hot_pages is None:
+        raise rec.RecordingError(f"recording {out.recording.path}: has neither {LAYOUT['waits'].path} nor "
+                                 f"{LAYOUT['hot_pages'].path}; expected the waits sampled during the runs")
+    return out
+
+
+def load_published() -> list[LpiRecording]:
+    return [load(pid) for pid in PUBLISHED]
+
+
+def load_shown(recording: str = "", stacks: str = "") -> Shown:
+    if stacks:
+        raise ValueError("stacks: this chapter shows the stacks its recordings hold; pass other captures to "
+                         "`perftools` directly")
+    return Shown(load_published(), load(recording or DEFAULT_MEASURED))
+
+
+def header_note(shown: Shown) -> str:
+    return rec.shown_note([("Measured or reader's recording", shown.measured.recording)],
+                          [g.recording for g in shown.published])

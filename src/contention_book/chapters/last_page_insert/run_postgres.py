@@ -1,0 +1,186 @@
+"""Live runs: N sessions insert single rows, per variant and per N; samplers watch.
+
+Each driver call inserts ``rows_per_call`` rows: 1 is one INSERT statement
+per call (a client round trip per row), more runs the workload's server-side
+loop (``insert_rows``: each row still its own transaction).  runs.csv keeps
+``operations`` and ``throughput`` in rows, and the latency percentiles per
+call, with ``rows_per_call``, ``calls`` and ``calls_per_s`` beside them.
+
+``run_live`` is the notebook's entry point for both engines; the PostgreSQL
+path is here, the SQL Server one in :mod:`.live_sqlserver`.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from contention_book.harness import pg_waits, workloads
+from contention_book.harness.driver import RunResult, run_sessions
+from contention_book.harness.live import finish_stacks, start_stacks
+from contention_book.harness.recording import RecordingWriter
+from contention_book.harness.targets import Target
+
+from .calls import calls_per_session, insert_call, runs_row
+from .spec import CHAPTER, FILES, PG_TABLE
+from .readcost import postgres_plan_cost
+from contention_book.harness.polling import PollingSampler
+
+
+def _query(conn, script: str, engine: str = "postgres", params: Sequence[Any] = ()) -> pd.DataFrame:
+    cur = conn.cursor()
+    cur.execute(workloads.load(CHAPTER, engine, script)[-1], *params)
+    cols = [d[0] for d in cur.description]
+    return pd.DataFrame.from_records([tuple(r) for r in cur.fetchall()], columns=cols)
+
+
+IDLE = "idle (waiting for the client)"
+
+
+def wait_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Samples per wait label of the client backends, idle ones kept (as ``IDLE``): (wait, samples, share).
+
+    harness.pg_waits.shares leaves idle samples out; here they matter, since
+    a backend idle between single-row inserts is waiting for its client.
+    """
+    f = frame[frame["backend_type"] == "client backend"]
+    labels = pg_waits.label(f).replace("idle", IDLE)
+    counts = labels.value_counts().rename_axis("wait").reset_index(name="samples")
+    counts["share"] = counts["samples"] / counts["samples"].sum() if len(counts) else []
+    return counts
+
+
+class PostgresRun:
+    """One live PostgreSQL run: every variant, every session count."""
+
+    def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: list[int],
+                 rows_per_session: int, max_seconds: float, partitions: int, hz: float, pin_hz: float,
+                 stacks: bool, log: Callable[[str], None], rows_per_call: int = 1):
+        self.t, self.db, self.w = target, database, writer
+        self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
+        self.partitions, self.hz, self.pin_hz, self.stacks, self.log = partitions, hz, pin_hz, stacks, log
+        self.per_call = rows_per_call
+        self.insert, self.args = insert_call("postgres", rows_per_call)
+
+    def connect(self):
+        return self.t.connect(self.db)
+
+    def create(self, conn, variant: str) -> None:
+        workloads.run_script(conn, CHAPTER, "postgres", "setup")
+        params = {1: (self.partitions,)} if variant == "hash_partitioned" else None
+        workloads.run_script(conn, CHAPTER, "postgres", f"create_{variant}", params)
+
+    def point(self, variant: str, n: int) -> RunResult:
+        pids: dict[int, int] = {}
+        insert, args = self.insert, self.args
+        waits = pg_waits.WaitSampler(self.connect, self.db, hz=self.hz)
+        deepest = n == max(self.sessions)
+        pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
+                              hz=self.pin_hz, name="pin-sampler") if deepest and self.pin_hz > 0 else None
+        recorder = {"perf": None}
+
+        def setup(cur, i):
+            workloads.run_script(cur.connection, CHAPTER, "postgres", "session")
+            pids[i] = int(cur.execute(workloads.load(CHAPTER, "postgres", "backend_pid")[0]).fetchone()[0])
+
+        def ready():
+            waits.start()
+            if pins is not None:
+                pins.start()
+            if deepest and self.stacks:
+                recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
+
+        try:
+            result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
+                                  operations_per_session=calls_per_session(self.rows, self.per_call),
+                                  duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
+                                  setup_session=setup, on_ready=ready, progress=f"{variant}, {n} session(s)")
+        finally:
+            waits.stop()
+            if pins is not None:
+                pins.stop()
+            finish_stacks(self.w, variant, recorder["perf"], self.log)
+        if result.errors:
+            samples = "; ".join(s for st in result.per_session for s in st.error_samples[:1])
+            raise RuntimeError(f"{variant}, {n} sessions: {result.errors} insert(s) failed: {samples}")
+        self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
+            result, self.per_call, variant=variant, repetition=0,
+            partitions=self.partitions if variant == "hash_partitioned" else 1,
+            wait_sampler_hz=round(waits.achieved_hz, 2))]))
+        if waits.error:
+            self.w.add_note(f"wait sampler, {variant} at {n} sessions: stopped early: {waits.error}")
+        frame = waits.frame()
+        # only the inserting sessions: the run's own idle connection and the pin sampler's are not the workload
+        shares = wait_counts(frame[frame["pid"].isin(set(pids.values()))] if pids else frame)
+        if not shares.empty:
+            self.w.append_csv(FILES["waits"], shares.assign(variant=variant, sessions=n)[
+                ["variant", "sessions", "wait", "samples", "share"]])
+        if pins is not None:
+            if pins.error:
+                self.w.add_note(f"pinned-buffer sampler, {variant}: stopped early: {pins.error}")
+            frame = pins.frame()
+            if len(frame):
+                grouped = frame.groupby(["relation", "block", "role"], as_index=False).agg(
+                    pins=("pins", "sum"), last_block=("last_block", "max"))
+                grouped.insert(0, "sessions", n)
+                grouped.insert(0, "variant", variant)
+                grouped["ticks"] = pins.ticks
+                self.w.append_csv(FILES["pins"], grouped)
+        self.log(f"[{CHAPTER}] {variant}, {n} session(s): {result.operations * self.per_call:,} rows in "
+                 f"{result.elapsed_s:.2f} s = {result.throughput * self.per_call:,.0f} rows/s "
+                 f"(p99 {result.latency['p99_ms']:.2f} ms per call of {self.per_call} row(s))")
+        return result
+
+    def index_stats(self, conn, variant: str) -> None:
+        workloads.run_script(conn, CHAPTER, "postgres", "analyze")
+        stats = _query(conn, "index_stats")
+        stats.insert(0, "variant", variant)
+        self.w.append_csv(FILES["index"], stats)
+
+    def read_cost(self, conn, variant: str) -> None:
+        probe = _query(conn, "probe_ids")
+        if probe.empty:
+            return
+        key = int(probe.iloc[0, 0])
+        queries = [
+            ("point lookup", f"SELECT id, payload FROM {PG_TABLE} WHERE id = {key}", True),
+            ("point lookup, no partition pruning", f"SELECT id, payload FROM {PG_TABLE} WHERE id = {key}", False),
+            ("range of 100 keys", f"SELECT id, payload FROM {PG_TABLE} WHERE id BETWEEN {key} AND {key + 99}", True),
+        ]
+        rows = []
+        cur = conn.cursor()
+        for name, sql, pruning in queries:
+            cur.execute(f"SET enable_partition_pruning = {'on' if pruning else 'off'}")
+            cur.execute(sql)  # warm: the measured run should read from shared buffers
+            cur.fetchall()
+            plan = cur.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql).fetchone()[0]
+            rows.append({"variant": variant, "query": name, **postgres_plan_cost(plan), "sql": sql})
+        cur.execute("RESET enable_partition_pruning")
+        self.w.append_csv(FILES["read_cost"], pd.DataFrame(rows))
+
+    def variant(self, variant: str) -> None:
+        with contextlib.closing(self.connect()) as conn:
+            self.create(conn, variant)
+            for n in self.sessions:
+                self.point(variant, n)
+            self.index_stats(conn, variant)
+            self.read_cost(conn, variant)
+
+
+def run_postgres(ctx) -> None:
+    """Every variant at every session count on PostgreSQL, into ``ctx.writer``."""
+    p, writer = ctx.params, ctx.writer
+    with contextlib.closing(ctx.target.connect(ctx.database)) as conn:
+        settings = dict(conn.cursor().execute(
+            "SELECT name, setting FROM pg_settings WHERE name IN ('shared_buffers', 'block_size', "
+            "'synchronous_commit', 'max_connections', 'wal_level')").fetchall())
+    writer.update(engine={"settings": settings})
+    run = PostgresRun(ctx.target, ctx.database, writer, sessions=p["sessions"],
+                      rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
+                      partitions=p["partitions"], hz=p["wait_hz"], pin_hz=p["pin_hz"], stacks=p["capture_stacks"],
+                      log=ctx.log, rows_per_call=p["rows_per_call"])
+    for variant in ctx.variants:
+        run.variant(variant)
+    with contextlib.closing(ctx.target.connect(ctx.database)) as conn:
+        conn.cursor().execute(f"DROP TABLE IF EXISTS {PG_TABLE} CASCADE")
