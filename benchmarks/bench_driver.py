@@ -9,7 +9,7 @@ synchronous_commit = off everywhere.  For 1, 2, 4 and 8 sessions it runs:
 
 - pgbench with a custom script (the C load generator; simple protocol);
 - the sessions driver (harness.driver.run_sessions: threads, pyodbc);
-- the process-per-session driver (chapters.last_page_insert.procdriver);
+- the process-per-session driver (harness.procdriver);
 - a server-side loop: the driver calls a procedure that inserts 100 rows,
   each committed on its own (the same per-row work, no round trip per row).
 
@@ -40,7 +40,7 @@ from contention_book.harness.embedded_pg import EmbeddedPostgres
 from contention_book.harness.pg_waits import WaitSampler
 from contention_book.harness.targets import ensure_own_database, resolve_target
 
-from contention_book.chapters.last_page_insert.common import CHAPTER
+from contention_book.chapters.last_page_insert.spec import CHAPTER
 from contention_book.harness.procdriver import run_processes
 
 DATABASE = "contention_bench"

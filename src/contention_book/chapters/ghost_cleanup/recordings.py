@@ -12,10 +12,10 @@ from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED
 class GhostRecording(rec.RecordingView):
     """A recording of this chapter; its storage statistics and update-rate curve by name."""
 
-    curve = property(lambda self: self.table("curve"))
-    index_stats = property(lambda self: self.table("index"))
-    relation_stats = property(lambda self: self.table("relation"))
-    counters = property(lambda self: self.table("counters"))
+    curve = rec.table_property("curve")
+    index_stats = rec.table_property("index")
+    relation_stats = rec.table_property("relation")
+    counters = rec.table_property("counters")
 
 
 @dataclass

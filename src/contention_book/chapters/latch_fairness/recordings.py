@@ -12,11 +12,11 @@ from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, NATIVE_COLUMNS, PUBLISHED
 class LatchRecording(rec.RecordingView):
     """A recording of this chapter; the SQL Server statistics by name, the native sweep as its runs."""
 
-    latch = property(lambda self: self.table("latch"))
-    spinlock = property(lambda self: self.table("spinlock"))
-    wait = property(lambda self: self.table("wait"))
-    log_space = property(lambda self: self.table("log_space"))
-    counters = property(lambda self: self.table("counters"))
+    latch = rec.table_property("latch")
+    spinlock = rec.table_property("spinlock")
+    wait = rec.table_property("wait")
+    log_space = rec.table_property("log_space")
+    counters = rec.table_property("counters")
 
     @property
     def is_native(self) -> bool:
