@@ -7,8 +7,25 @@ import pandas as pd
 import pytest
 from tsql_parse import problems
 
-from contention_book.chapters import lmax_queue as lq
-from contention_book.chapters.lmax_queue import analysis, live_postgres as lp, live_sqlserver as ss, native_run
+from types import SimpleNamespace
+
+from contention_book.chapters.lmax_queue import claims, recordings, run_native as native_run, spec, tables
+from contention_book.chapters.lmax_queue import run_postgres as lp, run_sqlserver as ss
+from contention_book.chapters.lmax_queue.live import RUNNERS
+from contention_book.harness.params import ParameterError
+from contention_book.harness.runner import RunLog, resolve_params, run_chapter
+
+# The chapter's pieces under the names these tests were written with.
+analysis = SimpleNamespace(**{k: getattr(tables, k) for k in dir(tables) if not k.startswith("__")})
+analysis.key_numbers = lambda adkin, lmax, native, db: tables.key_numbers(recordings.Shown(adkin, lmax, native, db))
+analysis.verdicts = lambda adkin, lmax, native, db: claims.verdicts(recordings.Shown(adkin, lmax, native, db))
+lq = SimpleNamespace(load=recordings.load, load_measured=recordings.load_measured, LmaxRecording=recordings.LmaxRecording,
+                     load_published=lambda: (recordings.load(spec.PUBLISHED_ADKIN), recordings.load(spec.PUBLISHED_LMAX)))
+
+
+def run_live(*, engine, record_to, log, target=None, **params):
+    return run_chapter(spec.SPEC, RUNNERS, params, engine=engine, target=target, record_to=record_to,
+                       log=RunLog(log))
 from contention_book.harness import workloads
 from contention_book.harness.recording import RecordingError, repo_root
 
@@ -125,23 +142,26 @@ def test_spinlock_deltas_put_the_articles_spinlocks_first():
 
 # -- parameters -------------------------------------------------------------------------------------
 def test_parameters_are_checked():
-    assert lq.parse_sessions("4, 1,2", "postgres") == [1, 2, 4]
-    assert lq.parse_sessions("", "native") == [1, 2, 3, 4]
-    with pytest.raises(ValueError, match="sessions='1,x'"):
-        lq.parse_sessions("1,x", "postgres")
-    with pytest.raises(ValueError, match="from 1 to 256"):
-        lq.parse_sessions("0", "postgres")
-    assert lq.parse_variants("ring, naive", "postgres") == ["ring", "naive"]
-    with pytest.raises(ValueError, match="imoltp_v1.*expected some of"):
-        lq.parse_variants("imoltp_v1", "postgres")
-    with pytest.raises(ValueError, match="engine 'oracle'"):
-        lq.parse_variants("", "oracle")
+    def params(engine, **raw):
+        return resolve_params(spec.SPEC, engine, raw)
+
+    assert params("postgres", sessions="4, 1,2")["sessions"] == [4, 1, 2]
+    assert params("native")["sessions"] == [1, 2, 3, 4]
+    with pytest.raises(ParameterError, match="sessions='1,x'"):
+        params("postgres", sessions="1,x")
+    with pytest.raises(ParameterError, match=">= 1"):
+        params("postgres", sessions="0")
+    assert params("postgres", variants="ring, naive")["variants"] == ["ring", "naive"]
+    with pytest.raises(ParameterError, match="variants='imoltp_v1'"):
+        params("postgres", variants="imoltp_v1")
+    with pytest.raises(ParameterError, match="engine 'oracle'"):
+        params("oracle")
     with pytest.raises(ValueError, match="power of two"):
         native_run.check_queue_size(1000)
-    assert lp.check_pushes_per_call(50) == 50 and lp.check_pushes_per_call("1") == 1
-    for bad in (0, -3, 2.5, "many", None, lp.MAX_PUSHES_PER_CALL + 1):
-        with pytest.raises(ValueError, match="pushes_per_call="):
-            lp.check_pushes_per_call(bad)
+    assert params("postgres", pushes_per_call=50)["pushes_per_call"] == 50
+    for bad in (0, -3, 2.5, "many", 100_001):
+        with pytest.raises(ParameterError, match="pushes_per_call="):
+            params("postgres", pushes_per_call=bad)
 
 
 def test_pop_loop_results_are_parsed():
@@ -210,7 +230,7 @@ def fake_recording(engine, runs, **extra):
     r = R()
     r.engine = {"name": engine, "version": "x"}
     r.kind = "measured"
-    g = lq.LmaxRecording(r, pd.DataFrame(runs), **extra)
+    g = lq.LmaxRecording(r, {"runs": pd.DataFrame(runs), **extra})
     return g
 
 
@@ -251,11 +271,10 @@ def test_native_programs_build_run_and_check_their_options(tmp_path):
     assert bad.returncode == 2 and "power of two" in bad.stderr
     bad = subprocess.run([str(exe), "--queue", "stack"], capture_output=True, text=True)
     assert bad.returncode == 2 and "expected ring or locked" in bad.stderr
-    path = native_run.run_native(variants=["ring"], sessions=[1], messages_per_session=10_000, queue_size=64,
-                                 repetitions=1, increments=100_000, dest=tmp_path / "nat", command="pytest",
-                                 log=lambda *_: None)
+    path = run_live(engine="native", variants="ring", sessions="1", messages_per_session=10_000, queue_size=64,
+                    repetitions=1, increments=100_000, record_to=tmp_path / "nat", log=lambda *_: None)
     g = lq.load(path)
-    assert g.engine == "native" and g.false_sharing is not None and g.recording.manifest["measured"]["command"] == "pytest"
+    assert g.engine == "native" and g.false_sharing is not None and g.recording.manifest["measured"]["command"].startswith("python -m contention_book.run lmax-queue")
 
 
 # -- PostgreSQL live --------------------------------------------------------------------------------
@@ -264,7 +283,7 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
     from conftest import TEST_ENV_VAR
 
     lines = []
-    path = lq.run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", variants="ring,skip_locked",
+    path = run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", variants="ring,skip_locked",
                        duration_s=0.6, queue_size=500, pushes_per_call=5, record_to=str(tmp_path / "rec"),
                        database="contention_test", log=lines.append)
     g = lq.load(path)
@@ -283,10 +302,10 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
     native, db = lq.load_measured(path)
     assert db.id == g.id
     assert not analysis.verdicts(*lq.load_published(), native, db).empty
-    assert any("recording written" in line for line in lines)
+    assert any("complete" in line for line in lines)
     assert any("(5 per call)" in line for line in lines)
     # one statement per message: the old path still runs
-    old = lq.load(lq.run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1", variants="ring,naive",
+    old = lq.load(run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1", variants="ring,naive",
                               duration_s=0.4, queue_size=200, pushes_per_call=1, record_to=str(tmp_path / "old"),
                               database="contention_test", log=lines.append))
     assert (old.runs["calls"] == old.runs["operations"]).all() and (old.runs["errors"] == 0).all()

@@ -7,10 +7,16 @@ cursors on cache lines of their own and consumers that batch.  The article
 rebuilt that ring inside SQL Server on In-Memory OLTP and peeled off the
 bottlenecks one by one, down to a spinlock on the metadata cache.
 
-Modules: ``common`` (names), ``recordings`` (loading), ``native_run``,
-``live_postgres``, ``live_sqlserver`` and ``live`` (measuring), ``analysis``
-(tables, key numbers, verdicts) and ``figures`` (seaborn).
+Modules: spec (the chapter as data), recordings (what the page shows), live
+(one runner per engine) with run_native, run_postgres, run_sqlserver,
+tables (frames and key numbers), claims (verdicts), figures, published (the
+article's and the LMAX paper's numbers).
 """
-from .common import CHAPTER, DEFAULT_MEASURED, LABELS, NOTEBOOK, PUBLISHED, VARIANTS  # noqa: F401
-from .live import parse_sessions, parse_variants, run_live  # noqa: F401
-from .recordings import LmaxRecording, load, load_measured, load_published  # noqa: F401
+from . import claims, figures, recordings, tables
+from .claims import verdicts
+from .recordings import header_note, load_shown
+from .spec import SPEC
+from .tables import key_numbers
+
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
+           "tables"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from . import analysis
+from . import tables as analysis
 from .recordings import LmaxRecording
 
 

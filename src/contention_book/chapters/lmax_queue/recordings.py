@@ -3,68 +3,48 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
-
-import pandas as pd
 
 from contention_book.harness import recording as rec
 
-from .common import (CHAPTER, DEFAULT_MEASURED, FALSE_SHARING_COLUMNS, FILES, FINDING_COLUMNS, INCREMENT_COLUMNS,
-                     PUBLISHED_ADKIN, PUBLISHED_LMAX, RELATION_COLUMNS, RUNS_COLUMNS, SPINLOCK_COLUMNS,
-                     WAIT_COLUMNS)
+from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED_ADKIN, PUBLISHED_LMAX
 
 
-@dataclass
 class LmaxRecording(rec.RecordingView):
-    recording: rec.Recording
-    runs: pd.DataFrame
-    false_sharing: Optional[pd.DataFrame] = None
-    waits: Optional[pd.DataFrame] = None
-    relation: Optional[pd.DataFrame] = None
-    spinlocks: Optional[pd.DataFrame] = None
-    latches: Optional[pd.DataFrame] = None
-    sqlwaits: Optional[pd.DataFrame] = None
-    findings: Optional[pd.DataFrame] = None
-    increments: Optional[pd.DataFrame] = None
+    """A recording of this chapter; every table by name."""
+
+    false_sharing = rec.table_property("false_sharing")
+    waits = rec.table_property("waits")
+    relation = rec.table_property("relation")
+    spinlocks = rec.table_property("spinlocks")
+    latches = rec.table_property("latches")
+    sqlwaits = rec.table_property("sqlwaits")
+    findings = rec.table_property("findings")
+    increments = rec.table_property("increments")
 
     @property
     def label(self) -> str:
-        eng = self.recording.engine
-        kind = self.recording.kind
-        if eng["name"] == "sqlserver":
-            return f"SQL Server {eng['version']} ({kind})"
-        if eng["name"] == "postgres":
-            return f"PostgreSQL {str(eng['version']).split()[0]} ({kind})"
-        if kind == "published":
-            return "LMAX paper, Java (published)"
-        return f"native C ({kind})"
+        if self.engine == "native":
+            return "LMAX paper, Java (published)" if self.kind == "published" else f"native C ({self.kind})"
+        return super().label
 
 
-_OPTIONAL = {
-    "false_sharing": FALSE_SHARING_COLUMNS, "waits": WAIT_COLUMNS, "relation": RELATION_COLUMNS,
-    "spinlocks": SPINLOCK_COLUMNS, "latches": ("variant", "sessions", "name", "waits", "wait_time_ms"),
-    "sqlwaits": ("variant", "sessions", "name", "waits", "wait_time_ms"), "findings": FINDING_COLUMNS,
-    "increments": INCREMENT_COLUMNS,
-}
+@dataclass
+class Shown:
+    """The article's recording, the LMAX paper's, and the measured native and database recordings."""
+
+    adkin: LmaxRecording
+    lmax: LmaxRecording
+    native: LmaxRecording
+    db: LmaxRecording
 
 
 def load(ref: str | Path) -> LmaxRecording:
     """Open a recording of this chapter by id or directory."""
-    r = rec.open_chapter(CHAPTER, ref)
-    runs = r.csv(FILES["runs"], RUNS_COLUMNS)
-    if runs.empty:
-        raise rec.RecordingError(f"recording {r.path}: file {FILES['runs']} has no rows; expected one per run")
-    out = LmaxRecording(r, runs)
-    for attr, cols in _OPTIONAL.items():
-        if r.has(FILES[attr]):
-            setattr(out, attr, r.csv(FILES[attr], cols))
-    if out.engine == "native" and r.kind == "measured" and out.false_sharing is None:
-        raise rec.RecordingError(f"recording {r.path}: a measured native recording needs {FILES['false_sharing']}")
+    out = rec.load_view(CHAPTER, ref, LAYOUT, LmaxRecording)
+    if out.runs.empty:
+        raise rec.RecordingError(f"recording {out.recording.path}: file {LAYOUT['runs'].path} has no rows; "
+                                 "expected one per run")
     return out
-
-
-def load_published() -> tuple[LmaxRecording, LmaxRecording]:
-    return load(PUBLISHED_ADKIN), load(PUBLISHED_LMAX)
 
 
 def load_measured(recording: str | Path | None = "") -> tuple[LmaxRecording, LmaxRecording]:
@@ -81,3 +61,15 @@ def load_measured(recording: str | Path | None = "") -> tuple[LmaxRecording, Lma
         else:
             database = chosen
     return native, database
+
+
+def load_shown(recording: str = "", stacks: str = "") -> Shown:
+    if stacks:
+        raise ValueError("stacks: this chapter shows no CPU stacks")
+    native, db = load_measured(recording)
+    return Shown(load(PUBLISHED_ADKIN), load(PUBLISHED_LMAX), native, db)
+
+
+def header_note(shown: Shown) -> str:
+    measured = [("Measured (native)", shown.native.recording), (f"Measured ({shown.db.engine})", shown.db.recording)]
+    return rec.shown_note(measured, [shown.adkin.recording, shown.lmax.recording])

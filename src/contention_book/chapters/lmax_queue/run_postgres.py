@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Callable, Sequence
+from typing import Callable
 
 import pandas as pd
 
@@ -20,7 +20,7 @@ from contention_book.harness.pg_waits import WaitSampler, shares
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.targets import Target
 
-from .common import CHAPTER, CONSUMING, FILES
+from .spec import CHAPTER, CONSUMING, FILES
 
 MESSAGE = "Hello World"
 SETUP = {"ring": "setup_ring", "ring_unlogged": "setup_ring_unlogged", "naive": "setup_queue",
@@ -28,21 +28,6 @@ SETUP = {"ring": "setup_ring", "ring_unlogged": "setup_ring_unlogged", "naive": 
 POP = {"naive": "pop_naive", "skip_locked": "pop_skip_locked"}
 PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?)", "queue": "CALL lmax_push_queue_loop(?, ?)"}
 POP_LOOP = "CALL lmax_pop_loop(?, ?, NULL, NULL)"
-MAX_PUSHES_PER_CALL = 100_000
-
-
-def check_pushes_per_call(value) -> int:
-    """pushes_per_call: a whole number from 1 (one statement per call) to MAX_PUSHES_PER_CALL."""
-    try:
-        n = int(value)
-        if n != float(value):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise ValueError(f"pushes_per_call={value!r}: expected a whole number of messages per call, e.g. 50") from None
-    if not 1 <= n <= MAX_PUSHES_PER_CALL:
-        raise ValueError(f"pushes_per_call={value!r}: expected 1 (one statement per call, a client round trip per "
-                         f"message) to {MAX_PUSHES_PER_CALL:,} (a server-side loop per call)")
-    return n
 
 
 def parse_ages(text) -> list[float]:
@@ -79,7 +64,7 @@ class PostgresQueueRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, queue_size: int,
                  duration_s: float, messages_per_session: int, log: Callable[[str], None], pushes_per_call: int = 1):
         self.t, self.db, self.w = target, database, writer
-        self.per_call = check_pushes_per_call(pushes_per_call)
+        self.per_call = int(pushes_per_call)
         self.queue_size = int(queue_size)
         self.duration_s = float(duration_s)
         self.cap = int(messages_per_session) or None
@@ -187,9 +172,14 @@ class _Done(Exception):
     """A producer that reached messages_per_session: counted as an error by the driver, dropped here."""
 
 
-def run_postgres(target: Target, database: str, writer: RecordingWriter, *, variants: Sequence[str],
-                 sessions: Sequence[int], queue_size: int, duration_s: float, messages_per_session: int,
-                 log: Callable[[str], None], pushes_per_call: int = 1) -> None:
+def run_postgres(ctx) -> None:
+    """Every design at every session count on PostgreSQL, into ``ctx.writer``."""
+    p, target, database, writer, log = ctx.params, ctx.target, ctx.database, ctx.writer, ctx.log
+    variants, sessions, pushes_per_call = ctx.variants, sorted(p["sessions"]), p["pushes_per_call"]
+    queue_size, duration_s, messages_per_session = p["queue_size"], p["duration_s"], p["messages_per_session"] or 0
+    writer.update(parameters={**writer.manifest["parameters"], "synchronous_commit": "off (session)",
+                              "fillfactor_ring": 50, "latency": "per call (of pushes_per_call messages)",
+                              "throughput": "messages per second"})
     with contextlib.closing(target.connect(database)) as conn:
         settings = dict(conn.cursor().execute(
             "SELECT name, setting FROM pg_settings WHERE name IN ('autovacuum', 'autovacuum_naptime', "

@@ -1,4 +1,4 @@
-"""Write the "published" recordings of the LMAX-queue chapter.
+"""The published recordings of the LMAX-queue chapter, transcribed from their sources.
 
 Two sources, each with its citation in the manifest:
 
@@ -12,10 +12,9 @@ Two sources, each with its citation in the manifest:
 * the LMAX Disruptor technical paper (v1.0, May 2011): ArrayBlockingQueue
   against the Disruptor, the in-process ceiling.
 
-Nothing here was measured by this project.  Run once; the writer refuses to
-overwrite the committed recordings under data/lmax-queue/.
+Nothing here was measured by this project.
 
-    python scripts/transcribe_lmax_queue.py
+    python -m contention_book.chapters.lmax_queue.published [--out DIR]
 """
 from __future__ import annotations
 
@@ -23,9 +22,11 @@ import math
 
 import pandas as pd
 
-from contention_book.harness.recording import RecordingWriter, data_root
+from contention_book.harness.recording import RecordingWriter
 
-CHAPTER = "lmax-queue"
+from ..shared.published import main
+from .spec import CHAPTER, FILES, PUBLISHED_ADKIN, PUBLISHED_LMAX
+
 NAN = math.nan
 
 ADKIN = {
@@ -55,7 +56,7 @@ LMAX_HOST = {"description": "the paper's test machine (not transcribed here)", "
 FINDING_COLS = ["order", "topic", "variant", "sessions", "value", "unit", "statement"]
 
 
-def adkin() -> None:
+def adkin(dest) -> None:
     runs = pd.DataFrame([{
         "variant": "imoltp_v3", "sessions": 1, "throughput": 200_000, "operations": 2_000_000,
         "note": "one thread, the whole push loop natively compiled: 200,000 messages per second",
@@ -93,7 +94,6 @@ def adkin() -> None:
          "BLOCKER_ENUM: taken when memory-optimized tables are changed from interpreted T-SQL (transactions "
          "that span both engines)"),
     ], columns=FINDING_COLS)
-    dest = data_root() / CHAPTER / "published-adkin-2016-imoltp"
     with RecordingWriter(dest, chapter=CHAPTER, kind="published",
                          engine={"name": "sqlserver", "version": "13.0 CTP 2.4", "build": "SQL Server 2016 CTP 2.4",
                                  "settings": {"trace_flags": [8008, 8048], "delayed_durability": "FORCED"}},
@@ -102,14 +102,13 @@ def adkin() -> None:
                                      "ring_bucket_count": 2_097_152, "sequence_bucket_count": 524_288},
                          citation=ADKIN, started=ADKIN["date"],
                          title="Published: a ring-buffer queue on In-Memory OLTP (SQL Server 2016 CTP 2.4)") as w:
-        w.write_csv("runs.csv", runs, "the one throughput the article states as a number")
-        w.write_csv("findings.csv", findings, "the article's findings in order; shapes kept as text")
+        w.write_csv(FILES["runs"], runs, "the one throughput the article states as a number")
+        w.write_csv(FILES["findings"], findings, "the article's findings in order; shapes kept as text")
         w.add_note("The article's throughput curves for v1 and v2 are graphs without printed values; "
                    "only their shape (the knee at 23 threads, 'nearly double') is recorded.")
-    print("wrote", dest)
 
 
-def lmax() -> None:
+def lmax(dest) -> None:
     runs = pd.DataFrame([
         ("array_blocking_queue", "1P-1C unicast", 1, 1, 5_339_256),
         ("disruptor", "1P-1C unicast", 1, 1, 25_998_336),
@@ -129,18 +128,17 @@ def lmax() -> None:
         ("single thread with CAS", 1, 500_000_000, 5_700),
         ("two threads with CAS", 2, 500_000_000, 30_000),
     ], columns=["method", "threads", "increments", "elapsed_ms"])
-    dest = data_root() / CHAPTER / "published-lmax-2011-disruptor"
     with RecordingWriter(dest, chapter=CHAPTER, kind="published",
                          engine={"name": "native", "version": "Java (the paper's JVM)", "build": None},
                          host=LMAX_HOST, parameters={"unit": "operations per second"},
                          citation=LMAX, started=LMAX["date"],
                          title="Published: ArrayBlockingQueue against the Disruptor (LMAX, 2011)") as w:
-        w.write_csv("runs.csv", runs, "throughput in operations per second, as tabulated in the paper")
-        w.write_csv("findings.csv", findings, "mean latency of the 3-stage pipeline")
-        w.write_csv("samples/increment_costs.csv", increments, "cost of incrementing a 64-bit counter 500M times")
-    print("wrote", dest)
+        w.write_csv(FILES["runs"], runs, "throughput in operations per second, as tabulated in the paper")
+        w.write_csv(FILES["findings"], findings, "mean latency of the 3-stage pipeline")
+        w.write_csv(FILES["increments"], increments, "cost of incrementing a 64-bit counter 500M times")
 
+
+RECORDINGS = {PUBLISHED_ADKIN: adkin, PUBLISHED_LMAX: lmax}
 
 if __name__ == "__main__":
-    adkin()
-    lmax()
+    raise SystemExit(main(CHAPTER, RECORDINGS))

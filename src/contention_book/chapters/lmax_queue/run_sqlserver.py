@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 import pandas as pd
 
@@ -16,10 +16,9 @@ from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.driver import LatencyHistogram, run_sessions
 from contention_book.harness.guard import Change, StateGuard
-from contention_book.harness.recording import RecordingWriter
-from contention_book.harness.targets import Target, check_identifier, major_version
+from contention_book.harness.targets import check_identifier, major_version
 
-from .common import CHAPTER, CONSUMING, FILES, SINGLE_SESSION, SPINLOCKS_FIRST
+from .spec import CHAPTER, CONSUMING, FILES, SINGLE_SESSION, SPINLOCKS_FIRST
 
 LOOP = {"imoltp_v1": "lmax_loop_v1", "imoltp_v2": "lmax_loop_v2", "imoltp_v3": "lmax_loop_v3",
         "disk_naive": "lmax_disk_push_loop", "disk_ring_sequence": "lmax_disk_ring_loop"}
@@ -95,9 +94,13 @@ def stats_deltas(before: dict, after: dict) -> dict[str, pd.DataFrame]:
     return out
 
 
-def run_sqlserver(target: Target, database: str, writer: RecordingWriter, *, version: str, variants: Sequence[str],
-                  sessions: Sequence[int], queue_size: int, messages_per_session: int, push_chunk: int,
-                  duration_s: float, log: Callable[[str], None]) -> None:
+def run_sqlserver(ctx) -> None:
+    """The In-Memory OLTP versions and the disk baselines on a reader's SQL Server, into ``ctx.writer``."""
+    p, target, database, writer, log = ctx.params, ctx.target, ctx.database, ctx.writer, ctx.log
+    version, variants, sessions = writer.manifest["engine"]["version"], ctx.variants, sorted(p["sessions"])
+    queue_size, messages_per_session, push_chunk = p["queue_size"], p["messages_per_session"], p["push_chunk"]
+    duration_s = p["duration_s"]
+    writer.update(parameters={**writer.manifest["parameters"], "delayed_durability": "FORCED (guarded, restored after)"})
     keep, notes = runnable(variants, version)
     for n in notes:
         writer.add_note(n)

@@ -1,0 +1,92 @@
+"""The LMAX-queue chapter as data: engines, variants, live-run parameters, recording layout."""
+from __future__ import annotations
+
+from contention_book.harness import params as P
+from contention_book.harness.spec import ChapterSpec, Table
+
+CHAPTER = "lmax-queue"
+NOTEBOOK = "05-lmax-queue.ipynb"
+ENGINES = ("native", "postgres", "sqlserver")
+
+PUBLISHED_ADKIN = "published-adkin-2016-imoltp"
+PUBLISHED_LMAX = "published-lmax-2011-disruptor"
+PUBLISHED = (PUBLISHED_ADKIN, PUBLISHED_LMAX)
+DEFAULT_MEASURED = {"native": "measured-native-reference", "postgres": "measured-postgres-reference"}
+
+VARIANTS = {
+    "native": ("ring", "locked"),
+    "postgres": ("ring", "ring_unlogged", "naive", "skip_locked"),
+    "sqlserver": ("imoltp_v1", "imoltp_v2", "imoltp_v3", "disk_naive", "disk_ring_sequence"),
+}
+# variants with consumers as well as producers (the others measure the push alone, as the article did)
+CONSUMING = {"naive", "skip_locked", "disk_naive"}
+SINGLE_SESSION = {"imoltp_v3"}  # the whole loop is one atomic block: it cannot retry, so one session only
+
+LABELS = {
+    "ring": "ring buffer (disruptor)",
+    "locked": "mutex + condition variables",
+    "ring_unlogged": "ring table, UNLOGGED",
+    "naive": "INSERT / DELETE ... RETURNING",
+    "skip_locked": "INSERT / DELETE ... SKIP LOCKED",
+    "imoltp_v1": "In-Memory OLTP v1 (interpreted loop, two native procs)",
+    "imoltp_v2": "In-Memory OLTP v2 (slot inside the native push)",
+    "imoltp_v3": "In-Memory OLTP v3 (whole loop natively compiled)",
+    "disk_naive": "disk table INSERT + DELETE ... OUTPUT",
+    "disk_ring_sequence": "disk ring, slot from a SEQUENCE",
+    "array_blocking_queue": "ArrayBlockingQueue (Java)",
+    "disruptor": "Disruptor (Java)",
+}
+PG_LABELS = {"ring": "ring table (HOT updates, logged)"}
+
+RUNS_COLUMNS = ("variant", "sessions", "throughput")
+FALSE_SHARING_COLUMNS = ("layout", "threads", "increments_per_thread", "ns_per_increment")
+WAIT_COLUMNS = ("variant", "sessions", "wait", "samples", "share")
+RELATION_COLUMNS = ("variant", "sessions", "relation", "table_bytes", "live_tuples", "dead_tuples", "n_tup_upd",
+                    "n_tup_hot_upd")
+SPINLOCK_COLUMNS = ("variant", "sessions", "name", "collisions", "spins", "backoffs")
+FINDING_COLUMNS = ("order", "topic", "variant", "sessions", "value", "unit", "statement")
+INCREMENT_COLUMNS = ("method", "threads", "increments", "elapsed_ms")
+
+LAYOUT = {
+    "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "postgres", "sqlserver", "published")),
+    "false_sharing": Table("results/false_sharing.csv", FALSE_SHARING_COLUMNS, ("native",)),
+    "waits": Table("samples/wait_events.csv", WAIT_COLUMNS),
+    "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS),
+    "spinlocks": Table("dmv/spinlock_deltas.csv", SPINLOCK_COLUMNS),
+    "latches": Table("dmv/latch_deltas.csv", ("variant", "sessions", "name", "waits", "wait_time_ms")),
+    "sqlwaits": Table("dmv/wait_deltas.csv", ("variant", "sessions", "name", "waits", "wait_time_ms")),
+    "findings": Table("published/findings.csv", FINDING_COLUMNS),
+    "increments": Table("published/increment_costs.csv", INCREMENT_COLUMNS),
+}
+FILES = {key: table.path for key, table in LAYOUT.items()}
+OLD_PATHS = {"samples/false_sharing.csv": FILES["false_sharing"], "dmv/wait_events.csv": FILES["waits"]}
+
+SPINLOCKS_FIRST = ("CMED_HASH_SET", "XDESMGR", "BLOCKER_ENUM", "LOGCACHE_ACCESS")
+
+PARAMS = (
+    P.sessions({"native": (1, 2, 3, 4), "postgres": (1, 2, 4, 8), "sqlserver": (1, 2, 4, 8, 16, 23, 32)},
+               "producer sessions (native: producer threads)"),
+    P.variants(VARIANTS),
+    P.duration_s(3.0, "seconds per point (database engines)"),
+    P.repetitions({"native": 3}, "repetitions of every point (native)"),
+    P.database(),
+    P.Param("messages_per_session", "int", "messages each producer pushes (PostgreSQL: a cap, empty for none)",
+            default={"native": 4_000_000, "postgres": None, "sqlserver": 50_000}, minimum=1),
+    P.Param("queue_size", "int", "slots in the ring (native: a power of two)",
+            default={"native": 4096, "postgres": 10_000, "sqlserver": 2_000_000}, minimum=2),
+    P.Param("increments", "int", "increments per thread of the false-sharing demo", default=100_000_000,
+            minimum=1000, engines=("native",)),
+    P.Param("pushes_per_call", "int", "messages one call pushes (1: a statement and a round trip per message)",
+            default=50, minimum=1, maximum=100_000, engines=("postgres",)),
+    P.Param("push_chunk", "int", "messages per call of the In-Memory OLTP loops", default=1000, minimum=1,
+            engines=("sqlserver",)),
+)
+
+SPEC = ChapterSpec(
+    chapter=CHAPTER, notebook=NOTEBOOK,
+    titles={"native": "Native: a disruptor ring against a mutex + condition-variable queue",
+            "postgres": "LMAX queues on PostgreSQL: ring tables and queue tables",
+            "sqlserver": "LMAX queues on SQL Server: In-Memory OLTP ring and disk baselines"},
+    variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT, published=PUBLISHED,
+    reference=DEFAULT_MEASURED, native_programs=("lmax_disruptor", "lmax_false_sharing"),
+)
