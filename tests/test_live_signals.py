@@ -70,13 +70,20 @@ def _wait_for_pin(proc: subprocess.Popen, root: Path, all_cpus: set[int], timeou
 
 
 @pytest.fixture
-def cluster_root(tmp_path):
-    root = tmp_path / "pg"
-    yield root
+def cluster_root():
+    """A cluster home the postgres OS user can reach (pytest's tmp_path is private to root)."""
+    import shutil
+    import tempfile
+
     from contention_book.harness.embedded_pg import EmbeddedPostgres
 
+    home = Path(tempfile.mkdtemp(prefix="contention-book-signals-"))
+    os.chmod(home, 0o755)
+    root = home / "pg"
+    yield root
     if (root / "data" / "PG_VERSION").exists():
         EmbeddedPostgres(root=root).stop()
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.parametrize("sig, prestarted", [(signal.SIGINT, True), (signal.SIGTERM, False)])

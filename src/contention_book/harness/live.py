@@ -1,9 +1,10 @@
 """What every live chapter run shares: its target, its recording, its provenance.
 
-``live_target`` turns the notebook's ``target``/``engine`` parameters into a
-connected :class:`~harness.targets.Target` (starting the embedded PostgreSQL
-when no target is named), and ``measured_writer`` opens a recording whose
-manifest carries the tool version, the git commit and the exact command.
+``live_target`` turns a run's ``target``/``engine`` into a connected
+:class:`~contention_book.harness.targets.Target` (starting the embedded
+PostgreSQL when no target is named), and ``measured_writer`` opens a
+recording whose manifest carries the tool version, the git commit and the
+exact command.  :mod:`.runner` puts them together for every chapter.
 """
 from __future__ import annotations
 
@@ -55,14 +56,6 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
-
-
-def invocation(notebook: str, parameters: Mapping[str, Any]) -> str:
-    """The command that produced this run: the make line if the runner set it, else papermill's."""
-    if os.environ.get(COMMAND_ENV):
-        return os.environ[COMMAND_ENV]
-    args = " ".join(f"-p {k} {shlex.quote(str(v))}" for k, v in parameters.items() if v not in (None, ""))
-    return f"papermill notebooks/{notebook} OUT.ipynb {args}".strip()
 
 
 def recording_id(engine: str, label: str = "") -> str:

@@ -176,7 +176,8 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
     shown = {k: v for k, v in params.items() if v not in (None, "", [])}
     log(f"[run] {spec.chapter} on {engine}{f' (target {target})' if target else ''}")
     log(f"[run] parameters: {', '.join(f'{k}={v}' for k, v in shown.items())}")
-    log(f"[run] server-wide changes: {'allowed (each printed before it runs, restored after)' if allow_server_changes else 'not allowed'}")
+    allowed = "allowed (each printed before it runs, restored after)" if allow_server_changes else "not allowed"
+    log(f"[run] server-wide changes (opt-in: trace flags, affinity, statistics clearing): {allowed}")
     log(f"[run] recording: {dest}")
     started = time.monotonic()
     title = spec.titles.get(engine, spec.chapter)
