@@ -11,13 +11,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from contention_book.harness import params as P
 from contention_book.harness import runner
-from contention_book.harness.spec import ChapterSpec, Table
+from contention_book.harness.spec import ChapterSpec
 
 TOY = textwrap.dedent('''
     import sys, time

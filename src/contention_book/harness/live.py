@@ -12,7 +12,6 @@ import contextlib
 import datetime as _dt
 import os
 import platform
-import shlex
 import subprocess
 import sys
 from pathlib import Path
