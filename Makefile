@@ -32,10 +32,12 @@ help:
 	@echo "make bench-driver      the sessions driver against pgbench on the same single-row insert"
 	@echo "make native    build the C microbenchmarks in native/ (chapters build them on demand too)"
 
-$(STAMP): requirements.txt pyproject.toml
+# Every package at its locked version, checked against its hash; then this project itself.
+$(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -13,15 +13,6 @@ from contention_book.harness import book
 from contention_book.harness.recording import data_root, repo_root
 
 
-def test_environment_yml_agrees_with_requirements():
-    pins = {line.strip() for line in (repo_root() / "requirements.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")}
-    env = yaml.safe_load((repo_root() / "environment.yml").read_text())
-    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    assert set(pip_section) == pins
-    assert all("==" in pin for pin in pins), "every requirement is pinned"
-
-
 def test_notebooks_are_committed_without_outputs_and_have_parameters():
     notebooks = book.notebooks()
     assert "ghost-cleanup" in notebooks
