@@ -5,7 +5,6 @@ PyPI's `perftools` (an Android simpleperf helper) installs a top-level
 `contention_book.perftools`, so both import and our command works.
 """
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
