@@ -34,6 +34,15 @@ LINE_EXPECTED = "a folded stack 'frame;frame;... COUNT'"
 _PROCESS = re.compile(r"^[^;!]* \(\d+\)$")
 
 
+_FOLDED = re.compile(r"^\S.* \d+(\.\d+)?$")
+
+
+def looks_like(lines: list[str]) -> bool:
+    """Every one of the first 20 lines (``#`` comments aside) is ``frame;frame;... COUNT``."""
+    body = [ln for ln in lines if not ln.startswith("#")]
+    return bool(body) and all(_FOLDED.match(ln.rstrip()) for ln in body[:20])
+
+
 def _first_frames_are_processes(path) -> bool:
     """Do all lines start with a ``name (pid)`` frame, as our captures write?"""
     seen = False

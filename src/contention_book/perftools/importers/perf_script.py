@@ -35,7 +35,7 @@ from ..errors import FormatError
 from ..model import NO_STACK, Profile, ProfileBuilder
 from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary
 
-__all__ = ["load", "HEADER_PATTERN"]
+__all__ = ["load", "looks_like", "HEADER_PATTERN"]
 
 #: Sample header; the same pattern runs in RE2 (pyarrow) and Python ``re``.
 HEADER_PATTERN = (
@@ -51,6 +51,12 @@ HEADER_EXPECTED = "a sample header 'comm pid/tid [cpu] time: [period] event:'"
 FRAME_EXPECTED = "a stack frame line 'ADDRESS SYMBOL+OFFSET (DSO)'"
 
 _CHUNK = 8 << 20
+
+
+def looks_like(lines: list[str]) -> bool:
+    """The first line that is not a ``#`` comment is a sample header ``comm pid time: event:``."""
+    body = [ln for ln in lines if not ln.startswith("#")]
+    return bool(body) and bool(_HEADER_RE.match(body[0]))
 
 
 def _is_frame_line(line: str) -> bool:

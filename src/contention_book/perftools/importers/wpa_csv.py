@@ -37,54 +37,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ..csv_columns import NUMERIC, find_columns, header_rows, sniff_delimiter
 from ..errors import FormatError
 from ..model import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import TIME_UNITS, decimal_evidence, parse_number, parse_strings, split_unit
 from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary, open_text, prefetch, read_head
 
-__all__ = ["load", "find_columns", "sniff_delimiter"]
+__all__ = ["load", "looks_like"]
 
 _PLAIN = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
-#: Model field -> accepted header names (lower case, unit removed).
-COLUMNS = {
-    "stack": ("stack",),
-    "weight": ("weight (in view)", "weight"),
-    "count": ("count",),
-    "process": ("process", "process name"),
-    "thread": ("thread id", "threadid", "thread", "tid"),
-    "time": ("timestamp", "time"),
-    "cpu": ("cpu",),
-}
-NUMERIC = ("weight", "count", "thread", "time", "cpu")
-_NONE = "\x00"  # stands for "no stack" while stack strings are split on '/' 
+_NONE = "\x00"  # stands for "no stack" while stack strings are split on '/'
 
 
-def sniff_delimiter(header_line: str) -> str:
-    """``,`` unless the header splits into more fields on ``;`` or tab."""
-    best, n = ",", 0
-    for d in (",", ";", "\t"):
-        fields = next(csv.reader([header_line], delimiter=d), [])
-        if len(fields) > n:
-            best, n = d, len(fields)
-    return best
-
-
-def find_columns(names: list[str]) -> dict[str, tuple[int, str, str | None]]:
-    """Model field -> (index, header text, unit) for the columns present."""
-    found: dict[str, tuple[int, str, str | None]] = {}
-    norm = []
-    for n in names:
-        base, unit = split_unit(n.lstrip("\ufeff"))
-        norm.append((base.strip().lower(), unit))
-    for field, accepted in COLUMNS.items():
-        for want in accepted:
-            hits = [i for i, (b, _) in enumerate(norm) if b == want]
-            if hits:
-                i = hits[0]
-                found[field] = (i, names[i], norm[i][1])
-                break
-    return found
+def looks_like(lines: list[str]) -> bool:
+    """A CSV header with a Stack column (a WPA tree, whose cells carry guides, is sniffed before this)."""
+    return "stack" in find_columns(header_rows(lines)[0]) if lines else False
 
 
 class _Header:

@@ -22,6 +22,8 @@ seconds.  Weight is the sample's ``Count`` column (1 when absent).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..errors import FormatError
@@ -33,6 +35,15 @@ __all__ = ["load"]
 
 SAMPLE_REQUIRED = ("TimeStamp", "Process Name ( PID)", "ThreadID")
 STACK_REQUIRED = ("TimeStamp", "ThreadID", "No.", "Image!Function")
+
+
+_DUMPER_EVENT = re.compile(r"^(SampledProfile|Stack),\s*\d+\s*,")
+
+
+def looks_like(lines: list[str]) -> bool:
+    """xperf's ``BeginHeader`` block, or SampledProfile/Stack event lines."""
+    stripped = [ln.strip() for ln in lines[:200]]
+    return "BeginHeader" in stripped or any(_DUMPER_EVENT.match(s) for s in stripped)
 
 
 def _fields(line: str, ncols: int, func_cols: list[int]) -> list[str] | None:
