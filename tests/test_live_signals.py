@@ -120,3 +120,33 @@ def test_signal_mid_run_restores_everything(tmp_path, cluster_root, sig, prestar
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
+
+
+def test_after_sigkill_of_the_runner_the_next_run_repairs_everything(tmp_path, cluster_root):
+    """SIGKILL cannot be caught: the cluster stays up with its walwriter pinned and a hidden partial recording
+    is left.  The next run stops that cluster (its starter is gone), seals the partial recording as
+    incomplete, and completes."""
+    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(cluster_root)}
+    all_cpus = set(os.sched_getaffinity(0))
+    rec = tmp_path / "killed"
+    # the default variant's point is written before the walwriter is pinned, so the killed run leaves data
+    proc = _make(env, "variants=default,walwriter_alone", "sessions=1", "duration_s=5", "capture_stacks=false",
+                 record_to=rec)
+    _wait_for_pin(proc, cluster_root, all_cpus)
+    runners = [int(line.split()[0]) for line in _run_processes()]
+    assert runners
+    for pid in runners:
+        os.kill(pid, signal.SIGKILL)
+    proc.communicate(timeout=120)
+    assert _postmaster(cluster_root) is not None  # left behind by the killed run
+    assert list(tmp_path.glob(".killed.*.partial"))
+
+    again = tmp_path / "again"
+    proc = _make(env, "sessions=1", "duration_s=1", "capture_stacks=false", record_to=again)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert "left running (that run was killed)" in out
+    assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
+    sealed = json.loads((rec / "manifest.json").read_text())
+    assert sealed["status"]["state"] == "incomplete" and "killed" in sealed["status"]["reason"]
+    assert _postmaster(cluster_root) is None and not _run_processes()

@@ -501,3 +501,26 @@ def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path
     assert set(g.table("pg_waits")["backend_type"]) <= {"client backend", "walwriter"}
     assert (g.table("pg_wal")["wal_records"] >= g.table("pg_wal")["rows"]).all()  # at least one record per insert
     assert os.sched_getaffinity(ww) == before and os.sched_getaffinity(0) == mine
+
+
+def test_a_walwriter_left_pinned_by_a_killed_run_is_unpinned(monkeypatch):
+    """Its CPUs go back to its postmaster's; a walwriter already like its postmaster is left alone."""
+    child = subprocess.Popen(["sleep", "30"])  # stands for the walwriter; this process is its "postmaster"
+    try:
+        monkeypatch.setattr(live_postgres, "walwriter_pid", lambda conn: child.pid)
+        cpus = {child.pid: {0}, os.getpid(): {0, 1, 2, 3}}
+        set_calls = []
+        lines = []
+
+        def setaff(pid, c):
+            set_calls.append((pid, set(c)))
+            cpus[pid] = set(c)
+
+        assert live_postgres.unpin_leftover(None, lines.append, getaffinity=cpus.__getitem__, setaffinity=setaff)
+        assert set_calls == [(child.pid, {0, 1, 2, 3})] and "left it pinned" in lines[0]
+        assert not live_postgres.unpin_leftover(None, lines.append, getaffinity=cpus.__getitem__,
+                                                setaffinity=setaff)
+        assert len(set_calls) == 1
+    finally:
+        child.kill()
+        child.wait()

@@ -160,3 +160,39 @@ def test_the_launcher_forwards_a_signal_and_waits(tmp_path):
     assert proc.returncode == 143, out
     assert "PARENT 143" in out and "[guard] restored" in out
     assert (tmp_path / "state").read_text() == "prior"
+
+
+# -- one run at a time, and what a killed run left ------------------------------------------------
+def test_a_second_run_is_refused_at_once_naming_the_first(tmp_path):
+    first, state, dest, lines = start(tmp_path)
+    try:
+        t0 = time.monotonic()
+        second = subprocess.run([sys.executable, "-c", TOY, str(tmp_path / "state2"), str(tmp_path / "rec2"), "0",
+                                 "0.2"], capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        first.send_signal(signal.SIGINT)
+        finish(first, lines)
+    assert second.returncode == runner.EXIT_REFUSED, second.stdout + second.stderr
+    assert f"in use by another run (pid {first.pid}, started " in second.stdout
+    assert took < 10  # refused at once (the interpreter's start-up is most of this)
+    assert not (tmp_path / "rec2").exists()
+
+
+def test_after_sigkill_the_lock_is_free_and_the_partial_recording_is_sealed(tmp_path):
+    proc, state, dest, lines = start(tmp_path)
+    proc.kill()
+    proc.wait(timeout=30)
+    partial = list(tmp_path.glob(".rec.*.partial"))
+    assert len(partial) == 1 and not dest.exists()
+    (tmp_path / "state").write_text("prior")
+    again = subprocess.run([sys.executable, "-c", TOY, str(tmp_path / "state"), str(tmp_path / "rec-next"), "0",
+                            "0.2"], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "sealed" in again.stdout and not list(tmp_path.glob(".rec.*.partial"))
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["status"]["state"] == "incomplete" and "killed" in manifest["status"]["reason"]
+    assert "runs.csv" in [f["path"] for f in manifest["files"]]
+    from contention_book.harness.recording import Recording
+
+    assert Recording.open(dest, allow_incomplete=True).kind == "measured"  # checksums hold

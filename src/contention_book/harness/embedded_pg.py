@@ -56,13 +56,18 @@ def _free_port() -> int:
 
 class EmbeddedPostgres:
     def __init__(self, root: Path | None = None, password: str | None = None):
-        self.root = Path(root or os.environ.get(ROOT_ENV) or repo_root() / ".cache" / "pg")
+        self.root = Path(root or self.default_root())
         self.data = self.root / "data"
         self.pwfile = self.root / "password"
         self.port: int | None = None
         self._secret = password
         self.bindir = _bindir()
         self._as_postgres = os.geteuid() == 0
+
+    @staticmethod
+    def default_root() -> Path:
+        """Where the cluster lives: CONTENTION_BOOK_PG_ROOT, else .cache/pg in the checkout."""
+        return Path(os.environ.get(ROOT_ENV) or repo_root() / ".cache" / "pg")
 
     # -- process plumbing ----------------------------------------------------
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -107,14 +112,14 @@ class EmbeddedPostgres:
     def running(self) -> bool:
         return self._run("pg_ctl", "status", "-D", str(self.data), check=False).returncode == 0
 
-    def start(self) -> "EmbeddedPostgres":
+    def start(self, max_connections: int = 100) -> "EmbeddedPostgres":
         self.init()
         if self.running():
             self.port = int((self.data / "postmaster.pid").read_text().splitlines()[3])
             return self
         self.port = _free_port()
         opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
-                "-c shared_preload_libraries= -c max_connections=100 -c fsync=on")
+                f"-c shared_preload_libraries= -c max_connections={max(100, int(max_connections))} -c fsync=on")
         log = self.root / "server.log"
         self._run("pg_ctl", "start", "-D", str(self.data), "-w", "-t", "60", "-l", str(log), "-o", opts)
         return self
@@ -122,6 +127,26 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         if (self.data / "PG_VERSION").exists() and self.running():
             self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w")
+        self.owner_file.unlink(missing_ok=True)
+
+    # -- which run started it ----------------------------------------------------
+    @property
+    def owner_file(self) -> Path:
+        return self.root / "started_by_run"
+
+    def stale_owner(self) -> int | None:
+        """The pid of the run that started this cluster, if that run is gone (killed before it could stop it)."""
+        try:
+            pid = int(self.owner_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            return None
+        return None
 
     def destroy(self) -> None:
         self.stop()
@@ -146,12 +171,24 @@ class EmbeddedPostgres:
 
 
 @contextlib.contextmanager
-def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print):
-    """Start (or reuse) the embedded cluster for the block; yields the env var name."""
+def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print, max_connections: int = 100):
+    """Start (or reuse) the embedded cluster for the block; yields the env var name.
+
+    A cluster left running by a run that was killed is stopped first, so
+    nothing that run changed (a pinned walwriter, its connections) carries
+    over.  One that someone else started is reused and left running.
+    """
     pg = EmbeddedPostgres()
     was_running = pg.running() if (pg.data / "PG_VERSION").exists() else False
-    pg.start()
+    stale = pg.stale_owner() if was_running else None
+    if stale is not None:
+        log(f"[harness] stopping the embedded PostgreSQL that run pid {stale} started and left running "
+            "(that run was killed)")
+        pg.stop()
+        was_running = False
+    pg.start(max_connections=max_connections)
     if not was_running:
+        pg.owner_file.write_text(f"{os.getpid()}\n")
         log(f"[harness] embedded PostgreSQL started on 127.0.0.1:{pg.port} (data in {pg.data})")
     # wait until it accepts connections
     deadline = time.monotonic() + 30

@@ -24,7 +24,7 @@ COMMAND_ENV = "CONTENTION_BOOK_COMMAND"
 
 
 @contextlib.contextmanager
-def live_target(target: str | None, engine: str, log=print) -> Iterator[Target]:
+def live_target(target: str | None, engine: str, log=print, connections: int = 100) -> Iterator[Target]:
     """Resolve ``target``; with none and engine postgres, use the embedded cluster."""
     if not target:
         if engine != "postgres":
@@ -34,7 +34,7 @@ def live_target(target: str | None, engine: str, log=print) -> Iterator[Target]:
             )
         from .embedded_pg import embedded
 
-        with embedded(log=log) as var:
+        with embedded(log=log, max_connections=connections) as var:
             yield _checked(resolve_target(var, engine), engine)
         return
     yield _checked(resolve_target(target, engine), engine)

@@ -30,6 +30,7 @@ import pandas as pd
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
+OWNER = ".owner"  # in a recording being written: the writing process's pid, so a later run can tell it was killed
 
 
 class RecordingError(ValueError):
@@ -285,6 +286,8 @@ class RecordingWriter:
         self._descriptions: dict[str, str] = {}
         self.dest.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.", suffix=".partial", dir=self.dest.parent))
+        (self.tmp / OWNER).write_text(f"{os.getpid()}\n")
+        (self.tmp / MANIFEST).write_text(json.dumps(self.manifest, indent=2) + "\n", encoding="utf-8")
         self._closed = False
 
     # -- content -----------------------------------------------------------
@@ -338,6 +341,7 @@ class RecordingWriter:
     # -- finishing ---------------------------------------------------------
     def _finish(self, state: str, reason: str | None) -> Path:
         files = []
+        (self.tmp / OWNER).unlink(missing_ok=True)
         for path in sorted(p for p in self.tmp.rglob("*") if p.is_file()):
             rel = path.relative_to(self.tmp).as_posix()
             if rel == MANIFEST:
@@ -391,6 +395,73 @@ class RecordingWriter:
                 what = f"{exc_type.__name__}: {exc}"
             self.abandon(f"run ended early: {what}")
         return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+ABANDONED = "abandoned: the run was killed before it could finish (found and sealed by a later run)"
+
+
+def repair_abandoned(folder: str | os.PathLike, log=print, *, older_than_s: float = 600.0) -> list[Path]:
+    """Seal what killed runs left in ``folder``: hidden ``.<id>.*.partial`` directories whose writer is gone.
+
+    One that holds data becomes a recording marked ``incomplete`` (ABANDONED), under its intended id
+    when that is free; an empty one is removed.  A partial directory without an owner file (written
+    before owners were recorded) counts as abandoned once it is ``older_than_s`` old.  Returns the
+    recordings sealed.
+    """
+    import time
+
+    folder = Path(folder)
+    sealed: list[Path] = []
+    if not folder.is_dir():
+        return sealed
+    for tmp in sorted(folder.glob(".*.partial")):
+        owner = tmp / OWNER
+        try:
+            if owner.exists():
+                if _alive(int(owner.read_text().strip() or 0)):
+                    continue
+            elif time.time() - tmp.stat().st_mtime < older_than_s:
+                continue
+        except (OSError, ValueError):
+            continue
+        data = [p for p in tmp.rglob("*") if p.is_file() and p.name not in (MANIFEST, OWNER)]
+        if not data:
+            shutil.rmtree(tmp, ignore_errors=True)
+            log(f"[harness] removed {tmp.name}: an empty recording left by a killed run")
+            continue
+        try:
+            manifest = json.loads((tmp / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            manifest = None
+        intended = tmp.name[1:].rsplit(".", 2)[0]
+        dest = folder / intended
+        if dest.exists():
+            dest = folder / f"{intended}-abandoned-{tmp.name.rsplit('.', 2)[1]}"
+        if manifest is None:  # nothing says what it was: keep the data, visibly, without a manifest
+            os.rename(tmp, dest)
+            log(f"[harness] kept {dest}: data left by a killed run, with no manifest")
+            continue
+        manifest["id"] = dest.name
+        manifest["status"] = {"state": "incomplete", "reason": ABANDONED}
+        manifest["ended"] = manifest.get("ended") or utc_now()
+        owner.unlink(missing_ok=True)
+        manifest["files"] = [{"path": p.relative_to(tmp).as_posix(), "sha256": sha256_of(p), "bytes": p.stat().st_size}
+                             for p in sorted(data)]
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        os.rename(tmp, dest)
+        sealed.append(dest)
+        log(f"[harness] sealed {dest} as incomplete: it was left by a killed run")
+    return sealed
 
 
 def open_chapter(chapter: str, ref: str | os.PathLike) -> Recording:

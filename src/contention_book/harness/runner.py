@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 from . import recording as rec
 from .guard import RestoreFailed, ServerChangeNotAllowed
 from .live import COMMAND_ENV, default_destination, live_target, measured_writer
+from .ownership import check_connections, connections_needed, database_lock, local_lock
 from .params import ParameterError, describe, parse, split_assignments
 from .redaction import redact
 from .spec import ChapterSpec
@@ -150,7 +151,7 @@ def command_line(argv: list[str] | None) -> str:
 
 
 def _has_data(writer: rec.RecordingWriter) -> bool:
-    return any(p.is_file() and p.name not in (rec.MANIFEST, "run.log") for p in writer.tmp.rglob("*"))
+    return any(p.is_file() and p.name not in (rec.MANIFEST, rec.OWNER, "run.log") for p in writer.tmp.rglob("*"))
 
 
 def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Mapping[str, Any], *,
@@ -186,13 +187,26 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
 
         if target:
             raise ParameterError("engine native runs on this machine: it takes no target")
-        with native.writer(dest, chapter=spec.chapter, parameters={"engine": engine, **params}, command=command,
-                           title=title, programs=spec.native_programs) as writer:
-            _run(runners[engine], RunContext(spec, engine, params, writer, log, None, allow_server_changes, command))
+        with local_lock(rec.repo_root() / ".cache" / "native.lock", "the native benchmarks on this machine"):
+            rec.repair_abandoned(dest.parent, log)
+            with native.writer(dest, chapter=spec.chapter, parameters={"engine": engine, **params},
+                               command=command, title=title, programs=spec.native_programs) as writer:
+                _run(runners[engine], RunContext(spec, engine, params, writer, log, None, allow_server_changes,
+                                                 command))
     else:
-        with live_target(target, engine, log=log) as tgt:
+        needed = connections_needed(params, int(spec.extra.get("connections_per_session", {}).get(engine, 1)))
+        with contextlib.ExitStack() as stack:
+            if not target:
+                from .embedded_pg import EmbeddedPostgres
+
+                stack.enter_context(local_lock(EmbeddedPostgres.default_root() / "run.lock",
+                                               "the book's embedded PostgreSQL"))
+            tgt = stack.enter_context(live_target(target, engine, log=log, connections=needed))
+            check_connections(tgt, needed)
             if params.get("database"):
                 ensure_own_database(tgt, params["database"], log=log)
+                stack.enter_context(database_lock(tgt, params["database"], log=log))
+            rec.repair_abandoned(dest.parent, log)
             writer = measured_writer(tgt, spec.chapter, {"engine": engine, **params}, command, dest, title)
             with writer:
                 _run(runners[engine], RunContext(spec, engine, params, writer, log, tgt, allow_server_changes,

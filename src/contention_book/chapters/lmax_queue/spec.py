@@ -89,4 +89,5 @@ SPEC = ChapterSpec(
             "sqlserver": "LMAX queues on SQL Server: In-Memory OLTP ring and disk baselines"},
     variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT, published=PUBLISHED,
     reference=DEFAULT_MEASURED, native_programs=("lmax_disruptor", "lmax_false_sharing"),
+    extra={"connections_per_session": {"postgres": 2, "sqlserver": 2}},  # consuming designs: producer + consumer
 )

@@ -226,9 +226,37 @@ class PostgresRun:
                 self.run_point(variant, n, stacks=self.capture_stacks and n == self.sessions[-1], pin_cpus=pin_cpus)
 
 
+def parent_pid(pid: int) -> int | None:
+    """A local process's parent, from /proc (field 4 of stat, after the parenthesised command name)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def unpin_leftover(conn, log, getaffinity=os.sched_getaffinity, setaffinity=os.sched_setaffinity) -> bool:
+    """Give a walwriter that a killed run left pinned its postmaster's CPUs back; True if it had to."""
+    ww = walwriter_pid(conn)
+    if not is_local(ww):
+        return False
+    pm = parent_pid(ww)  # the postmaster
+    if pm is None:
+        return False
+    want = set(getaffinity(pm))
+    if set(getaffinity(ww)) == want:
+        return False
+    log(f"[{CHAPTER}] the walwriter (pid {ww}) runs on CPUs {sorted(getaffinity(ww))}, not its postmaster's "
+        f"{sorted(want)}: a killed run left it pinned; restoring it")
+    setaffinity(ww, want)
+    return True
+
+
 def run_postgres(ctx) -> None:
     """The WAL analogue: every variant at every session count, into ``ctx.writer``."""
     p = ctx.params
+    with contextlib.closing(ctx.target.connect(ctx.database)) as conn:
+        if unpin_leftover(conn, ctx.log):
+            ctx.writer.add_note("the walwriter was found pinned by an earlier, killed run and was unpinned first")
     run = PostgresRun(ctx.target, ctx.database, ctx.writer, sessions=p["sessions"],
                       rows_per_session=p["rows_per_session"], batch=p["batch"], duration_s=p["duration_s"],
                       seed_rows=p["seed_rows"], capture_stacks=p["capture_stacks"], wait_hz=p["wait_hz"], log=ctx.log)

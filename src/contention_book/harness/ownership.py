@@ -1,0 +1,125 @@
+"""A live run owns what it works on: one run at a time per cluster, machine or database.
+
+Two runs at once measure each other (and two ghost-cleanup runs deadlock on
+each other's DROP TABLE), so a second run is refused at once, with the
+first one's pid and start time:
+
+- :func:`local_lock` is an ``flock`` on a file: the embedded cluster's
+  ``run.lock`` or the native benchmarks' lock.  The kernel frees it when its
+  holder dies, even by SIGKILL, so a killed run never blocks the next one.
+- :func:`database_lock` is a session-level lock inside the target database
+  (``pg_try_advisory_lock``; ``sp_getapplock`` with a session owner on SQL
+  Server), held on a connection of its own and freed when that connection
+  goes, however the run ends.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+from pathlib import Path
+from typing import Iterator
+
+from .targets import Target, TargetError
+
+PG_LOCK_KEY = 0x636F6E74  # 'cont': one lock per database, whatever the chapter
+SQLSERVER_RESOURCE = "contention_book_run"
+
+
+class RunBusy(TargetError):
+    """Another run holds what this run needs."""
+
+
+def _stamp() -> str:
+    return f"pid {os.getpid()}, started {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}"
+
+
+@contextlib.contextmanager
+def local_lock(path: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` for the block; refuse at once if another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+", encoding="utf-8")
+    try:
+        if os.name == "nt":  # pragma: no cover - Windows
+            import msvcrt
+
+            try:
+                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+            except OSError:
+                fh.seek(0)
+                raise RunBusy(f"{what} is in use by another run ({fh.read().strip() or 'holder unknown'})") from None
+        else:
+            import fcntl
+
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "holder unknown"
+                raise RunBusy(f"{what} is in use by another run ({holder}); wait for it to end, or stop it "
+                              "(Ctrl-C or SIGTERM restores what it changed)") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(_stamp() + "\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()  # closing the file releases the lock
+
+
+@contextlib.contextmanager
+def database_lock(target: Target, database: str, log=print) -> Iterator[None]:
+    """Hold the run lock of ``database`` on a connection of its own for the block."""
+    conn = target.connect(database)
+    try:
+        cur = conn.cursor()
+        if target.engine == "postgres":
+            cur.execute("SELECT set_config('application_name', ?, false)", f"contention-book run, {_stamp()}")
+            got = cur.execute("SELECT pg_try_advisory_lock(?)::int", PG_LOCK_KEY).fetchone()[0]
+            got = int(got) == 1  # psqlODBC may hand a boolean back as text
+            if not got:
+                row = cur.execute(
+                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = ? "
+                    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                    PG_LOCK_KEY).fetchone()
+                holder = row[0] if row and row[0] else "another session"
+                raise RunBusy(f"database {database} is in use by another run ({holder}); wait for it to end")
+        else:
+            cur.execute("SET NOCOUNT ON; DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, "
+                        "@LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = 0; SELECT @r",
+                        SQLSERVER_RESOURCE)
+            result = cur.fetchone()[0]
+            if result < 0:
+                raise RunBusy(f"database {database} is in use by another contention-book run (sp_getapplock "
+                              f"returned {result}); wait for it to end")
+        log(f"[harness] run lock taken on database {database}")
+        yield
+    finally:
+        conn.close()  # the lock belongs to this session: closing it releases the lock
+
+
+def connections_needed(params: dict, per_session: int = 1, extra: int = 6) -> int:
+    """Connections a run opens at its peak: its sessions (times what each brings) and its samplers."""
+    sessions = max(params.get("sessions") or [1])
+    return sessions * per_session + extra
+
+
+def check_connections(target: Target, needed: int) -> None:
+    """Refuse a PostgreSQL run that would fail midway with 'too many clients', and say what to change."""
+    if target.engine != "postgres":
+        return
+    conn = target.connect()
+    try:
+        cur = conn.cursor()
+        limit = int(cur.execute("SHOW max_connections").fetchone()[0])
+        reserved = int(cur.execute("SHOW superuser_reserved_connections").fetchone()[0])
+        in_use = int(cur.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+                     .fetchone()[0])
+    finally:
+        conn.close()
+    free = limit - reserved - in_use
+    if needed > free:
+        raise TargetError(f"this run needs about {needed} connections, but target {target.name!r} allows "
+                          f"max_connections={limit} ({reserved} reserved, {in_use} in use): raise max_connections "
+                          "(postgresql.conf, then restart) or run fewer sessions")
