@@ -59,11 +59,28 @@ class RunLog:
         self.echo = echo or (lambda line: print(line, flush=True))
         self.lines: list[str] = []
         self._lock = threading.Lock()
+        self._file = None
+
+    def attach(self, path: Path) -> None:
+        """Write every line to ``path`` as it comes, so even a run killed by SIGKILL leaves its log."""
+        with self._lock:
+            self._file = open(path, "a", encoding="utf-8")
+            self._file.write("".join(line + "\n" for line in self.lines))
+            self._file.flush()
+
+    def detach(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
     def __call__(self, message: Any) -> None:
         line = redact(str(message))
         with self._lock:
             self.lines.append(line)
+            if self._file is not None:
+                self._file.write(line + "\n")
+                self._file.flush()
         self.echo(line)
 
     def text(self) -> str:
@@ -216,12 +233,14 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
 
 
 def _run(runner: Runner, ctx: RunContext) -> None:
-    """Run, then keep the log with the data; an empty run is not ``complete``."""
+    """Run with the log streaming into the recording; an empty run is not ``complete``."""
+    ctx.log.attach(ctx.writer.file_path("run.log"))
     try:
         runner(ctx)
         if not _has_data(ctx.writer):
             raise RuntimeError("the run wrote no data files")
     finally:
+        ctx.log.detach()
         ctx.writer.write_text("run.log", ctx.log.text(), "what the live runner printed (redacted)")
 
 
