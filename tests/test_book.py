@@ -122,3 +122,20 @@ def test_the_book_builds_with_warnings_as_errors():
         assert "<img" in text and "Run it yourself" in text, f"{name}: page without figures or run instructions"
         assert "Traceback" not in text, f"{name}: an error was rendered into the page"
     assert (html / "running-live.html").exists() and (html / "recordings.html").exists()
+
+
+@pytest.mark.slow
+def test_a_failed_chapter_leaves_a_warning_page_not_a_broken_copy(tmp_path, monkeypatch):
+    """A half-executed notebook lacks glued values and would break every later build: it is set aside."""
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A broken chapter"),
+                nbformat.v4.new_code_cell("raise ValueError('deliberately broken')")]
+    nbformat.write(nb, tmp_path / "notebooks" / "99-broken.ipynb")
+    monkeypatch.setenv("CONTENTION_BOOK_ROOT", str(tmp_path))
+    with pytest.raises(book.ChapterFailed, match="chapter broken failed in cell .*ValueError: deliberately broken"):
+        book.execute("broken", {})
+    page = nbformat.read(tmp_path / "book" / "chapters" / "99-broken.ipynb", as_version=4)
+    assert len(page.cells) == 1 and "did not build: ValueError: deliberately broken" in page.cells[0].source
+    assert page.cells[0].source.startswith("# A broken chapter")
+    assert (tmp_path / "book" / "_failed" / "99-broken.ipynb").exists()

@@ -43,6 +43,28 @@ def executed_path(notebook: Path) -> Path:
     return repo_root() / "book" / "chapters" / notebook.name
 
 
+class ChapterFailed(SystemExit):
+    """A chapter's notebook stopped with an error; the book keeps a page saying so in its place."""
+
+
+def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
+    """Put a page that says the chapter failed where its executed notebook goes, so the rest still builds.
+
+    A half-executed copy lacks glued values the prose refers to, and would break every later build.
+    """
+    import nbformat
+
+    nb = nbformat.read(source, as_version=4)
+    title = next((line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()
+                  if line.startswith("# ")), f"# {chapter}")
+    page = nbformat.v4.new_notebook()
+    page.cells = [nbformat.v4.new_markdown_cell(
+        f"{title}\n\n```{{warning}}\nThis chapter did not build: {message}\n```\n\n"
+        f"Run `make chapter CH={chapter}` to see the whole error.")]
+    page.metadata = nb.metadata
+    nbformat.write(page, out)
+
+
 def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = None) -> Path:
     """Execute a chapter's notebook with papermill; a live run has already written its recording."""
     import papermill
@@ -62,8 +84,16 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
             cwd=str(repo_root()), progress_bar=False, execution_timeout=RECORDED_TIMEOUT_S,
         )
     except papermill.PapermillExecutionError as exc:
-        raise SystemExit(f"[book] chapter {chapter} failed in cell {exc.exec_count}: {exc.ename}: "
-                         f"{redact(exc.evalue)}\n[book] the executed notebook with the error is {out}") from None
+        message = f"{exc.ename}: {redact(exc.evalue)}"
+        where = f"the executed notebook with the error is {out}"
+        if output is None:  # the book's own copy: keep the failed one aside, and a page that says so in its place
+            failed = repo_root() / "book" / "_failed" / out.name
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            out.replace(failed)
+            placeholder(chapter, source, out, message)
+            where = f"the executed notebook with the error is {failed}"
+        raise ChapterFailed(f"[book] chapter {chapter} failed in cell {exc.exec_count}: {message}\n[book] {where}") \
+            from None
     print(f"[book] {chapter} executed in {time.perf_counter() - started:.1f} s", flush=True)
     return out
 
@@ -149,9 +179,14 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"[book] {exc}") from None
 
     started = time.perf_counter()
+    failures: list[str] = []
     if args.command == "build":
-        for chapter in notebooks():
-            execute(chapter, {})
+        for chapter in notebooks():  # one failed chapter does not stop the others
+            try:
+                execute(chapter, {})
+            except ChapterFailed as exc:
+                print(exc, flush=True)
+                failures.append(chapter)
     else:
         params: dict[str, Any] = {}
         if args.recording:
@@ -182,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_html:
         build_html()
     print(f"[book] done in {time.perf_counter() - started:.1f} s")
+    if failures:
+        print(f"[book] {len(failures)} chapter(s) failed and show a warning page instead: {', '.join(failures)}")
+        return 1
     return 0
 
 
