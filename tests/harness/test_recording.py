@@ -144,3 +144,46 @@ def test_committed_recordings_are_valid():
                 assert url.startswith("http") or "no address" in url, f"{rid}: citation url {url!r}"
             else:
                 assert rec.manifest["measured"]["command"]
+
+
+def _resealed(tmp_path, edit):
+    """A copy of a measured reference with runs.csv edited and its checksum made to agree."""
+    import hashlib
+    import json
+    import shutil
+
+    from contention_book.harness.recording import data_root
+
+    dest = tmp_path / "resealed"
+    shutil.copytree(data_root() / "ghost-cleanup" / "measured-postgres-reference", dest)
+    runs = dest / "runs.csv"
+    runs.write_text(edit(runs.read_text()))
+    manifest = json.loads((dest / "manifest.json").read_text())
+    for f in manifest["files"]:
+        if f["path"] == "runs.csv":
+            f["sha256"] = hashlib.sha256(runs.read_bytes()).hexdigest()
+            f["bytes"] = runs.stat().st_size
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    return dest
+
+
+@pytest.mark.parametrize("value", ["-6.56", "nan", "inf", "-inf", "", "soon"])
+def test_physical_columns_refuse_impossible_values_naming_file_line_and_column(tmp_path, value):
+    from contention_book.chapters.ghost_cleanup import recordings
+
+    def edit(text):
+        lines = text.splitlines()
+        cols = lines[0].split(",")
+        cells = lines[2].split(",")
+        cells[cols.index("elapsed_s")] = value
+        lines[2] = ",".join(cells)
+        return "\n".join(lines) + "\n"
+
+    with pytest.raises(RecordingError, match=r"file runs.csv line 3 column elapsed_s: .*expected a finite number >= 0"):
+        recordings.load(_resealed(tmp_path, edit))
+
+
+def test_untouched_copies_still_load(tmp_path):
+    from contention_book.chapters.ghost_cleanup import recordings
+
+    assert recordings.load(_resealed(tmp_path, lambda text: text)).runs is not None

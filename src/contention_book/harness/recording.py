@@ -524,6 +524,32 @@ class RecordingView:
         return list(self.recording.manifest.get("notes", []))
 
 
+# Columns that measure something physical: a count, a time, a rate.  Where a table has one, every value
+# must be a finite number >= 0 (sessions >= 1); a published recording may leave one empty ("not printed").
+NON_NEGATIVE = {"throughput": 0, "elapsed_s": 0, "operations": 0, "sessions": 1, "samples": 0, "waits": 0,
+                "wait_time_ms": 0, "spins": 0, "collisions": 0, "backoffs": 0, "pins": 0, "pages": 0,
+                "logical_reads": 0, "median_one_way_ns": 0, "ns_per_load": 0, "median_ns_per_handoff": 0,
+                "ns_per_increment": 0, "us_per_update": 0, "records": 0, "errors": 0}
+
+
+def check_values(r: "Recording", name: str, frame: pd.DataFrame) -> None:
+    """Refuse NaN, infinite, negative or non-numeric values in physical columns, naming file, row and column."""
+    for col, least in NON_NEGATIVE.items():
+        if col not in frame.columns:
+            continue
+        values = pd.to_numeric(frame[col], errors="coerce")
+        empty = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
+        bad = values.isna() & ~empty
+        bad |= values.notna() & ~(values.abs().lt(float("inf")) & values.ge(least))
+        if r.kind == "measured":
+            bad |= empty
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise RecordingError(
+                f"recording {r.path}: file {name} line {row + 2} column {col}: {frame[col].iloc[row]!r}; "
+                f"expected a finite number >= {least}" + ("" if r.kind == "measured" else " or nothing"))
+
+
 def table_property(key: str) -> property:
     """A view attribute for one layout table (``view.waits`` for ``view.tables["waits"]``), settable in tests."""
     return property(lambda self: self.tables.get(key), lambda self, frame: self.tables.__setitem__(key, frame),
@@ -545,6 +571,7 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
     for key, table in layout.items():
         if r.has(table.path):
             view.tables[key] = r.csv(table.path, table.columns)
+            check_values(r, table.path, view.tables[key])
         elif table.required_for(r.kind, engine):
             missing.append(table.path)
     if missing:
