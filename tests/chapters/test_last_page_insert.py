@@ -339,3 +339,16 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     assert rc.loc[("hash_partitioned", "point lookup"), "partitions_touched"] == 1
     assert g.waits is not None and g.waits["samples"].sum() > 0
     assert any("complete" in line for line in lines)
+
+
+def test_sql_server_2022_resource_descriptions_name_their_page():
+    """2022 appends the latch to resource_description; the page is still the db:file:page before it."""
+    assert pages.parse_resource("6:3:749442168 (LATCH 0x000001E4A5C8E2A8: Class: BUFFER)") == (6, 3, 749442168)
+    assert pages.parse_resource("7:1:12345") == (7, 1, 12345)
+    with pytest.raises(pages.PageResolutionError, match="expected <database_id>:<file_id>:<page_id>"):
+        pages.parse_resource("7:1:12345 trailing")
+    samples = pd.DataFrame({"session_id": [51, 52], "wait_type": ["PAGELATCH_EX", "PAGELATCH_EX"],
+                            "wait_duration_ms": [3, 4],
+                            "resource_description": ["6:3:749442168 (LATCH 0x1: Class: BUFFER)", "6:3:749442168"]})
+    rows, bad = pages.page_samples(samples)
+    assert bad == 0 and set(rows["page"]) == {"6:3:749442168"}

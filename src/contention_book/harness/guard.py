@@ -100,6 +100,23 @@ class StateGuard:
         finally:
             conn.close()
 
+    def _apply(self, change: Change, statements: Sequence[str]) -> None:
+        """Run the statements; the change counts as applied once one of them has succeeded.
+
+        A change refused outright (no permission, say) changed nothing and needs no restore; one
+        that failed halfway is restored like a whole one.
+        """
+        conn = self.connect(change.database)
+        try:
+            cur = conn.cursor()
+            for sql in statements:
+                cur.execute(sql)
+                while cur.nextset():
+                    pass
+                change.applied = True
+        finally:
+            conn.close()
+
     # -- context -------------------------------------------------------------
     def __enter__(self) -> "StateGuard":
         blocked = [c for c in self.changes if c.scope == "server" and not self.allow_server_changes]
@@ -123,8 +140,7 @@ class StateGuard:
                     self.log(f"[guard]   apply:   {sql}")
                 for sql in change.restore(change.prior):
                     self.log(f"[guard]   restore: {sql}")
-                change.applied = True  # mark first: a half-applied change is restored too
-                self._run(change.database, statements)
+                self._apply(change, statements)
         except BaseException:
             self._restore_all()
             raise
@@ -152,7 +168,10 @@ class StateGuard:
                     last_error = err
                 except Exception as err:  # noqa: BLE001 - retried, then reported
                     last_error = err
-                    time.sleep(self.retry_wait_s * attempt)
+                    try:
+                        time.sleep(self.retry_wait_s * attempt)
+                    except KeyboardInterrupt:  # a Ctrl-C during the wait must not skip the other restores
+                        pass
             else:
                 where = f" in database {change.database}" if change.database else ""
                 failures.append(

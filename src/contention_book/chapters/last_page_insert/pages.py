@@ -27,7 +27,8 @@ from contention_book.harness.targets import major_version
 
 from .spec import PAGE_INFO_MAJOR
 
-_RESOURCE = re.compile(r"^\s*(\d+):(\d+):(\d+)\s*$")
+# 2019 and earlier print 'db:file:page'; 2022 appends the latch, e.g. '6:3:749442168 (LATCH 0x...: Class: BUFFER ...)'.
+_RESOURCE = re.compile(r"^\s*(\d+):(\d+):(\d+)(?:\s+\(.*\))?\s*$")
 SAMPLE_COLUMNS = ("session_id", "wait_type", "wait_duration_ms", "resource_description")
 RESOLVED_COLUMNS = ("database_id", "file_id", "page_id", "schema_name", "object_name", "index_name",
                     "partition_number", "page_level", "next_page_page_id", "is_last_page")
@@ -39,7 +40,7 @@ class PageResolutionError(ValueError):
 
 
 def parse_resource(description: str) -> tuple[int, int, int]:
-    """``'7:1:12345'`` -> (7, 1, 12345); anything else is an error naming what was expected."""
+    """``'7:1:12345'`` (or 2022's ``'7:1:12345 (LATCH ...)'``) -> (7, 1, 12345); else an error saying what was expected."""
     m = _RESOURCE.match(str(description))
     if not m:
         raise PageResolutionError(

@@ -156,6 +156,9 @@ class SqlServerRun:
         rows, bad = pages.page_samples(samples)
         if bad:
             self.w.add_note(f"{variant}: {bad} waiting-task rows had a resource_description that is not db:file:page")
+        if rows.empty:
+            self.w.add_note(f"{variant}: no waiting-task row named a page, so there are no hot pages to rank")
+            return
         wanted = pages.distinct_pages(rows)
         sql, params, method = pages.resolution_query(self.version, wanted)
         resolved = _frame(conn.cursor().execute(sql, *params))
