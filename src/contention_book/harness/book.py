@@ -23,7 +23,7 @@ from typing import Any
 
 from .launch import LiveRunFailed, LiveRunInterrupted, run_live
 from .live import COMMAND_ENV
-from .params import split_assignments
+from .params import ParameterError, split_assignments
 from .targets import TargetError, check_target_name
 from .recording import repo_root
 from .redaction import redact
@@ -191,7 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         params: dict[str, Any] = {}
         if args.recording:
             params["recording"] = args.recording
-        raw = split_assignments(args.param)
+        try:
+            raw = split_assignments(args.param)
+        except ParameterError as exc:
+            raise SystemExit(f"[book] {exc}") from None
         if "stacks" in raw:
             params["stacks"] = raw["stacks"]
         if args.source == "live":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 KINDS = ("int", "float", "bool", "str", "ints", "strs", "identifier")
 TRUE = ("1", "true", "yes", "on", "y", "t")
@@ -42,6 +42,7 @@ class Param:
     maximum: float | None = None
     choices: Any = None
     engines: tuple[str, ...] | None = None
+    check: Callable[[Any, str], str | None] | None = None  # (value, engine) -> what was expected, or None if fine
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -169,6 +170,9 @@ def parse(params: Sequence[Param], raw: Mapping[str, Any], engine: str) -> dict[
             out[p.name] = list(default) if isinstance(default, tuple) else default
         else:
             out[p.name] = convert(p, value, engine)
+            problem = p.check(out[p.name], engine) if p.check else None
+            if problem:
+                raise ParameterError(f"parameter {p.name}={value!r}: expected {problem}")
     return out
 
 

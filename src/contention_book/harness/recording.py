@@ -118,6 +118,9 @@ class Recording:
             raise RecordingError(
                 f"{where}: {MANIFEST} line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
             ) from None
+        except UnicodeDecodeError as exc:
+            raise RecordingError(f"{where}: {MANIFEST} byte {exc.start}: not UTF-8 text; expected a UTF-8 JSON "
+                                 "manifest (was it saved as UTF-16?)") from None
         if not isinstance(manifest, dict):
             raise RecordingError(f"{where}: {MANIFEST}: expected a JSON object at the top level")
         version = manifest.get("schema_version")
@@ -217,6 +220,8 @@ class Recording:
     def read_json(self, name: str) -> Any:
         try:
             return json.loads(self.read_bytes(name).decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise RecordingError(f"recording {self.path}: file {name} byte {exc.start}: not UTF-8 text") from None
         except json.JSONDecodeError as exc:
             raise RecordingError(f"recording {self.path}: file {name} line {exc.lineno}: not valid JSON ({exc.msg})") from None
 

@@ -73,7 +73,9 @@ PARAMS = (
     P.Param("messages_per_session", "int", "messages each producer pushes (PostgreSQL: a cap, empty for none)",
             default={"native": 4_000_000, "postgres": None, "sqlserver": 50_000}, minimum=1),
     P.Param("queue_size", "int", "slots in the ring (native: a power of two)",
-            default={"native": 4096, "postgres": 10_000, "sqlserver": 2_000_000}, minimum=2),
+            default={"native": 4096, "postgres": 10_000, "sqlserver": 2_000_000}, minimum=2,
+            check=lambda size, engine: "a power of two for the native ring (it indexes with sequence & (size - 1))"
+            if engine == "native" and size & (size - 1) else None),
     P.Param("increments", "int", "increments per thread of the false-sharing demo", default=100_000_000,
             minimum=1000, engines=("native",)),
     P.Param("pushes_per_call", "int", "messages one call pushes (1: a statement and a round trip per message)",
