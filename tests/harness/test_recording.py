@@ -187,3 +187,21 @@ def test_untouched_copies_still_load(tmp_path):
     from contention_book.chapters.ghost_cleanup import recordings
 
     assert recordings.load(_resealed(tmp_path, lambda text: text)).runs is not None
+
+
+def test_points_with_many_failed_calls_are_set_aside_and_said_so(tmp_path):
+    from contention_book.chapters.ghost_cleanup import recordings
+
+    def edit(text):
+        lines = text.splitlines()
+        cols = lines[0].split(",")
+        cells = lines[2].split(",")
+        cells[cols.index("errors")] = "270241"  # like an lmax run whose consumers were terminated
+        lines[2] = ",".join(cells)
+        return "\n".join(lines) + "\n"
+
+    view = recordings.load(_resealed(tmp_path, edit))
+    assert len(view.runs) == 1 and len(view.table("runs_set_aside")) == 1
+    assert any(n.startswith("set aside, not shown and not used in any verdict") for n in view.notes)
+    clean = recordings.load(_resealed(tmp_path / "clean", lambda text: text))
+    assert len(clean.runs) == 2 and clean.table("runs_set_aside") is None

@@ -584,7 +584,31 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
                              f"{', '.join(missing)}; not listed in its {MANIFEST}")
     view.stacks = {Path(f).name.split(".")[0]: r.path / f for f in r.files
                    if f.startswith("stacks/") and f.endswith(".folded.gz")}
+    _set_aside_erroneous_points(view)
     return view
+
+
+MAX_ERROR_SHARE = 0.01
+
+
+def _set_aside_erroneous_points(view: "RecordingView") -> None:
+    """Points whose failed calls exceed 1% of their calls are kept out of ``runs`` (so out of every table,
+    figure and verdict) and listed in ``tables["runs_set_aside"]``; a note on the page says which."""
+    runs = view.tables.get("runs")
+    if runs is None or not {"errors", "operations"} <= set(runs.columns):
+        return
+    errors = pd.to_numeric(runs["errors"], errors="coerce").fillna(0)
+    share = errors / (pd.to_numeric(runs["operations"], errors="coerce").fillna(0) + errors).where(errors > 0, 1)
+    bad = share > MAX_ERROR_SHARE
+    if not bad.any():
+        return
+    view.tables["runs_set_aside"] = runs[bad].reset_index(drop=True)
+    view.tables["runs"] = runs[~bad].reset_index(drop=True)
+    points = ", ".join(f"{row.get('variant', '?')} at {row.get('sessions', '?')} sessions "
+                       f"({share[i]:.0%} of calls failed)" for i, row in runs[bad].iterrows())
+    view.recording.manifest.setdefault("notes", []).append(
+        f"set aside, not shown and not used in any verdict: {points} (more than {MAX_ERROR_SHARE:.0%} of calls "
+        "failed)")
 
 
 def relocate(path: str | os.PathLike, moves: Mapping[str, str], why: str) -> None:
