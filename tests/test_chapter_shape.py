@@ -95,3 +95,13 @@ def test_notebooks_share_their_parameter_cell_and_setup_cell():
         assert "start(chapter, globals())" in setup.source
     assert len({tuple(v) for v in firsts.values()}) == 1, firsts
     assert len(set(setups.values())) == 1, setups
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_engine_has_its_run_function(chapter):
+    import importlib
+
+    spec = package(chapter, "spec").SPEC
+    for engine in spec.engines:
+        module = importlib.import_module(f"contention_book.chapters.{PACKAGES[chapter]}.run_{engine}")
+        assert callable(getattr(module, f"run_{engine}", None)), f"{chapter}: run_{engine}.run_{engine}"

@@ -150,6 +150,23 @@ class RunContext:
 Runner = Callable[[RunContext], None]
 
 
+def engine_runners(package: str, engines: tuple[str, ...]) -> dict[str, Runner]:
+    """``RUNNERS`` for a chapter: engine -> ``<package>.run_<engine>.run_<engine>(ctx)``, imported when it runs.
+
+    Importing a chapter stays cheap (no pyodbc, no native build) until a run of that engine starts.
+    """
+    import importlib
+
+    def runner(engine: str) -> Runner:
+        def run(ctx: RunContext) -> None:
+            getattr(importlib.import_module(f"{package}.run_{engine}"), f"run_{engine}")(ctx)
+
+        run.__name__ = f"run_{engine}"
+        return run
+
+    return {engine: runner(engine) for engine in engines}
+
+
 def resolve_params(spec: ChapterSpec, engine: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     """The run's typed parameters, checked before anything starts."""
     if engine not in spec.engines:

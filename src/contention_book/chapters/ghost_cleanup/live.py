@@ -1,17 +1,8 @@
-"""Live runs of the ghost-cleanup chapter: one runner per engine, each taking the run's context."""
-from __future__ import annotations
+"""Live runs of this chapter: PostgreSQL's held-back horizon, or the article's test on SQL Server.
 
+Each engine's runner is ``run_<engine>.run_<engine>(ctx)``; :func:`~contention_book.harness.runner.run_chapter`
+calls it with the run's context.
+"""
+from contention_book.harness.runner import engine_runners
 
-def postgres(ctx) -> None:
-    from .run_postgres import run_postgres
-
-    run_postgres(ctx)
-
-
-def sqlserver(ctx) -> None:
-    from .run_sqlserver import run_sqlserver
-
-    run_sqlserver(ctx)
-
-
-RUNNERS = {"postgres": postgres, "sqlserver": sqlserver}
+RUNNERS = engine_runners(__package__, ("postgres", "sqlserver"))

@@ -1,20 +1,9 @@
-"""Live runs of the latch chapter: the native sweep, or the article's insert on a reader's SQL Server.
+"""Live runs of this chapter: the native sweep, or the article's insert on a reader's SQL Server (PostgreSQL has no
+latch shared by the workers of one parallel insert).
 
-There is no PostgreSQL runner: PostgreSQL has no latch shared by the workers of one parallel insert.
+Each engine's runner is ``run_<engine>.run_<engine>(ctx)``; :func:`~contention_book.harness.runner.run_chapter`
+calls it with the run's context.
 """
-from __future__ import annotations
+from contention_book.harness.runner import engine_runners
 
-
-def native(ctx) -> None:
-    from .run_native import run_native
-
-    run_native(ctx)
-
-
-def sqlserver(ctx) -> None:
-    from .run_sqlserver import run_sqlserver
-
-    run_sqlserver(ctx)
-
-
-RUNNERS = {"native": native, "sqlserver": sqlserver}
+RUNNERS = engine_runners(__package__, ("native", "sqlserver"))

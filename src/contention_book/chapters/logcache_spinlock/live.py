@@ -1,23 +1,8 @@
-"""Live runs of the cache-line chapter: one runner per engine, each taking the run's context."""
-from __future__ import annotations
+"""Live runs of this chapter: the native programs, the PostgreSQL WAL analogue, or the article's workload.
 
+Each engine's runner is ``run_<engine>.run_<engine>(ctx)``; :func:`~contention_book.harness.runner.run_chapter`
+calls it with the run's context.
+"""
+from contention_book.harness.runner import engine_runners
 
-def native(ctx) -> None:
-    from .run_native import run_native
-
-    run_native(ctx)
-
-
-def postgres(ctx) -> None:
-    from .run_postgres import run_postgres
-
-    run_postgres(ctx)
-
-
-def sqlserver(ctx) -> None:
-    from .run_sqlserver import run_sqlserver
-
-    run_sqlserver(ctx)
-
-
-RUNNERS = {"native": native, "postgres": postgres, "sqlserver": sqlserver}
+RUNNERS = engine_runners(__package__, ("native", "postgres", "sqlserver"))
