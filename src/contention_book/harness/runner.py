@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -131,7 +131,6 @@ class RunContext:
     target: Target | None = None
     allow_server_changes: bool = False
     command: str = ""
-    notes: list[str] = field(default_factory=list)
 
     @property
     def database(self) -> str | None:
