@@ -234,7 +234,7 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
 
                 stack.enter_context(local_lock(EmbeddedPostgres.default_root() / "run.lock",
                                                "the book's embedded PostgreSQL"))
-            tgt = stack.enter_context(live_target(target, engine, log=log, connections=needed))
+            tgt = stack.enter_context(live_target(target, engine, log=log, connections=needed + 10))
             check_connections(tgt, needed)
             if params.get("database"):
                 ensure_own_database(tgt, params["database"], log=log)
