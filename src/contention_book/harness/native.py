@@ -71,7 +71,8 @@ def run(program: str, args: Sequence[str] = (), *, timeout_s: float | None = Non
         if shutil.which("taskset") is None:
             raise NativeError("pinning needs `taskset` (util-linux)")
         cmd = ["taskset", "-c", ",".join(map(str, pin)), *cmd]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=die_with_parent if sys.platform == "linux" else None)
     tail: list[str] = []
 
     def relay() -> None:  # progress lines reach the reader as they come
@@ -102,6 +103,18 @@ def run(program: str, args: Sequence[str] = (), *, timeout_s: float | None = Non
     if proc.returncode != 0:
         raise NativeError(f"{' '.join(cmd)} failed (exit {proc.returncode}): {''.join(tail).strip()[-2000:]}")
     return parse_csv(out, where=f"stdout of {' '.join(cmd)}")
+
+
+def die_with_parent() -> None:
+    """In the child, before exec: ask Linux to SIGKILL it if the run that started it dies, even by SIGKILL."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def parse_csv(text: str, *, where: str) -> pd.DataFrame:

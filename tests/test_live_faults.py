@@ -1,0 +1,110 @@
+"""Every chapter and engine that runs here, stopped mid-run by SIGINT, SIGTERM or SIGKILL.
+
+After SIGINT or SIGTERM the runner itself must have restored everything and marked its recording
+incomplete; after SIGKILL, which nothing can catch, the next run must repair what was left.  In every
+case: no process of the run is left (runner, native program, the cluster it started), and the next
+run of the same chapter completes with no manual step.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+NATIVE_PROGRAMS = ("latch_convoy", "c2c_pingpong", "c2c_chase", "ctxswitch_pingpong", "logcache_spin",
+                   "lmax_disruptor", "lmax_false_sharing")
+# (chapter, engine, parameters of a run that lasts well past the signal, parameters of a short next run)
+CASES = [
+    ("latch-fairness", "native", ["sessions=1,2", "duration_s=3", "repetitions=2"],
+     ["sessions=1", "duration_s=0.05", "repetitions=1", "variants=fair"]),
+    ("logcache-spinlock", "native", ["sessions=1", "duration_s=4", "repetitions=3"],
+     ["sessions=1", "duration_s=0.05", "repetitions=1", "c2c_batches=20", "ctx_batches=10", "chase_loads=20000"]),
+    ("lmax-queue", "native", ["sessions=1,2", "messages_per_session=100000000", "repetitions=3"],
+     ["sessions=1", "messages_per_session=10000", "queue_size=64", "repetitions=1", "increments=100000",
+      "variants=ring"]),
+    ("logcache-spinlock", "postgres", ["sessions=1,2", "duration_s=6", "capture_stacks=false"],
+     ["sessions=1", "duration_s=0.5", "capture_stacks=false", "variants=default"]),
+    ("ghost-cleanup", "postgres", ["updates=400000", "capture_stacks=false"],
+     ["updates=500", "capture_stacks=false", "variants=baseline", "cleanup_wait_s=0"]),
+    ("last-page-insert", "postgres", ["sessions=1,2", "duration_s=6", "capture_stacks=false"],
+     ["sessions=1", "duration_s=0.5", "capture_stacks=false", "variants=sequential"]),
+    ("lmax-queue", "postgres", ["sessions=1,2", "duration_s=6"],
+     ["sessions=1", "duration_s=0.5", "variants=ring"]),
+]
+
+
+@pytest.fixture
+def home():
+    where = Path(tempfile.mkdtemp(prefix="contention-book-faults-"))
+    os.chmod(where, 0o755)
+    yield where
+    from contention_book.harness.embedded_pg import EmbeddedPostgres
+
+    if (where / "pg" / "data" / "PG_VERSION").exists():
+        EmbeddedPostgres(root=where / "pg").stop()
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def _run(chapter, engine, params, dest, env, **kw):
+    cmd = [sys.executable, "-m", "contention_book.run", chapter, "--engine", engine, "--record-to", str(dest)]
+    cmd += [a for p in params for a in ("--param", p)]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def _leftovers(home: Path) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()
+    mine = [line for line in out if "contention_book.run" in line or any(f"build/{p}" in line for p in NATIVE_PROGRAMS)]
+    pidfile = home / "pg" / "data" / "postmaster.pid"
+    if pidfile.exists():
+        pid = pidfile.read_text().split()[0]
+        if Path(f"/proc/{pid}").exists():
+            mine.append(f"postmaster {pid}")
+    return mine
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+@pytest.mark.parametrize("chapter, engine, long, short", CASES, ids=[f"{c}-{e}" for c, e, _, _ in CASES])
+def test_a_run_stopped_mid_run_leaves_nothing_behind(home, chapter, engine, long, short, sig):
+    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(home / "pg")}
+    dest = home / "stopped"
+    proc = _run(chapter, engine, long, dest, env)
+    seen = []
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:  # the run has started its workload once it has opened its recording
+        seen.append(line)
+        if line.startswith("[run] recording:") or time.monotonic() > deadline:
+            break
+    time.sleep(3.0 if engine == "native" else 5.0)
+    assert proc.poll() is None, "".join(seen) + proc.stdout.read()
+    proc.send_signal(sig)
+    rest, _ = proc.communicate(timeout=180)
+    out = "".join(seen) + rest
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:
+        assert proc.returncode == 128 + sig, out
+        manifest = json.loads((dest / "manifest.json").read_text())
+        assert manifest["status"]["state"] == "incomplete", manifest["status"]
+        assert f"interrupted by {sig.name}" in manifest["status"]["reason"]
+        assert not _leftovers(home), (_leftovers(home), out)
+
+    again = home / "again"
+    nxt = _run(chapter, engine, short, again, env)
+    out2, _ = nxt.communicate(timeout=600)
+    assert nxt.returncode == 0, out2
+    assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
+    assert not _leftovers(home), _leftovers(home)
+    if sig == signal.SIGKILL:  # the killed run's recording is sealed (or, when it held nothing, removed)
+        assert not list(home.glob(".stopped.*.partial")), out2
+        if dest.exists():
+            assert json.loads((dest / "manifest.json").read_text())["status"]["state"] == "incomplete"
