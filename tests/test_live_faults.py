@@ -108,3 +108,25 @@ def test_a_run_stopped_mid_run_leaves_nothing_behind(home, chapter, engine, long
         assert not list(home.glob(".stopped.*.partial")), out2
         if dest.exists():
             assert json.loads((dest / "manifest.json").read_text())["status"]["state"] == "incomplete"
+
+
+@pytest.mark.parametrize("chapter, engine, long, short", [CASES[4], CASES[0]], ids=["ghost-postgres", "latch-native"])
+def test_a_second_run_started_alongside_is_refused_at_once(home, chapter, engine, long, short):
+    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(home / "pg")}
+    first = _run(chapter, engine, long, home / "first", env)
+    try:
+        for line in first.stdout:
+            if line.startswith("[run] recording:"):
+                break
+        t0 = time.monotonic()
+        second = _run(chapter, engine, short, home / "second", env)
+        out, _ = second.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=180)
+    assert second.returncode == 2, out
+    assert f"in use by another run (pid {first.pid}, started " in out
+    assert took < 2, f"refused after {took:.1f} s"
+    assert not (home / "second").exists()
+    assert not _leftovers(home)
