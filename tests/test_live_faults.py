@@ -130,3 +130,22 @@ def test_a_second_run_started_alongside_is_refused_at_once(home, chapter, engine
     assert took < 2, f"refused after {took:.1f} s"
     assert not (home / "second").exists()
     assert not _leftovers(home)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_run_stopped_while_it_creates_the_cluster_leaves_a_usable_one(home, sig):
+    """A signal during initdb or pg_ctl start lets that step finish: no half-made cluster, no stray postgres."""
+    chapter, engine, long, short = CASES[4]
+    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(home / "pg")}
+    proc = _run(chapter, engine, long, home / "stopped", env)
+    for line in proc.stdout:
+        if line.startswith("[run] recording:"):
+            break
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 128 + sig, out
+    assert not _leftovers(home), _leftovers(home)
+    nxt = _run(chapter, engine, short, home / "again", env)
+    out2, _ = nxt.communicate(timeout=600)
+    assert nxt.returncode == 0, out2
+    assert not _leftovers(home)

@@ -74,7 +74,19 @@ class EmbeddedPostgres:
         cmd = [str(self.bindir / args[0]), *args[1:]]
         if self._as_postgres:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        # Its own session, so a terminal's Ctrl-C does not reach it; and a stop signal to this process lets the
+        # step (initdb, pg_ctl start or stop) finish, so the cluster is never left half made or half started.
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        try:
+            out, err = child.communicate()
+        except BaseException:
+            try:
+                child.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            raise
+        proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
         if check and proc.returncode != 0:
             raise EmbeddedPostgresError(
                 f"{args[0]} failed (exit {proc.returncode}): {redaction.redact(proc.stderr.strip()[-2000:])}"
