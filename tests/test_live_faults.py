@@ -149,3 +149,48 @@ def test_a_run_stopped_while_it_creates_the_cluster_leaves_a_usable_one(home, si
     out2, _ = nxt.communicate(timeout=600)
     assert nxt.returncode == 0, out2
     assert not _leftovers(home)
+
+
+def _psql_as_superuser(home: Path, sql: str) -> None:
+    """Run SQL on the run's cluster through its own socket, as the postgres OS user (as root) or directly."""
+    from contention_book.harness.embedded_pg import SUPERUSER, EmbeddedPostgres
+
+    pg = EmbeddedPostgres(root=home / "pg")
+    port = (home / "pg" / "data" / "postmaster.pid").read_text().splitlines()[3]
+    cmd = [str(pg.bindir / "psql"), "-h", str(home / "pg"), "-p", port, "-U", SUPERUSER, "-d", "postgres", "-c", sql]
+    env = {**os.environ, "PGPASSWORD": (home / "pg" / "password").read_text().strip()}
+    subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=True)
+
+
+@pytest.mark.parametrize("fault", ["terminate backends", "stop the server"])
+def test_a_run_whose_server_goes_away_claims_nothing_false(home, fault):
+    chapter, engine, long, short = CASES[3]  # the cache-line chapter on PostgreSQL
+    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(home / "pg")}
+    dest = home / "faulted"
+    proc = _run(chapter, engine, long, dest, env)
+    for line in proc.stdout:
+        if "session(s):" in line or line.startswith("[progress]"):
+            break
+    time.sleep(1.0)
+    if fault == "terminate backends":
+        _psql_as_superuser(home, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                 "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+    else:
+        from contention_book.harness.embedded_pg import EmbeddedPostgres
+
+        EmbeddedPostgres(root=home / "pg").stop()
+    out, _ = proc.communicate(timeout=300)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    if manifest["status"]["state"] == "complete":  # it carried on: the failed calls must be on the record
+        from contention_book.chapters.logcache_spinlock import recordings
+
+        view = recordings.load(dest)
+        assert view.table("runs_set_aside") is not None or (view.runs.get("errors", 0) == 0).all(), out
+    else:
+        assert manifest["status"]["reason"], manifest
+        assert proc.returncode == 1, out
+    assert "Traceback" not in out
+    assert not _leftovers(home), _leftovers(home)
+    nxt = _run(chapter, engine, short, home / "again", env)
+    out2, _ = nxt.communicate(timeout=600)
+    assert nxt.returncode == 0, out2

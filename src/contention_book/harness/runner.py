@@ -52,6 +52,10 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 
+class RunFailed(RuntimeError):
+    """Something went wrong after the run had started (a lost server, say): a failure, not a refusal."""
+
+
 class RunLog:
     """Prints a run's lines (redacted) and keeps them for the recording's ``run.log``."""
 
@@ -252,9 +256,12 @@ def _run(runner: Runner, ctx: RunContext) -> None:
     """Run with the log streaming into the recording; an empty run is not ``complete``."""
     ctx.log.attach(ctx.writer.file_path("run.log"))
     try:
-        runner(ctx)
+        try:
+            runner(ctx)
+        except (TargetError, ParameterError) as exc:
+            raise RunFailed(f"{type(exc).__name__}: {redact(exc)}") from None
         if not _has_data(ctx.writer):
-            raise RuntimeError("the run wrote no data files")
+            raise RunFailed("the run wrote no data files")
     finally:
         ctx.log.detach()
         ctx.writer.write_text("run.log", ctx.log.text(), "what the live runner printed (redacted)")
