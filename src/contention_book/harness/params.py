@@ -145,7 +145,7 @@ def convert(p: Param, raw: Any, engine: str) -> Any:
         if not items:
             raise ParameterError(f"parameter {p.name}={raw!r}: expected {_expected(p, engine)}")
         if len(set(items)) != len(items):
-            raise ParameterError(f"parameter {p.name}={raw!r}: a value is given twice")
+            raise ParameterError(f"parameter {p.name}={raw!r}: a value is given twice; expected each value once")
         return items
     return _scalar(p, engine, raw, p.kind)
 
@@ -155,7 +155,7 @@ def parse(params: Sequence[Param], raw: Mapping[str, Any], engine: str) -> dict[
     known = {p.name: p for p in params}
     unknown = sorted(set(raw) - set(known))
     if unknown:
-        raise ParameterError(f"unknown parameter(s) {', '.join(unknown)}; this chapter takes: "
+        raise ParameterError(f"unknown parameter(s) {', '.join(unknown)}; expected one of this chapter's: "
                              f"{', '.join(sorted(known))}")
     out: dict[str, Any] = {}
     for p in params:
