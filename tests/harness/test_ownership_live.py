@@ -20,3 +20,23 @@ def test_a_run_needing_more_connections_than_the_server_allows_is_refused(pg_tar
     check_connections(pg_target, 10)
     with pytest.raises(TargetError, match=r"needs about 5000 connections.*max_connections=\d+.*raise max_connections"):
         check_connections(pg_target, 5000)
+
+
+def test_every_connection_has_a_lock_timeout(pg_target, monkeypatch):
+    conn = pg_target.connect("contention_test")
+    assert conn.cursor().execute("SHOW lock_timeout").fetchone()[0] == "2min"
+    conn.close()
+    monkeypatch.setenv("CONTENTION_BOOK_LOCK_TIMEOUT_S", "0.5")
+    a, b = pg_target.connect("contention_test", autocommit=False), pg_target.connect("contention_test")
+    try:
+        a.cursor().execute("CREATE TABLE IF NOT EXISTS lock_probe (x int)")
+        a.commit()
+        a.cursor().execute("LOCK TABLE lock_probe IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(Exception, match="lock timeout"):
+            b.cursor().execute("SELECT * FROM lock_probe")
+    finally:
+        a.rollback()
+        a.cursor().execute("DROP TABLE IF EXISTS lock_probe")
+        a.commit()
+        a.close()
+        b.close()

@@ -198,9 +198,11 @@ def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print, max_connect
             "(that run was killed)")
         pg.stop()
         was_running = False
+    if not was_running:  # claimed before starting: a run killed while the cluster starts is still known
+        pg.root.mkdir(parents=True, exist_ok=True)
+        pg.owner_file.write_text(f"{os.getpid()}\n")
     pg.start(max_connections=max_connections)
     if not was_running:
-        pg.owner_file.write_text(f"{os.getpid()}\n")
         log(f"[harness] embedded PostgreSQL started on 127.0.0.1:{pg.port} (data in {pg.data})")
     # wait until it accepts connections
     deadline = time.monotonic() + 30

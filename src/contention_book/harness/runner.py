@@ -38,6 +38,7 @@ from .redaction import redact
 from .spec import ChapterSpec
 from .targets import Target, TargetError, check_identifier, check_target_name, ensure_own_database
 
+SEAL_PAUSE_ENV = "CONTENTION_BOOK_TEST_SEAL_PAUSE_S"  # tests only: seconds to wait just before sealing
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK")
@@ -262,6 +263,10 @@ def _run(runner: Runner, ctx: RunContext) -> None:
             raise RunFailed(f"{type(exc).__name__}: {redact(exc)}") from None
         if not _has_data(ctx.writer):
             raise RunFailed("the run wrote no data files")
+        ctx.log("[run] sealing the recording")
+        pause = float(os.environ.get(SEAL_PAUSE_ENV) or 0)
+        if pause:  # fault tests deliver their signal while a recording is being sealed
+            time.sleep(pause)
     finally:
         ctx.log.detach()
         ctx.writer.write_text("run.log", ctx.log.text(), "what the live runner printed (redacted)")

@@ -121,6 +121,7 @@ class Target:
             ) from None
         if self.engine is None:
             self.engine = detect_engine(conn)
+        set_lock_timeout(conn, self.engine)
         return conn
 
     def __str__(self) -> str:
@@ -136,6 +137,22 @@ def check_target_name(name: str | None) -> str | None:
             "connection strings never go into parameters, command lines or logs"
         )
     return name
+
+
+LOCK_TIMEOUT_ENV = "CONTENTION_BOOK_LOCK_TIMEOUT_S"
+DEFAULT_LOCK_TIMEOUT_S = 120
+
+
+def set_lock_timeout(conn, engine: str | None) -> None:
+    """No statement of a run waits for a lock without bound: a wedged run fails with an error instead."""
+    seconds = float(os.environ.get(LOCK_TIMEOUT_ENV) or DEFAULT_LOCK_TIMEOUT_S)
+    cur = conn.cursor()
+    if engine == "postgres":
+        cur.execute(f"SET lock_timeout = '{int(seconds * 1000)}ms'")
+    elif engine == "sqlserver":
+        cur.execute(f"SET LOCK_TIMEOUT {int(seconds * 1000)}")
+    if not conn.autocommit:
+        conn.commit()  # the setting stays; the transaction it opened must not hold the first statement back
 
 
 def resolve_target(name: str, engine: str | None = None) -> Target:
