@@ -149,3 +149,16 @@ def test_damaged_recordings_are_refused_clearly_and_nothing_is_changed(tmp_path,
 
 def test_there_are_at_least_150_cases():
     assert len(PARAM_CASES) + len(REC_CASES) >= 150, (len(PARAM_CASES), len(REC_CASES))
+
+
+@pytest.mark.parametrize("chapter, rid", RECORDINGS, ids=[f"{c}-{r}" for c, r in RECORDINGS])
+def test_a_variant_the_chapter_does_not_know_is_refused(tmp_path, chapter, rid):
+    dest = tmp_path / rid
+    shutil.copytree(data_root() / chapter / rid, dest)
+    runs = dest / "runs.csv"
+    if not runs.exists() or "variant" not in runs.read_text().splitlines()[0].split(","):
+        pytest.skip(f"{rid} has no runs.csv with a variant column")
+    _set_cell(dest, "runs.csv", "variant", "bogus_variant")
+    _reseal(dest, "runs.csv")
+    with pytest.raises(RecordingError, match=r"file runs.csv line 2 column variant: 'bogus_variant'; expected one of"):
+        package(chapter, "recordings").load(dest)

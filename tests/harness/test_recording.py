@@ -205,3 +205,12 @@ def test_points_with_many_failed_calls_are_set_aside_and_said_so(tmp_path):
     assert any(n.startswith("set aside, not shown and not used in any verdict") for n in view.notes)
     clean = recordings.load(_resealed(tmp_path / "clean", lambda text: text))
     assert len(clean.runs) == 2 and clean.table("runs_set_aside") is None
+
+
+def test_the_writer_never_seals_an_empty_recording_complete(tmp_path):
+    with RecordingWriter(tmp_path / "empty", chapter="ghost-cleanup", kind="measured", engine={"name": "postgres",
+                         "version": "15"}, host={}, parameters={},
+                         measured={"tool": "t", "tool_version": "0", "command": "x"}) as w:
+        w.write_text("run.log", "[run] nothing measured\n")
+    manifest = Recording.open(tmp_path / "empty", allow_incomplete=True).manifest
+    assert manifest["status"] == {"state": "incomplete", "reason": "no data files were written"}

@@ -356,6 +356,8 @@ class RecordingWriter:
                 entry["description"] = self._descriptions[rel]
             files.append(entry)
         self.manifest["files"] = files
+        if state == "complete" and not [f for f in files if f["path"] != "run.log"]:
+            state, reason = "incomplete", "no data files were written"
         self.manifest["ended"] = utc_now()
         self.manifest["status"] = {"state": state}
         if reason:
@@ -577,6 +579,14 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
         if r.has(table.path):
             view.tables[key] = r.csv(table.path, table.columns)
             check_values(r, table.path, view.tables[key])
+            for col, allowed in getattr(table, "values", {}).items():
+                frame = view.tables[key]
+                if col in frame.columns:
+                    odd = ~frame[col].astype(str).isin([str(a) for a in allowed])
+                    if odd.any():
+                        row = int(odd.to_numpy().nonzero()[0][0])
+                        raise RecordingError(f"recording {r.path}: file {table.path} line {row + 2} column {col}: "
+                                             f"{frame[col].iloc[row]!r}; expected one of {', '.join(map(str, allowed))}")
         elif table.required_for(r.kind, engine):
             missing.append(table.path)
     if missing:

@@ -40,6 +40,7 @@ class Table:
     columns: tuple[str, ...]
     required: tuple[str, ...] = ()
     description: str = ""
+    values: Mapping[str, tuple] = field(default_factory=dict)  # column -> the values it may hold (e.g. variants)
 
     def __post_init__(self) -> None:
         if self.path != "runs.csv" and not self.path.startswith(FOLDERS):
@@ -49,6 +50,11 @@ class Table:
 
     def required_for(self, kind: str, engine: str) -> bool:
         return ("published" in self.required) if kind == "published" else (engine in self.required)
+
+
+def known_variants(variants: Mapping[str, tuple[str, ...]], labels: Mapping[str, str]) -> tuple[str, ...]:
+    """Every variant name a recording of the chapter may hold: its engines' variants and the labelled ones."""
+    return tuple(sorted(set(labels) | {v for vs in variants.values() for v in vs}))
 
 
 @dataclass(frozen=True)

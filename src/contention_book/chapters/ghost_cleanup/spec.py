@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
-from contention_book.harness.spec import ChapterSpec, Table
+from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "ghost-cleanup"
 NOTEBOOK = "03-ghost-cleanup.ipynb"
@@ -31,7 +31,8 @@ RELATION_COLUMNS = ("variant", "phase", "relation", "pages", "live_tuples", "dea
 COUNTER_COLUMNS = ("variant", "counter", "per_second")
 
 LAYOUT = {
-    "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published")),
+    "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published"),
+                  values={"variant": known_variants(VARIANTS, LABELS)}),
     "curve": Table("samples/update_rate.csv", CURVE_COLUMNS),
     "index": Table("dmv/index_physical_stats.csv", INDEX_COLUMNS, ("sqlserver",)),
     "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS, ("postgres",)),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
-from contention_book.harness.spec import ChapterSpec, Table
+from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "last-page-insert"
 NOTEBOOK = "04-last-page-insert.ipynb"
@@ -48,7 +48,8 @@ READ_COLUMNS = ("variant", "query", "partitions_touched", "logical_reads")
 HOT_COLUMNS = ("variant", "page", "object", "index", "samples", "is_last_page")
 
 LAYOUT = {
-    "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published")),
+    "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published"),
+                  values={"variant": known_variants(VARIANTS, LABELS)}),
     "waits": Table("samples/wait_shares.csv", WAIT_COLUMNS),
     "pins": Table("samples/pinned_buffers.csv", PIN_COLUMNS),
     "waiting_tasks": Table("samples/waiting_tasks.csv", ()),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
-from contention_book.harness.spec import ChapterSpec, Table
+from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "latch-fairness"
 NOTEBOOK = "01-latch-fairness.ipynb"
@@ -39,7 +39,9 @@ WAIT_COLUMNS = ("variant", "repetition", "name", "waits", "wait_time_ms", "max_w
 COUNTER_COLUMNS = ("variant", "repetition", "t_s", "counter", "instance_name", "value", "unit")
 
 LAYOUT = {
-    "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "sqlserver", "published")),
+    "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "sqlserver", "published"),
+                  values={"variant": known_variants({"native": KINDS, "sqlserver": SQL_VARIANTS},
+                                                    {**KIND_LABELS, **VARIANT_LABELS})}),
     "latch": Table("dmv/latch.csv", LATCH_COLUMNS, ("sqlserver", "published")),
     "spinlock": Table("dmv/spinlock.csv", SPINLOCK_COLUMNS, ("sqlserver", "published")),
     "wait": Table("dmv/wait.csv", WAIT_COLUMNS, ("sqlserver", "published")),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
-from contention_book.harness.spec import ChapterSpec, Table
+from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "lmax-queue"
 NOTEBOOK = "05-lmax-queue.ipynb"
@@ -48,7 +48,8 @@ FINDING_COLUMNS = ("order", "topic", "variant", "sessions", "value", "unit", "st
 INCREMENT_COLUMNS = ("method", "threads", "increments", "elapsed_ms")
 
 LAYOUT = {
-    "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "postgres", "sqlserver", "published")),
+    "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "postgres", "sqlserver", "published"),
+                  values={"variant": known_variants(VARIANTS, LABELS)}),
     "false_sharing": Table("results/false_sharing.csv", FALSE_SHARING_COLUMNS, ("native",)),
     "waits": Table("samples/wait_events.csv", WAIT_COLUMNS),
     "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
-from contention_book.harness.spec import ChapterSpec, Table
+from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "logcache-spinlock"
 NOTEBOOK = "02-logcache-spinlock.ipynb"
@@ -30,7 +30,8 @@ LABELS = {
 }
 
 LAYOUT = {
-    "runs": Table("runs.csv", ("variant", "sessions", "throughput"), ("postgres", "sqlserver")),
+    "runs": Table("runs.csv", ("variant", "sessions", "throughput"), ("postgres", "sqlserver"),
+                  values={"variant": known_variants(VARIANTS, LABELS)}),
     # native: what the programs print
     "c2c": Table("results/core_to_core.csv", ("cpu_a", "cpu_b", "median_one_way_ns"), ("native",)),
     "chase": Table("results/load_latency.csv", ("size_bytes", "ns_per_load"), ("native",)),
