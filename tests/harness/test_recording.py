@@ -208,9 +208,8 @@ def test_points_with_many_failed_calls_are_set_aside_and_said_so(tmp_path):
 
 
 def test_the_writer_never_seals_an_empty_recording_complete(tmp_path):
-    with RecordingWriter(tmp_path / "empty", chapter="ghost-cleanup", kind="measured", engine={"name": "postgres",
-                         "version": "15"}, host={}, parameters={},
-                         measured={"tool": "t", "tool_version": "0", "command": "x"}) as w:
+    with RecordingWriter(tmp_path / "empty", chapter="ghost-cleanup", kind="measured", engine=ENGINE, host=HOST,
+                         parameters={}, measured={"tool": "t", "tool_version": "0", "command": "x"}) as w:
         w.write_text("run.log", "[run] nothing measured\n")
     manifest = Recording.open(tmp_path / "empty", allow_incomplete=True).manifest
     assert manifest["status"] == {"state": "incomplete", "reason": "no data files were written"}
