@@ -1,10 +1,11 @@
 """What the ghost-cleanup chapter shows: the article's two recordings and one measured recording."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from contention_book.harness import recording as rec
+
+from ..shared.shown import PublishedAndMeasured, header_note, load_published_and_measured
 
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED
 
@@ -18,10 +19,8 @@ class GhostRecording(rec.RecordingView):
     counters = rec.table_property("counters")
 
 
-@dataclass
-class Shown:
-    published: list[GhostRecording]
-    measured: GhostRecording
+Shown = PublishedAndMeasured
+__all__ = ["GhostRecording", "Shown", "load", "load_published", "load_shown", "header_note"]
 
 
 def load(ref: str | Path) -> GhostRecording:
@@ -39,12 +38,4 @@ def load_published() -> list[GhostRecording]:
 
 
 def load_shown(recording: str = "", stacks: str = "") -> Shown:
-    if stacks:
-        raise ValueError("stacks: this chapter shows the stacks its recordings hold; pass other captures to "
-                         "`perftools` directly")
-    return Shown(load_published(), load(recording or DEFAULT_MEASURED))
-
-
-def header_note(shown: Shown) -> str:
-    return rec.shown_note([("Measured or reader's recording", shown.measured.recording)],
-                          [g.recording for g in shown.published])
+    return load_published_and_measured(load, PUBLISHED, DEFAULT_MEASURED, recording, stacks)

@@ -1,10 +1,11 @@
 """What the last-page chapter shows: the two published sources and one measured recording."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from contention_book.harness import recording as rec
+
+from ..shared.shown import PublishedAndMeasured, header_note, load_published_and_measured
 
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED
 
@@ -38,10 +39,8 @@ class LpiRecording(rec.RecordingView):
         return self.recording.host.get("logical_cpus")
 
 
-@dataclass
-class Shown:
-    published: list[LpiRecording]
-    measured: LpiRecording
+Shown = PublishedAndMeasured
+__all__ = ["LpiRecording", "Shown", "load", "load_published", "load_shown", "header_note"]
 
 
 def load(ref: str | Path) -> LpiRecording:
@@ -58,12 +57,4 @@ def load_published() -> list[LpiRecording]:
 
 
 def load_shown(recording: str = "", stacks: str = "") -> Shown:
-    if stacks:
-        raise ValueError("stacks: this chapter shows the stacks its recordings hold; pass other captures to "
-                         "`perftools` directly")
-    return Shown(load_published(), load(recording or DEFAULT_MEASURED))
-
-
-def header_note(shown: Shown) -> str:
-    return rec.shown_note([("Measured or reader's recording", shown.measured.recording)],
-                          [g.recording for g in shown.published])
+    return load_published_and_measured(load, PUBLISHED, DEFAULT_MEASURED, recording, stacks)

@@ -1,0 +1,27 @@
+"""A page that shows a chapter's published recordings beside one measured recording (ghost, last page)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from contention_book.harness import recording as rec
+
+
+@dataclass
+class PublishedAndMeasured:
+    published: list
+    measured: Any
+
+
+def load_published_and_measured(load: Callable[[str], Any], published: Sequence[str], reference: str,
+                                 recording: str = "", stacks: str = "") -> PublishedAndMeasured:
+    """The published recordings, and ``recording`` (or the book's reference) as the measured one."""
+    if stacks:
+        raise ValueError("stacks: this chapter shows the stacks its recordings hold; pass other captures to "
+                         "`perftools` directly")
+    return PublishedAndMeasured([load(pid) for pid in published], load(recording or reference))
+
+
+def header_note(shown: PublishedAndMeasured) -> str:
+    return rec.shown_note([("Measured or reader's recording", shown.measured.recording)],
+                          [g.recording for g in shown.published])
