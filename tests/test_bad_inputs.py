@@ -162,3 +162,18 @@ def test_a_variant_the_chapter_does_not_know_is_refused(tmp_path, chapter, rid):
     _reseal(dest, "runs.csv")
     with pytest.raises(RecordingError, match=r"file runs.csv line 2 column variant: 'bogus_variant'; expected one of"):
         package(chapter, "recordings").load(dest)
+
+
+MEASURED = [(c, r) for c, r in RECORDINGS if r.startswith("measured")]
+
+
+@pytest.mark.parametrize("chapter, rid", MEASURED, ids=[f"{c}-{r}" for c, r in MEASURED])
+def test_a_measured_point_recorded_twice_is_refused(tmp_path, chapter, rid):
+    dest = tmp_path / rid
+    shutil.copytree(data_root() / chapter / rid, dest)
+    lines = (dest / "runs.csv").read_text().splitlines()
+    (dest / "runs.csv").write_text("\n".join([*lines, lines[1]]) + "\n")
+    _reseal(dest, "runs.csv")
+    with pytest.raises(RecordingError, match=rf"file runs.csv line {len(lines) + 1}: variant=.* appears twice; "
+                                             "expected one row per variant, sessions, repetition"):
+        package(chapter, "recordings").load(dest)

@@ -579,6 +579,14 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
         if r.has(table.path):
             view.tables[key] = r.csv(table.path, table.columns)
             check_values(r, table.path, view.tables[key])
+            key_cols = [c for c in getattr(table, "unique", ()) if c in view.tables[key].columns]
+            if r.kind == "measured" and key_cols and len(key_cols) == len(table.unique):
+                twice = view.tables[key].duplicated(subset=key_cols)
+                if twice.any():
+                    row = int(twice.to_numpy().nonzero()[0][0])
+                    values = ", ".join(f"{c}={view.tables[key][c].iloc[row]!r}" for c in key_cols)
+                    raise RecordingError(f"recording {r.path}: file {table.path} line {row + 2}: {values} appears "
+                                         f"twice; expected one row per {', '.join(key_cols)}")
             for col, allowed in getattr(table, "values", {}).items():
                 frame = view.tables[key]
                 if col in frame.columns:

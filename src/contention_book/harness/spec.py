@@ -41,6 +41,7 @@ class Table:
     required: tuple[str, ...] = ()
     description: str = ""
     values: Mapping[str, tuple] = field(default_factory=dict)  # column -> the values it may hold (e.g. variants)
+    unique: tuple[str, ...] = ()  # columns no two rows of a measured recording share (published rows are as printed)
 
     def __post_init__(self) -> None:
         if self.path != "runs.csv" and not self.path.startswith(FOLDERS):

@@ -32,6 +32,7 @@ COUNTER_COLUMNS = ("variant", "counter", "per_second")
 
 LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published"),
+                  unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}),
     "curve": Table("samples/update_rate.csv", CURVE_COLUMNS),
     "index": Table("dmv/index_physical_stats.csv", INDEX_COLUMNS, ("sqlserver",)),

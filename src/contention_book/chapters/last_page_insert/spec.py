@@ -49,6 +49,7 @@ HOT_COLUMNS = ("variant", "page", "object", "index", "samples", "is_last_page")
 
 LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published"),
+                  unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}),
     "waits": Table("samples/wait_shares.csv", WAIT_COLUMNS),
     "pins": Table("samples/pinned_buffers.csv", PIN_COLUMNS),

@@ -40,6 +40,7 @@ COUNTER_COLUMNS = ("variant", "repetition", "t_s", "counter", "instance_name", "
 
 LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "sqlserver", "published"),
+                  unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants({"native": KINDS, "sqlserver": SQL_VARIANTS},
                                                     {**KIND_LABELS, **VARIANT_LABELS})}),
     "latch": Table("dmv/latch.csv", LATCH_COLUMNS, ("sqlserver", "published")),

@@ -49,6 +49,7 @@ INCREMENT_COLUMNS = ("method", "threads", "increments", "elapsed_ms")
 
 LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "postgres", "sqlserver", "published"),
+                  unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}),
     "false_sharing": Table("results/false_sharing.csv", FALSE_SHARING_COLUMNS, ("native",)),
     "waits": Table("samples/wait_events.csv", WAIT_COLUMNS),

@@ -31,6 +31,7 @@ LABELS = {
 
 LAYOUT = {
     "runs": Table("runs.csv", ("variant", "sessions", "throughput"), ("postgres", "sqlserver"),
+                  unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}),
     # native: what the programs print
     "c2c": Table("results/core_to_core.csv", ("cpu_a", "cpu_b", "median_one_way_ns"), ("native",)),
