@@ -1,4 +1,4 @@
-"""Live runs: N sessions insert single rows, per variant and per N; samplers watch.
+"""The PostgreSQL run: N sessions insert single rows, per variant and per N; samplers watch.
 
 Each driver call inserts ``rows_per_call`` rows: 1 is one INSERT statement
 per call (a client round trip per row), more runs the workload's server-side
@@ -6,8 +6,7 @@ loop (``insert_rows``: each row still its own transaction).  runs.csv keeps
 ``operations`` and ``throughput`` in rows, and the latency percentiles per
 call, with ``rows_per_call``, ``calls`` and ``calls_per_s`` beside them.
 
-``run_live`` is the notebook's entry point for both engines; the PostgreSQL
-path is here, the SQL Server one in :mod:`.live_sqlserver`.
+The SQL Server run is :mod:`.run_sqlserver`; what one call runs is :mod:`.calls`.
 """
 from __future__ import annotations
 
