@@ -177,3 +177,32 @@ def test_a_measured_point_recorded_twice_is_refused(tmp_path, chapter, rid):
     with pytest.raises(RecordingError, match=rf"file runs.csv line {len(lines) + 1}: variant=.* appears twice; "
                                              "expected one row per variant, sessions, repetition"):
         package(chapter, "recordings").load(dest)
+
+
+def _numeric_non_physical(chapter: str, dest: Path) -> tuple[str, str] | None:
+    """A layout table the recording holds and one of its numeric columns that is not a physical one."""
+    from contention_book.harness.recording import NON_NEGATIVE
+
+    layout = package(chapter, "spec").SPEC.layout
+    for table in layout.values():
+        path = dest / table.path
+        if path.is_file() and len(path.read_text().splitlines()) > 1:
+            header = path.read_text().splitlines()[0].split(",")
+            for col in table.numeric:
+                if col in header and col not in NON_NEGATIVE:
+                    return table.path, col
+    return None
+
+
+@pytest.mark.parametrize("chapter, rid", RECORDINGS, ids=[f"{c}-{r}" for c, r in RECORDINGS])
+def test_words_in_a_numeric_column_are_refused_by_name(tmp_path, chapter, rid):
+    dest = tmp_path / rid
+    shutil.copytree(data_root() / chapter / rid, dest)
+    found = _numeric_non_physical(chapter, dest)
+    if found is None:
+        pytest.skip(f"{rid} holds no numeric column beyond the physical ones")
+    rel, col = found
+    _set_cell(dest, rel, col, "lots")
+    _reseal(dest, rel)
+    with pytest.raises(RecordingError, match=rf"file {rel} line 2 column {col}: 'lots'; expected a finite number"):
+        package(chapter, "recordings").load(dest)

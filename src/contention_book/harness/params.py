@@ -218,7 +218,9 @@ def duration_s(default: Any, help: str = "most seconds per measured point") -> P
 
 
 def repetitions(default: Any, help: str = "repetitions of every point, interleaved across variants") -> Param:
-    return Param("repetitions", "int", help, default=default, minimum=1, maximum=1000)
+    """A mapping default also names the engines whose runners repeat (the others run each point once)."""
+    engines = tuple(default) if isinstance(default, Mapping) else None
+    return Param("repetitions", "int", help, default=default, minimum=1, maximum=1000, engines=engines)
 
 
 def database(engines: tuple[str, ...] = ("postgres", "sqlserver")) -> Param:

@@ -28,6 +28,8 @@ from typing import Any, Iterable, Mapping
 import jsonschema
 import pandas as pd
 
+from .spec import TEXT_COLUMNS
+
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 OWNER = ".owner"  # in a recording being written: the writing process's pid, so a later run can tell it was killed
@@ -539,8 +541,20 @@ NON_NEGATIVE = {"throughput": 0, "elapsed_s": 0, "operations": 0, "sessions": 1,
                 "ns_per_increment": 0, "us_per_update": 0, "records": 0, "errors": 0}
 
 
-def check_values(r: "Recording", name: str, frame: pd.DataFrame) -> None:
-    """Refuse NaN, infinite, negative or non-numeric values in physical columns, naming file, row and column."""
+def check_values(r: "Recording", name: str, frame: pd.DataFrame, numeric: Iterable[str] = ()) -> None:
+    """Refuse NaN, infinite, negative or non-numeric values in physical columns, and words or infinities in
+    the other ``numeric`` columns, naming file, row and column; those columns are then read as numbers."""
+    for col in numeric:
+        if col not in frame.columns or col in NON_NEGATIVE:
+            continue
+        values = pd.to_numeric(frame[col], errors="coerce")
+        empty = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
+        bad = (values.isna() & ~empty) | (values.notna() & ~values.abs().lt(float("inf")))
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise RecordingError(f"recording {r.path}: file {name} line {row + 2} column {col}: "
+                                 f"{frame[col].iloc[row]!r}; expected a finite number or nothing")
+        frame[col] = values
     for col, least in NON_NEGATIVE.items():
         if col not in frame.columns:
             continue
@@ -555,6 +569,7 @@ def check_values(r: "Recording", name: str, frame: pd.DataFrame) -> None:
             raise RecordingError(
                 f"recording {r.path}: file {name} line {row + 2} column {col}: {frame[col].iloc[row]!r}; "
                 f"expected a finite number >= {least}" + ("" if r.kind == "measured" else " or nothing"))
+        frame[col] = values
 
 
 def table_property(key: str) -> property:
@@ -578,7 +593,7 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
     for key, table in layout.items():
         if r.has(table.path):
             view.tables[key] = r.csv(table.path, table.columns)
-            check_values(r, table.path, view.tables[key])
+            check_values(r, table.path, view.tables[key], table.numeric)
             key_cols = [c for c in getattr(table, "unique", ()) if c in view.tables[key].columns]
             if r.kind == "measured" and key_cols and len(key_cols) == len(table.unique):
                 twice = view.tables[key].duplicated(subset=key_cols)
@@ -595,6 +610,9 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
                         row = int(odd.to_numpy().nonzero()[0][0])
                         raise RecordingError(f"recording {r.path}: file {table.path} line {row + 2} column {col}: "
                                              f"{frame[col].iloc[row]!r}; expected one of {', '.join(map(str, allowed))}")
+            if key != "runs" and "repetition" in table.unique and "repetition" in view.tables[key].columns:
+                view.tables[f"{key}_by_repetition"] = view.tables[key]
+                view.tables[key] = median_over_repetitions(view.tables[key], table)
         elif table.required_for(r.kind, engine):
             missing.append(table.path)
     if missing:
@@ -604,6 +622,25 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
                    if f.startswith("stacks/") and f.endswith(".folded.gz")}
     _set_aside_erroneous_points(view)
     return view
+
+
+def median_over_repetitions(frame: pd.DataFrame, table: Any) -> pd.DataFrame:
+    """One row per key of ``table.unique`` without the repetition: numeric columns' medians over repetitions.
+
+    Tables a chapter reads as "the state after a point" (wait shares, relation
+    sizes, plan costs) are shown as their median; the rows per repetition stay
+    in ``tables["<key>_by_repetition"]`` for the spread.
+    """
+    keys = [c for c in table.unique if c != "repetition" and c in frame.columns]
+    numeric = [c for c in frame.columns if c not in keys and c != "repetition"
+               and c not in TEXT_COLUMNS and pd.api.types.is_numeric_dtype(frame[c])]
+    rest = [c for c in frame.columns if c not in keys and c not in numeric and c != "repetition"]
+    grouped = frame.groupby(keys, sort=False, dropna=False)
+    out = grouped[numeric].median()
+    if rest:
+        out = out.join(grouped[rest].first())
+    out["repetitions"] = grouped.size()
+    return out.reset_index()[[*keys, *[c for c in frame.columns if c in numeric or c in rest], "repetitions"]]
 
 
 MAX_ERROR_SHARE = 0.01

@@ -27,6 +27,13 @@ from .params import Param
 ENGINES = ("native", "postgres", "sqlserver")
 FOLDERS = ("results/", "dmv/", "samples/", "stacks/", "published/")
 
+# Columns that hold words in every table that has them; every other column a layout declares holds numbers
+# (or nothing), unless its Table names it in ``text``.
+TEXT_COLUMNS = frozenset({
+    "variant", "name", "counter", "instance_name", "unit", "method", "placement", "l3", "function", "machine",
+    "relation", "backend_type", "wait", "phase", "index", "query", "measurement", "fact", "layout", "statement",
+    "topic", "page", "object", "is_last_page"})
+
 
 @dataclass(frozen=True)
 class Table:
@@ -42,12 +49,18 @@ class Table:
     description: str = ""
     values: Mapping[str, tuple] = field(default_factory=dict)  # column -> the values it may hold (e.g. variants)
     unique: tuple[str, ...] = ()  # columns no two rows of a measured recording share (published rows are as printed)
+    text: tuple[str, ...] = ()  # columns holding words beyond TEXT_COLUMNS; the rest hold numbers
 
     def __post_init__(self) -> None:
         if self.path != "runs.csv" and not self.path.startswith(FOLDERS):
             raise ValueError(f"table {self.path}: expected runs.csv or a path under {', '.join(FOLDERS)}")
         if not self.path.endswith(".csv"):
             raise ValueError(f"table {self.path}: expected a .csv file")
+
+    @property
+    def numeric(self) -> tuple[str, ...]:
+        """The declared columns that must hold finite numbers (or be empty)."""
+        return tuple(c for c in self.columns if c not in TEXT_COLUMNS and c not in self.text)
 
     def required_for(self, kind: str, engine: str) -> bool:
         return ("published" in self.required) if kind == "published" else (engine in self.required)

@@ -65,3 +65,40 @@ BEGIN
     ages := array_to_string(got, ',');
 END
 $$;
+
+-- Pop up to p_pops messages off the ring (the loop form of pop_ring.sql), each its own
+-- transaction.  ages: their ages in seconds; missed: the ring ran empty; lost: messages a
+-- producer overwrote before any consumer read them.
+CREATE OR REPLACE PROCEDURE lmax_pop_ring_loop(p_pops integer, p_size bigint,
+                                               INOUT ages text DEFAULT NULL, INOUT missed boolean DEFAULT NULL,
+                                               INOUT lost integer DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+    seq bigint;
+    id bigint;
+    at timestamptz;
+    got double precision[] := '{}';
+BEGIN
+    missed := false;
+    lost := 0;
+    FOR i IN 1 .. p_pops LOOP
+        seq := NULL;
+        UPDATE lmax_ring_read AS c
+        SET next = c.next + 1
+        FROM lmax_ring AS r
+        WHERE c.id = 1 AND r.slot = c.next % p_size AND r.message_id >= c.next
+        RETURNING c.next - 1, r.message_id, r.pushed_at INTO seq, id, at;
+        COMMIT;
+        IF seq IS NULL THEN
+            missed := true;
+            EXIT;
+        END IF;
+        IF id = seq THEN
+            got := got || extract(epoch FROM clock_timestamp() - at)::double precision;
+        ELSE
+            lost := lost + 1;
+        END IF;
+    END LOOP;
+    ages := array_to_string(got, ',');
+END
+$$;

@@ -4,6 +4,7 @@
 -- a dead tuple and a dead index entry behind until it is pruned or vacuumed.
 CREATE EXTENSION IF NOT EXISTS pgstattuple;
 DROP TABLE IF EXISTS lmax_ring;
+DROP TABLE IF EXISTS lmax_ring_read;
 DROP TABLE IF EXISTS lmax_queue;
 DROP SEQUENCE IF EXISTS lmax_seq;
 CREATE TABLE lmax_queue (

@@ -6,6 +6,7 @@
 -- Runs only in the harness's own database.
 CREATE EXTENSION IF NOT EXISTS pgstattuple;
 DROP TABLE IF EXISTS lmax_ring;
+DROP TABLE IF EXISTS lmax_ring_read;
 DROP TABLE IF EXISTS lmax_queue;
 DROP SEQUENCE IF EXISTS lmax_seq;
 CREATE SEQUENCE lmax_seq AS bigint START WITH 0 MINVALUE 0;
@@ -16,3 +17,9 @@ CREATE TABLE lmax_ring (
     message         char(300)   NOT NULL,
     reference_count integer     NOT NULL
 ) WITH (fillfactor = 50);
+-- The consumers' shared read cursor: the next sequence number to take off the ring.
+CREATE TABLE lmax_ring_read (
+    id   integer NOT NULL PRIMARY KEY CHECK (id = 1),
+    next bigint  NOT NULL
+);
+INSERT INTO lmax_ring_read VALUES (1, 0);

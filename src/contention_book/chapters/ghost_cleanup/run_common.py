@@ -57,6 +57,7 @@ class Run:
         self.allow_server_changes = ctx.allow_server_changes
         self.log = ctx.log
         self.engine = ctx.engine
+        self.repetition = 0  # the round being run (harness.schedule)
 
     def connect(self, autocommit: bool = True):
         return self.t.connect(self.db, autocommit=autocommit)
@@ -79,12 +80,12 @@ class Run:
     def record_run(self, variant: str, result, curve: pd.DataFrame) -> None:
         updates = int(sum(self.chunks))
         self.w.append_csv(FILES["runs"], pd.DataFrame([{
-            "variant": variant, "repetition": 0, "sessions": 1, "elapsed_s": result.elapsed_s,
+            "variant": variant, "repetition": self.repetition, "sessions": 1, "elapsed_s": result.elapsed_s,
             "operations": updates, "throughput": updates / result.elapsed_s, "chunks": len(self.chunks),
             "errors": result.errors,
         }]))
-        self.w.append_csv(FILES["curve"], curve)
-        self.log(f"[{CHAPTER}] {variant}: {updates:,} updates in {result.elapsed_s:.2f} s "
+        self.w.append_csv(FILES["curve"], curve.assign(repetition=self.repetition))
+        self.log(f"[{CHAPTER}] {variant}, repetition {self.repetition + 1}: {updates:,} updates in {result.elapsed_s:.2f} s "
                  f"({updates / result.elapsed_s:,.0f}/s)")
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from contention_book.harness import workloads
 from contention_book.harness.live import finish_stacks, start_stacks
+from contention_book.harness.schedule import interleaved
 
 from .run_common import Run, query
 from .spec import CHAPTER, FILES, RELATION_COLUMNS
@@ -18,6 +19,7 @@ def _pg_stats(run: Run, conn, variant: str, phase: str) -> pd.DataFrame:
     index = query(conn, "index_stats", "postgres").assign(relation="ghost_test_pkey", relation_kind="btree")
     frame = pd.concat([table, index], ignore_index=True)
     frame.insert(0, "phase", phase)
+    frame.insert(0, "repetition", run.repetition)
     frame.insert(0, "variant", variant)
     for col in RELATION_COLUMNS:
         if col not in frame:
@@ -45,7 +47,7 @@ def _run_postgres_variant(run: Run, variant: str) -> None:
 
             def start_capture():
                 nonlocal capture
-                if run.stacks:
+                if run.stacks and run.repetition == 0:  # one profile per variant is enough
                     capture = start_stacks(run.w, variant, [backend["pid"]])
 
             result, curve = run.drive(variant, session, start_capture)
@@ -76,5 +78,5 @@ def run_postgres(ctx) -> None:
             "('autovacuum', 'autovacuum_naptime', 'shared_buffers', 'block_size', 'synchronous_commit')"
         ).fetchall())
     ctx.writer.update(engine={"settings": settings})
-    for variant in ctx.variants:
+    for run.repetition, variant in interleaved(ctx.variants, ctx.params["repetitions"]):
         _run_postgres_variant(run, variant)

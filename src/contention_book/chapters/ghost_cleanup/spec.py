@@ -36,13 +36,15 @@ LAYOUT = {
                   values={"variant": known_variants(VARIANTS, LABELS)}),
     "curve": Table("samples/update_rate.csv", CURVE_COLUMNS),
     "index": Table("dmv/index_physical_stats.csv", INDEX_COLUMNS, ("sqlserver",)),
-    "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS, ("postgres",)),
+    "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS, ("postgres",),
+                      unique=("variant", "repetition", "phase", "relation")),
     "counters": Table("dmv/perf_counters.csv", COUNTER_COLUMNS),
 }
 FILES = {key: table.path for key, table in LAYOUT.items()}
 
 PARAMS = (
     P.variants(VARIANTS),
+    P.repetitions({"postgres": 5}),
     P.database(),
     P.capture_stacks(),
     P.Param("updates", "int", "updates of the one row, one transaction each", default=123_456, minimum=1,

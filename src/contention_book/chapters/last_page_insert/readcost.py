@@ -21,7 +21,8 @@ class PlanError(ValueError):
 
 
 def postgres_plan_cost(plan_json: Any) -> dict[str, float]:
-    """Partitions touched, shared blocks read (hit + read) and execution ms from an EXPLAIN JSON plan."""
+    """Partitions touched, shared blocks read (hit + read), rows returned and execution ms from an EXPLAIN
+    JSON plan."""
     try:
         doc = json.loads(plan_json) if isinstance(plan_json, str) else plan_json
         top = doc[0]
@@ -39,6 +40,7 @@ def postgres_plan_cost(plan_json: Any) -> dict[str, float]:
     walk(plan)
     return {"partitions_touched": float(len(touched)),
             "logical_reads": float(plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)),
+            "rows_returned": float(plan.get("Actual Rows", float("nan"))),
             "execution_ms": float(top.get("Execution Time", float("nan")))}
 
 

@@ -19,10 +19,11 @@ from contention_book.harness import pg_waits, workloads
 from contention_book.harness.driver import RunResult, run_sessions
 from contention_book.harness.live import finish_stacks, start_stacks
 from contention_book.harness.recording import RecordingWriter
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
 
 from .calls import calls_per_session, insert_call, runs_row
-from .spec import CHAPTER, FILES, PG_TABLE
+from .spec import CHAPTER, FILES, PG_TABLE, RANGE_QUERY
 from .readcost import postgres_plan_cost
 from contention_book.harness.polling import PollingSampler
 
@@ -61,6 +62,7 @@ class PostgresRun:
         self.partitions, self.hz, self.pin_hz, self.stacks, self.log = partitions, hz, pin_hz, stacks, log
         self.per_call = rows_per_call
         self.insert, self.args = insert_call("postgres", rows_per_call)
+        self.repetition = 0  # the round being run (harness.schedule)
 
     def connect(self):
         return self.t.connect(self.db)
@@ -74,7 +76,7 @@ class PostgresRun:
         pids: dict[int, int] = {}
         insert, args = self.insert, self.args
         waits = pg_waits.WaitSampler(self.connect, self.db, hz=self.hz)
-        deepest = n == max(self.sessions)
+        deepest = n == max(self.sessions) and self.repetition == 0  # pins and stacks: once per variant
         pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
                               hz=self.pin_hz, name="pin-sampler") if deepest and self.pin_hz > 0 else None
         recorder = {"perf": None}
@@ -94,7 +96,7 @@ class PostgresRun:
             result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
                                   operations_per_session=calls_per_session(self.rows, self.per_call),
                                   duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
-                                  setup_session=setup, on_ready=ready, progress=f"{variant}, {n} session(s)")
+                                  setup_session=setup, on_ready=ready, progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
         finally:
             waits.stop()
             if pins is not None:
@@ -104,7 +106,7 @@ class PostgresRun:
             samples = "; ".join(s for st in result.per_session for s in st.error_samples[:1])
             raise RuntimeError(f"{variant}, {n} sessions: {result.errors} insert(s) failed: {samples}")
         self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
-            result, self.per_call, variant=variant, repetition=0,
+            result, self.per_call, variant=variant, repetition=self.repetition,
             partitions=self.partitions if variant == "hash_partitioned" else 1,
             wait_sampler_hz=round(waits.achieved_hz, 2))]))
         if waits.error:
@@ -113,8 +115,8 @@ class PostgresRun:
         # only the inserting sessions: the run's own idle connection and the pin sampler's are not the workload
         shares = wait_counts(frame[frame["pid"].isin(set(pids.values()))] if pids else frame)
         if not shares.empty:
-            self.w.append_csv(FILES["waits"], shares.assign(variant=variant, sessions=n)[
-                ["variant", "sessions", "wait", "samples", "share"]])
+            self.w.append_csv(FILES["waits"], shares.assign(variant=variant, sessions=n, repetition=self.repetition)[
+                ["variant", "sessions", "repetition", "wait", "samples", "share"]])
         if pins is not None:
             if pins.error:
                 self.w.add_note(f"pinned-buffer sampler, {variant}: stopped early: {pins.error}")
@@ -134,27 +136,42 @@ class PostgresRun:
     def index_stats(self, conn, variant: str) -> None:
         workloads.run_script(conn, CHAPTER, "postgres", "analyze")
         stats = _query(conn, "index_stats")
+        stats.insert(0, "repetition", self.repetition)
         stats.insert(0, "variant", variant)
         self.w.append_csv(FILES["index"], stats)
 
     def read_cost(self, conn, variant: str) -> None:
-        probe = _query(conn, "probe_ids")
-        if probe.empty:
-            return
-        key = int(probe.iloc[0, 0])
+        """Pages read by a point lookup and by the same 100 rows in each design.
+
+        "The same 100 rows" are 100 inserted one after another (consecutive
+        sequence numbers): a BETWEEN on the sequential and hash-partitioned
+        keys, and the 100 hashed keys on the random-key design, whose
+        consecutive key values hold about one row, not 100.
+        """
+        cur = conn.cursor()
+        if variant == "random_key":
+            seq = int(cur.execute("SELECT last_value / 2 FROM lpi_seq").fetchone()[0])
+            key = f"hashint8extended({seq}, 0)"
+            rows_where = f"id IN (SELECT hashint8extended(g, 0) FROM generate_series({seq}, {seq + 99}) g)"
+        else:
+            probe = _query(conn, "probe_ids")
+            if probe.empty:
+                return
+            seq = int(probe.iloc[0, 0])
+            key, rows_where = str(seq), f"id BETWEEN {seq} AND {seq + 99}"
         queries = [
             ("point lookup", f"SELECT id, payload FROM {PG_TABLE} WHERE id = {key}", True),
             ("point lookup, no partition pruning", f"SELECT id, payload FROM {PG_TABLE} WHERE id = {key}", False),
-            ("range of 100 keys", f"SELECT id, payload FROM {PG_TABLE} WHERE id BETWEEN {key} AND {key + 99}", True),
+            (RANGE_QUERY, f"SELECT id, payload FROM {PG_TABLE} WHERE {rows_where}", True),
         ]
         rows = []
-        cur = conn.cursor()
         for name, sql, pruning in queries:
             cur.execute(f"SET enable_partition_pruning = {'on' if pruning else 'off'}")
             cur.execute(sql)  # warm: the measured run should read from shared buffers
             cur.fetchall()
             plan = cur.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql).fetchone()[0]
-            rows.append({"variant": variant, "query": name, **postgres_plan_cost(plan), "sql": sql})
+            rows.append({"variant": variant, "repetition": self.repetition, "query": name,
+                         **postgres_plan_cost(plan), "sql": sql})
         cur.execute("RESET enable_partition_pruning")
         self.w.append_csv(FILES["read_cost"], pd.DataFrame(rows))
 
@@ -179,7 +196,7 @@ def run_postgres(ctx) -> None:
                       rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
                       partitions=p["partitions"], hz=p["wait_hz"], pin_hz=p["pin_hz"], stacks=p["capture_stacks"],
                       log=ctx.log, rows_per_call=p["rows_per_call"])
-    for variant in ctx.variants:
+    for run.repetition, variant in interleaved(ctx.variants, p["repetitions"]):
         run.variant(variant)
     with contextlib.closing(ctx.target.connect(ctx.database)) as conn:
         conn.cursor().execute(f"DROP TABLE IF EXISTS {PG_TABLE} CASCADE")

@@ -30,6 +30,8 @@ SHORT = {
 
 # The PostgreSQL test table and its name prefix (every relation the workload makes starts with it).
 PG_TABLE = "lpi_insert"
+# The read-cost query that asks every key design for the same 100 rows (inserted one after another).
+RANGE_QUERY = "100 rows inserted in a row"
 # SQL Server tables per variant.
 SQLSERVER_TABLES = {
     "sequential": "lpi_sequential",
@@ -51,12 +53,12 @@ LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published"),
                   unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}),
-    "waits": Table("samples/wait_shares.csv", WAIT_COLUMNS),
+    "waits": Table("samples/wait_shares.csv", WAIT_COLUMNS, unique=("variant", "sessions", "repetition", "wait")),
     "pins": Table("samples/pinned_buffers.csv", PIN_COLUMNS),
     "waiting_tasks": Table("samples/waiting_tasks.csv", ()),
     "hot_pages": Table("dmv/hot_pages.csv", HOT_COLUMNS),
-    "index": Table("dmv/index_stats.csv", INDEX_COLUMNS),
-    "read_cost": Table("dmv/read_cost.csv", READ_COLUMNS),
+    "index": Table("dmv/index_stats.csv", INDEX_COLUMNS, unique=("variant", "repetition", "index")),
+    "read_cost": Table("dmv/read_cost.csv", READ_COLUMNS, unique=("variant", "repetition", "query")),
     "wait_deltas": Table("dmv/wait_deltas.csv", ("variant", "sessions", "name", "waits")),
     "latch_deltas": Table("dmv/latch_deltas.csv", ("variant", "sessions", "name", "waits")),
     "before_after": Table("dmv/before_after.csv", ("measurement", "before", "after")),
@@ -68,6 +70,7 @@ PARAMS = (
     P.sessions((1, 2, 4, 8)),
     P.variants(VARIANTS),
     P.duration_s(7.0),
+    P.repetitions({"postgres": 5}),
     P.database(),
     P.capture_stacks(),
     P.Param("rows_per_session", "int", "stop a point once every session inserted this many rows (empty: no cap)",

@@ -16,7 +16,7 @@ from contention_book.harness import recording as rec
 
 from ..shared.stacks import StackSection, absent_text, flame, top_table
 from .recordings import LpiRecording
-from .spec import BASELINE, SHORT
+from .spec import BASELINE, RANGE_QUERY, SHORT
 
 IDLE = "idle (waiting for the client)"
 HOT_WAITS = ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP")
@@ -276,9 +276,9 @@ def measured_numbers(g: LpiRecording) -> dict[str, Any]:
     nums["m_hash_point_noprune_parts"] = _read(g, "hash_partitioned", "point lookup, no partition pruning",
                                                "partitions_touched")
     nums["m_seq_point_reads"] = _read(g, "sequential", "point lookup", "logical_reads")
-    nums["m_hash_range_parts"] = _read(g, "hash_partitioned", "range of 100 keys", "partitions_touched")
-    nums["m_hash_range_reads"] = _read(g, "hash_partitioned", "range of 100 keys", "logical_reads")
-    nums["m_seq_range_reads"] = _read(g, "sequential", "range of 100 keys", "logical_reads")
+    nums["m_hash_range_parts"] = _read(g, "hash_partitioned", RANGE_QUERY, "partitions_touched")
+    nums["m_hash_range_reads"] = _read(g, "hash_partitioned", RANGE_QUERY, "logical_reads")
+    nums["m_seq_range_reads"] = _read(g, "sequential", RANGE_QUERY, "logical_reads")
     return nums
 
 

@@ -55,7 +55,7 @@ PARAMS = (
     P.sessions({"native": (1, 2, 4, 8, 16, 32)}, "thread counts of the native sweep"),
     P.variants({"native": KINDS, "sqlserver": SQL_VARIANTS}),
     P.duration_s({"native": 1.5}, "seconds per lock kind, thread count and repetition"),
-    P.repetitions({"native": 3, "sqlserver": 3}),
+    P.repetitions({"native": 5, "sqlserver": 3}),
     P.database(("sqlserver",)),
     P.Param("record_bytes", "int", "bytes copied under the lock per record", default=64, minimum=1, maximum=4096,
             engines=("native",)),

@@ -24,13 +24,15 @@ def check_queue_size(size: int) -> int:
 
 def sweep(queues: Sequence[str], producers: Sequence[int], messages: int, queue_size: int, repetitions: int,
           spin: int = 200, timeout_s: float = 600) -> pd.DataFrame:
-    """One program run per (queue, producer count); rows per repetition."""
+    """One program run per (repetition, producer count, queue), queues interleaved round after round."""
     frames = []
-    for queue in queues:
+    for rep in range(repetitions):
         for p in producers:
-            frames.append(native.run(RING_PROGRAM, ["--queue", queue, "--producers", p, "--messages", messages,
-                                                    "--size", queue_size, "--spin", spin,
-                                                    "--repetitions", repetitions], timeout_s=timeout_s))
+            for queue in queues:
+                frame = native.run(RING_PROGRAM, ["--queue", queue, "--producers", p, "--messages", messages,
+                                                  "--size", queue_size, "--spin", spin, "--repetitions", 1],
+                                   timeout_s=timeout_s)
+                frames.append(frame.assign(repetition=rep))
     out = pd.concat(frames, ignore_index=True)
     return out.rename(columns={"queue": "variant", "producers": "sessions", "messages": "operations",
                                "msgs_per_s": "throughput"})

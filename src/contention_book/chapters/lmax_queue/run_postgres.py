@@ -18,16 +18,17 @@ from contention_book.harness import workloads
 from contention_book.harness.driver import LatencyHistogram, run_sessions
 from contention_book.harness.pg_waits import WaitSampler, shares
 from contention_book.harness.recording import RecordingWriter
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
 
-from .spec import CHAPTER, CONSUMING, FILES
+from .spec import CHAPTER, FILES
 
 MESSAGE = "Hello World"
 SETUP = {"ring": "setup_ring", "ring_unlogged": "setup_ring_unlogged", "naive": "setup_queue",
          "skip_locked": "setup_queue"}
-POP = {"naive": "pop_naive", "skip_locked": "pop_skip_locked"}
+POP = {"naive": "pop_naive", "skip_locked": "pop_skip_locked", "ring": "pop_ring", "ring_unlogged": "pop_ring"}
 PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?)", "queue": "CALL lmax_push_queue_loop(?, ?)"}
-POP_LOOP = "CALL lmax_pop_loop(?, ?, NULL, NULL)"
+POP_LOOP = {"ring": "CALL lmax_pop_ring_loop(?, ?, NULL, NULL, NULL)", "queue": "CALL lmax_pop_loop(?, ?, NULL, NULL)"}
 
 
 def parse_ages(text) -> list[float]:
@@ -59,7 +60,13 @@ def relation_stats(conn) -> pd.DataFrame:
 
 
 class PostgresQueueRun:
-    """One (variant, sessions) point: fresh tables, N producers (+ N consumers), waits sampled."""
+    """One (variant, sessions) point: fresh tables, N producers and N consumers, waits sampled.
+
+    Every design runs with consumers, so a design is judged on what it
+    delivers: push and pop rates, the age of a message when it is taken off
+    (enqueue to dequeue), the backlog left at the end and, for the rings,
+    messages overwritten before anyone read them (lost).
+    """
 
     def __init__(self, target: Target, database: str, writer: RecordingWriter, queue_size: int,
                  duration_s: float, messages_per_session: int, log: Callable[[str], None], pushes_per_call: int = 1):
@@ -83,21 +90,23 @@ class PostgresQueueRun:
 
     def point(self, variant: str, sessions: int, repetition: int = 0) -> dict:
         self.prepare(variant)
-        consumers = sessions if variant in CONSUMING else 0
+        consumers = sessions  # every PostgreSQL design is measured with as many consumers as producers
         ring = variant.startswith("ring")
         per_call = self.per_call
         if per_call == 1:  # one statement per call: a client round trip per message
             push_sql = _statement("push_ring" if ring else "push_queue")
             push_args = (MESSAGE, self.queue_size) if ring else (MESSAGE,)
-            pop_sql, pop_args = (_statement(POP[variant]) if consumers else None), ()
+            pop_sql, pop_args = _statement(POP[variant]), ((self.queue_size,) if ring else ())
         else:  # a server-side loop per call, each message its own transaction
             push_sql = PUSH_LOOP["ring" if ring else "queue"]
             push_args = (MESSAGE, self.queue_size, per_call) if ring else (MESSAGE, per_call)
-            pop_sql, pop_args = POP_LOOP, (per_call, variant == "skip_locked")
+            pop_sql = POP_LOOP["ring" if ring else "queue"]
+            pop_args = (per_call, self.queue_size) if ring else (per_call, variant == "skip_locked")
         calls_cap = -(-self.cap // per_call) if self.cap is not None else None
         ages = [LatencyHistogram() for _ in range(consumers)]
         taken = [0] * consumers
         empty = [0] * consumers
+        lost = [0] * consumers
         capped = [0] * sessions
 
         def setup(cur, _i):
@@ -115,19 +124,23 @@ class PostgresQueueRun:
             cur.execute(pop_sql, *pop_args)
             row = cur.fetchone() if cur.description else None  # psqlODBC: no result set when nothing was deleted
             if per_call == 1:
-                got, missed = ([] if row is None else [float(row[0])]), row is None
+                gone = row is not None and ring and truthy(row[1])
+                got, missed = ([] if row is None or gone else [float(row[0])]), row is None
             else:
                 got, missed = parse_ages(row[0]), truthy(row[1])
+                gone = int(row[2] or 0) if ring else 0
             empty[c] += missed
             if op >= 0:  # warm-up calls are not counted
                 taken[c] += len(got)
+                lost[c] += int(gone)
                 for age in got:
                     ages[c].record(int(age * 1e9))
 
         sampler = WaitSampler(self.connect, self.db, hz=20)
         result = run_sessions(self.connect, operation, sessions=sessions + consumers, duration_s=self.duration_s,
                               warmup_operations=5, setup_session=setup, on_ready=sampler.start,
-                              progress=f"{variant} {sessions}P/{consumers}C", max_errors_per_session=10**9)
+                              progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}",
+                              max_errors_per_session=10**9)
         sampler.stop()
         producers = result.per_session[:sessions]
         error_count = result.errors - sum(capped)
@@ -143,11 +156,17 @@ class PostgresQueueRun:
         time.sleep(1.0)  # let the sessions' statistics reach the cumulative views
         with contextlib.closing(self.connect()) as conn:
             stats = relation_stats(conn)
+            cur = conn.cursor()
+            if ring:
+                cur.execute(_statement("backlog_ring"), self.queue_size)
+            else:
+                cur.execute(_statement("backlog_queue"))
+            backlog = int(cur.fetchone()[0])
         row = {"variant": variant, "sessions": sessions, "consumers": consumers, "repetition": repetition,
                "elapsed_s": result.elapsed_s, "pushes_per_call": per_call, "calls": calls, "operations": pushes,
                "throughput": pushes / result.elapsed_s,
                **push_hist.summary(), "dequeued": sum(taken), "dequeue_per_s": sum(taken) / result.elapsed_s,
-               "empty_polls": sum(empty),
+               "empty_polls": sum(empty), "lost": sum(lost), "backlog": backlog,
                "age_p50_ms": age.percentile_ms(50) if age.total else float("nan"),
                "age_p99_ms": age.percentile_ms(99) if age.total else float("nan"),
                "errors": error_count, "wait_sample_hz": sampler.achieved_hz}
@@ -158,12 +177,13 @@ class PostgresQueueRun:
             self.w.add_note(f"wait sampling for {variant} at {sessions} sessions stopped: {sampler.error}")
         self.w.append_csv(FILES["runs"], pd.DataFrame([row]))
         waits = shares(sampler.frame())
-        self.w.append_csv(FILES["waits"], waits.assign(variant=variant, sessions=sessions)[
-            ["variant", "sessions", "wait", "samples", "share"]])
-        self.w.append_csv(FILES["relation"], stats.assign(variant=variant, sessions=sessions))
+        self.w.append_csv(FILES["waits"], waits.assign(variant=variant, sessions=sessions, repetition=repetition)[
+            ["variant", "sessions", "repetition", "wait", "samples", "share"]])
+        self.w.append_csv(FILES["relation"], stats.assign(variant=variant, sessions=sessions, repetition=repetition))
         top = waits.head(2)
-        self.log(f"[{CHAPTER}] {variant} {sessions}P/{consumers}C: {pushes:,} pushes ({per_call} per call), "
-                 f"{row['throughput']:,.0f} msgs/s, p99 {row['p99_ms']:.3f} ms per call; waits: "
+        self.log(f"[{CHAPTER}] {variant} {sessions}P/{consumers}C, repetition {repetition + 1}: "
+                 f"{row['throughput']:,.0f} pushed/s, {row['dequeue_per_s']:,.0f} popped/s, backlog {backlog:,}, "
+                 f"lost {sum(lost):,}, p99 age {row['age_p99_ms']:.1f} ms; waits: "
                  + ", ".join(f"{w} {s:.0%}" for w, s in zip(top["wait"], top["share"])))
         return row
 
@@ -191,6 +211,6 @@ def run_postgres(ctx) -> None:
     writer.update(engine={"settings": settings})
     run = PostgresQueueRun(target, database, writer, queue_size, duration_s, messages_per_session, log,
                            pushes_per_call=pushes_per_call)
-    for variant in variants:
+    for repetition, variant in interleaved(variants, p["repetitions"]):
         for n in sessions:
-            run.point(variant, int(n))
+            run.point(variant, int(n), repetition)

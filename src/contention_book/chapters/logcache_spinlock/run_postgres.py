@@ -28,6 +28,7 @@ from contention_book.harness import pg_waits, workloads
 from contention_book.harness.live import finish_stacks, start_stacks
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.recording import RecordingWriter
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target, major_version
 
 from .spec import CHAPTER, FILES
@@ -119,6 +120,7 @@ class PostgresRun:
         self.duration_s, self.seed_rows = float(duration_s), int(seed_rows)
         self.capture_stacks, self.wait_hz, self.log = capture_stacks, float(wait_hz), log
         self.point = 0
+        self.repetition = 0  # the round being run (harness.schedule)
 
     def connect(self):
         return self.t.connect(self.db)
@@ -177,7 +179,8 @@ class PostgresRun:
                 result = run_sessions(self.connect, insert, sessions=n,
                                       operations_per_session=max(1, self.rows_per_session // batch),
                                       duration_s=self.duration_s, warmup_operations=1, setup_session=session,
-                                      on_ready=ready, progress=f"{variant}, {n} session(s)")
+                                      on_ready=ready,
+                                      progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
             finally:
                 if holder["sampler"] is not None:
                     holder["sampler"].stop()
@@ -188,29 +191,34 @@ class PostgresRun:
         sampler = holder["sampler"]
         rows = rows_done(result, batch)
         self.w.append_csv(FILES["runs"], pd.DataFrame([result.row(
-            variant=variant, repetition=0, point=self.point, batch_rows=batch, rows=rows,
+            variant=variant, repetition=self.repetition, point=self.point, batch_rows=batch, rows=rows,
             pinned=pin_cpus is not None, wait_samples_hz=round(sampler.achieved_hz, 2))]).assign(
             operations=rows, throughput=rows / result.elapsed_s))
         frame = sampler.frame()
         shares = [pg_waits.shares(frame, bt).assign(backend_type=bt) for bt in ("client backend", "walwriter")]
-        self.w.append_csv(FILES["pg_waits"], pd.concat(shares, ignore_index=True).assign(variant=variant, sessions=n))
+        self.w.append_csv(FILES["pg_waits"], pd.concat(shares, ignore_index=True).assign(variant=variant, sessions=n,
+                                                                                    repetition=self.repetition))
         if sampler.error:
             self.w.add_note(f"wait sampler, {variant} with {n} sessions: {sampler.error}")
         if has_wal:
             d = pg_waits.delta(before, after)
-            self.w.append_csv(FILES["pg_wal"], pd.DataFrame([{"variant": variant, "sessions": n, **d,
+            self.w.append_csv(FILES["pg_wal"], pd.DataFrame([{"variant": variant, "sessions": n,
+                                                               "repetition": self.repetition, **d,
                                                                "elapsed_s": result.elapsed_s, "rows": rows}]))
         self.log(f"[{CHAPTER}] {variant}, {n} session(s): {rows:,} inserts in {result.elapsed_s:.2f} s "
                  f"({rows / result.elapsed_s:,.0f}/s)")
         self.point += 1
 
-    def run(self, variants: Sequence[str]) -> None:
-        for variant in variants:
+    def run(self, variants: Sequence[str], repetitions: int = 1) -> None:
+        """Every variant at every session count, variants interleaved round after round."""
+        for self.repetition, variant in interleaved(variants, repetitions):
             pin_cpus = None
             if variant == "walwriter_alone":
                 with contextlib.closing(self.connect()) as conn:
                     ww = walwriter_pid(conn)
                 if not is_local(ww):
+                    if self.repetition > 0:
+                        continue
                     self.w.add_note("walwriter_alone skipped: the walwriter's process is not on this machine "
                                     "(a remote server cannot be pinned from here)")
                     self.log(f"[{CHAPTER}] walwriter_alone skipped: the server is not local")
@@ -218,12 +226,14 @@ class PostgresRun:
                 try:
                     pin_cpus = cpu_split(os.sched_getaffinity(ww))
                 except PinError as exc:
-                    self.w.add_note(f"walwriter_alone skipped: {exc}")
+                    if self.repetition == 0:
+                        self.w.add_note(f"walwriter_alone skipped: {exc}")
                     continue
                 self.w.update(engine={"settings": {**self.w.manifest["engine"].get("settings", {}),
                                                    "walwriter_cpus": pin_cpus[0], "backend_cpus": pin_cpus[1]}})
             for n in self.sessions:
-                self.run_point(variant, n, stacks=self.capture_stacks and n == self.sessions[-1], pin_cpus=pin_cpus)
+                self.run_point(variant, n, stacks=self.capture_stacks and n == self.sessions[-1] and self.repetition == 0,
+                               pin_cpus=pin_cpus)
 
 
 def parent_pid(pid: int) -> int | None:
@@ -263,7 +273,7 @@ def run_postgres(ctx) -> None:
     settings = run.setup()
     ctx.writer.update(engine={"settings": settings})
     try:
-        run.run(ctx.variants)
+        run.run(ctx.variants, p["repetitions"])
     finally:
         with contextlib.closing(run.connect()) as conn:
             workloads.run_script(conn, CHAPTER, "postgres", "cleanup")

@@ -43,8 +43,9 @@ LAYOUT = {
     "published_c2c": Table("published/core_to_core.csv", ("machine", "relation", "median_one_way_ns")),
     # postgres
     "pg_waits": Table("samples/wait_shares.csv", ("variant", "sessions", "backend_type", "wait", "samples", "share"),
-                      ("postgres",)),
-    "pg_wal": Table("dmv/pg_stat_wal.csv", ("variant", "sessions", "wal_records", "wal_bytes")),
+                      ("postgres",), unique=("variant", "sessions", "repetition", "backend_type", "wait")),
+    "pg_wal": Table("dmv/pg_stat_wal.csv", ("variant", "sessions", "wal_records", "wal_bytes"),
+                    unique=("variant", "sessions", "repetition")),
     # sqlserver
     "spinlocks": Table("dmv/spinlocks.csv", ("variant", "sessions", "name", "collisions", "spins", "backoffs"),
                        ("sqlserver",)),
@@ -76,7 +77,7 @@ PARAMS = (
                "session counts (native: toy log-cache worker threads; empty: n-1 and n CPUs)"),
     P.variants(VARIANTS),
     P.duration_s({"native": 2.0, "postgres": 8.0, "sqlserver": 20.0}),
-    P.repetitions({"native": 3, "postgres": 1, "sqlserver": 1}),
+    P.repetitions({"native": 5, "postgres": 5, "sqlserver": 1}),
     P.database(),
     P.capture_stacks(),
     P.stacks(),

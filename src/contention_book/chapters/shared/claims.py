@@ -32,3 +32,42 @@ class Claim:
 def table(claims: Iterable[Claim]) -> pd.DataFrame:
     rows = [asdict(c) for c in claims]
     return pd.DataFrame(rows, columns=["claim", "published", "recording", "measured", "rule", "verdict"])
+
+
+# -- verdicts from repeated measurements --------------------------------------------------------------------
+
+MIN_REPETITIONS = 3  # fewer paired repetitions than this and no verdict is drawn
+
+
+def rule_above(threshold: float, what: str = "the ratio") -> str:
+    """The words of :func:`above`'s rule, for a Claim's ``rule``."""
+    return (f"agrees when {what}'s interval over repetitions lies above {threshold:g}; differs when it lies "
+            f"below; inconclusive when it straddles {threshold:g} or fewer than {MIN_REPETITIONS} repetitions ran")
+
+
+def rule_below(threshold: float, what: str = "the ratio") -> str:
+    """The words of :func:`below`'s rule."""
+    return (f"agrees when {what}'s interval over repetitions lies below {threshold:g}; differs when it lies "
+            f"above; inconclusive when it straddles {threshold:g} or fewer than {MIN_REPETITIONS} repetitions ran")
+
+
+def _decide(s, inside: bool, outside: bool, threshold: float) -> str:
+    if s.n == 0:
+        return "not testable here: nothing measured"
+    if s.n < MIN_REPETITIONS:
+        return f"inconclusive: {s.n} repetition{'s' if s.n != 1 else ''}, the rule needs {MIN_REPETITIONS}"
+    if inside:
+        return "agrees"
+    if outside:
+        return "differs"
+    return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {threshold:g}"
+
+
+def above(s, threshold: float) -> str:
+    """The verdict of a claim that a quantity exceeds ``threshold``, from its :class:`spread.Spread`."""
+    return _decide(s, s.lies_above(threshold), s.lies_below(threshold), threshold)
+
+
+def below(s, threshold: float) -> str:
+    """The verdict of a claim that a quantity stays under ``threshold``."""
+    return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold)

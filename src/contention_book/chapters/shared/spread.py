@@ -1,0 +1,106 @@
+"""The spread of repeated measurements: a median with a 95% interval, and ratios between paired variants.
+
+Why a module of our own: the book needs one rule, stated once, for every
+table, figure and verdict.  With five or more repetitions the interval is a
+percentile bootstrap of the median (seeded, so a page rebuilds the same
+numbers); with fewer it is the range of what was measured (min to max),
+because a bootstrap of two or three values says nothing the values do not.
+numpy does the resampling; scipy.stats.bootstrap would be the library
+choice, but the book does not otherwise need scipy.
+
+Ratios between variants are paired by repetition: variants run interleaved
+(A B C, A B C, ...), so repetition k of A and of B ran side by side on the
+same machine state, and the ratio of the pair cancels most of the drift.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+CONFIDENCE = 0.95
+BOOTSTRAP_FROM = 5       # fewer repetitions than this: the interval is min-max
+RESAMPLES = 4000
+SEED = 20261124
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A median with its interval; ``method`` says how the interval was made."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+    method: str  # "bootstrap 95%", "min-max", "one run" or "none"
+
+    def lies_above(self, threshold: float) -> bool:
+        return self.n > 0 and self.low > threshold
+
+    def lies_below(self, threshold: float) -> bool:
+        return self.n > 0 and self.high < threshold
+
+    def text(self, fmt: str = ",.1f", unit: str = "") -> str:
+        """'12.3x (11.0-13.5, median of 5)': the number a page prints, with its spread."""
+        if self.n == 0:
+            return "not measured"
+        if self.n == 1:
+            return f"{self.median:{fmt}}{unit} (one run)"
+        how = "95% interval" if self.method.startswith("bootstrap") else "range"
+        return f"{self.median:{fmt}}{unit} ({how} {self.low:{fmt}}–{self.high:{fmt}}{unit}, median of {self.n})"
+
+
+def spread(values: Iterable[float]) -> Spread:
+    """Median and 95% interval of repeated measurements; NaN values are dropped."""
+    x = np.asarray([v for v in values if v is not None], dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n == 0:
+        return Spread(np.nan, np.nan, np.nan, 0, "none")
+    med = float(np.median(x))
+    if n == 1:
+        return Spread(med, med, med, 1, "one run")
+    if n < BOOTSTRAP_FROM:
+        return Spread(med, float(x.min()), float(x.max()), n, "min-max")
+    rng = np.random.default_rng(SEED)
+    medians = np.median(rng.choice(x, size=(RESAMPLES, n), replace=True), axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return Spread(med, float(low), float(high), n, "bootstrap 95%")
+
+
+def summarize(frame: pd.DataFrame, by: Sequence[str], value: str) -> pd.DataFrame:
+    """Per group: median, low, high, n and the interval's method, for one column over repetitions."""
+    rows = []
+    for key, part in frame.groupby(list(by), sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        s = spread(pd.to_numeric(part[value], errors="coerce"))
+        rows.append({**dict(zip(by, key)), "median": s.median, "low": s.low, "high": s.high, "n": s.n,
+                     "interval": s.method})
+    return pd.DataFrame(rows, columns=[*by, "median", "low", "high", "n", "interval"])
+
+
+def paired_ratios(frame: pd.DataFrame, value: str, numerator: str, denominator: str,
+                  where: dict | None = None, variant: str = "variant", pair: str = "repetition") -> pd.Series:
+    """value(numerator) / value(denominator), one ratio per repetition both variants ran in.
+
+    ``where`` narrows the rows first (for example ``{"sessions": 8}``).  A
+    frame without the ``pair`` column is one repetition.
+    """
+    part = frame
+    for col, want in (where or {}).items():
+        part = part[part[col] == want]
+    if pair not in part.columns:
+        part = part.assign(**{pair: 0})
+    wide = part.pivot_table(index=pair, columns=variant, values=value, aggfunc="median")
+    if numerator not in wide.columns or denominator not in wide.columns:
+        return pd.Series(dtype=float)
+    return (wide[numerator] / wide[denominator]).dropna()
+
+
+def ratio_spread(frame: pd.DataFrame, value: str, numerator: str, denominator: str,
+                 where: dict | None = None, **kw) -> Spread:
+    """The spread of :func:`paired_ratios`."""
+    return spread(paired_ratios(frame, value, numerator, denominator, where, **kw))
