@@ -511,6 +511,19 @@ class RecordingView:
     def table(self, key: str) -> pd.DataFrame | None:
         return self.tables.get(key)
 
+    def by_repetition(self, key: str) -> pd.DataFrame | None:
+        """A layout table with its rows per repetition (``table(key)`` holds their medians, where repeated)."""
+        return self.tables.get(f"{key}_by_repetition", self.tables.get(key))
+
+    @property
+    def repetitions(self) -> int:
+        """How many repetitions of each point the recording holds (1 where runs.csv has no such column)."""
+        runs = self.runs
+        if runs is None or "repetition" not in runs.columns or runs.empty:
+            return 1
+        return int(runs.groupby([c for c in ("variant", "sessions") if c in runs.columns])["repetition"]
+                   .nunique().max())
+
     @property
     def trace_flags(self) -> list[int]:
         return sorted(int(f) for f in self.recording.engine.get("settings", {}).get("trace_flags", []))

@@ -8,24 +8,49 @@ import pandas as pd
 from .spec import LABELS
 
 
-def plot_elapsed(table: pd.DataFrame):
+def _bars(ax, rows: pd.DataFrame, value: str, low: str, high: str) -> None:
+    """Horizontal bars of the medians, the interval over repetitions as a whisker, lower bounds hatched."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    sns.barplot(data=table, y="setting", x="elapsed_s", hue="recording", ax=axes[0], orient="h")
+    palette = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    y = range(len(rows))
+    for i, r in zip(y, rows.itertuples()):
+        v = getattr(r, value)
+        lo, hi = getattr(r, low), getattr(r, high)
+        ax.barh(i, v, color=palette[r.recording], hatch="//" if r.lower_bound else None,
+                edgecolor="white" if not r.lower_bound else "black", label=r.recording)
+        if r.n > 1 and lo == lo and hi == hi:
+            ax.errorbar(v, i, xerr=[[v - lo], [hi - v]], color="black", capsize=3, lw=1)
+        if r.lower_bound:
+            ax.annotate("≥ lower bound", (v, i), xytext=(-4, 0), textcoords="offset points", va="center",
+                        ha="right", fontsize=8, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    ax.set_yticks(list(y))
+    ax.invert_yaxis()
+
+
+def plot_elapsed(table: pd.DataFrame):
+    """Seconds per setting, and the same normalised to the engine's own row versioning without an open
+    transaction: medians, intervals over repetitions, published lower bounds hatched."""
+    import matplotlib.pyplot as plt
+
+    rows = table.reset_index(drop=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.42 * len(rows) + 1.6), gridspec_kw={"width_ratios": [1.2, 1]})
+    _bars(axes[0], rows, "elapsed_s", "low", "high")
+    axes[0].set_yticklabels(rows["setting"])
     axes[0].set_xscale("log")
     axes[0].set_xlabel("elapsed seconds (log scale)")
-    axes[0].set_ylabel("")
     axes[0].set_title("Time for the whole update loop")
-    sns.barplot(data=table, y="setting", x="vs_baseline", hue="recording", ax=axes[1], orient="h", legend=False)
+    rows = rows.assign(vs_low=rows["vs_versioned_low"], vs_high=rows["vs_versioned_high"])
+    _bars(axes[1], rows, "vs_versioned", "vs_low", "vs_high")
+    axes[1].set_yticklabels([])
     axes[1].set_xscale("log")
     axes[1].axvline(1, color="grey", lw=0.8)
-    axes[1].set_xlabel("× the recording's own baseline (log scale)")
-    axes[1].set_ylabel("")
-    axes[1].set_yticklabels([])
-    axes[1].set_title("Normalised: comparable across engines")
-    axes[0].legend(loc="lower right", fontsize=8, title=None)
+    axes[1].set_xlabel("× row versioning with nothing held (log)")
+    axes[1].set_title("Normalised like for like")
+    from matplotlib.patches import Patch
+
+    colours = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    axes[0].legend([Patch(color=c) for c in colours.values()], list(colours), loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -58,7 +83,9 @@ def plot_curve(curve: pd.DataFrame, title: str):
 
     data = curve.assign(setting=curve["variant"].map(lambda v: LABELS.get(v, v)))
     fig, ax = plt.subplots(figsize=(8, 3.8))
-    sns.lineplot(data=data, x="updates_done", y="us_per_update", hue="setting", marker="o", markersize=3, ax=ax)
+    # the median over repetitions, and the band from the lowest to the highest repetition
+    sns.lineplot(data=data, x="updates_done", y="us_per_update", hue="setting", marker="o", markersize=3, ax=ax,
+                 estimator="median", errorbar=("pi", 100))
     ax.set_xlabel("updates done")
     ax.set_ylabel("µs per update in the chunk")
     ax.set_title(title)

@@ -6,30 +6,83 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..shared.spread import ratio_spread, spread
 from .spec import BASELINE, LABELS
 from ..shared.stacks import StackSection, absent_text, diff_table, flame, hottest, top_table
 from .recordings import GhostRecording
 
+HELD = {"postgres": "open_snapshot", "sqlserver": "rcsi_open_txn"}    # the open transaction holds versions
+UNHELD = {"postgres": "baseline", "sqlserver": "rcsi"}                # the same row versioning, nothing held
+
+
+def _timed_runs(g: GhostRecording) -> pd.DataFrame:
+    """The runs a chapter compares: with delayed durability where a recording also holds runs without it."""
+    runs = g.runs
+    if "delayed_durability" in runs:
+        runs = runs[runs["delayed_durability"].astype(str).str.lower().isin(("true", "1"))]
+    return runs
+
 
 def elapsed_table(recordings: Sequence[GhostRecording]) -> pd.DataFrame:
-    """Elapsed time per variant and its ratio to the recording's own baseline."""
+    """Elapsed time per variant (median, and its interval over repetitions), and two ratios.
+
+    ``vs_baseline`` divides by the recording's own baseline (locking read
+    committed on SQL Server; no open transaction on PostgreSQL).
+    ``vs_versioned`` divides by the same engine's row-versioned run without
+    an open transaction (RCSI; PostgreSQL's baseline, which is row-versioned
+    too), so the open transaction's cost compares like with like across
+    engines; its interval comes from ratios paired by repetition.
+    ``lower_bound`` marks a published time the source gave as "over".
+    """
     rows = []
     for g in recordings:
-        runs = g.runs
-        if "delayed_durability" in runs:
-            runs = runs[runs["delayed_durability"].astype(str).str.lower().isin(("true", "1"))]
-        per_variant = runs.groupby("variant", sort=False)["elapsed_s"].median()
-        base = per_variant.get(BASELINE[g.engine], np.nan)
-        for variant, elapsed in per_variant.items():
-            note = ""
-            if "elapsed_note" in runs:
-                notes = runs.loc[runs["variant"] == variant, "elapsed_note"].dropna()
-                note = str(notes.iloc[0]) if len(notes) else ""
+        runs = _timed_runs(g)
+        base_v, twin_v = BASELINE[g.engine], UNHELD[g.engine]
+        base = runs.loc[runs["variant"] == base_v, "elapsed_s"].median()
+        twin = runs.loc[runs["variant"] == twin_v, "elapsed_s"].median()
+        for variant in runs["variant"].drop_duplicates():
+            s = spread(runs.loc[runs["variant"] == variant, "elapsed_s"])
+            r = ratio_spread(runs, "elapsed_s", variant, twin_v)
+            notes = runs.loc[runs["variant"] == variant, "elapsed_note"].dropna() if "elapsed_note" in runs else []
+            note = str(notes.iloc[0]) if len(notes) else ""
             rows.append({"recording": g.label, "kind": g.recording.kind, "engine": g.engine, "variant": variant,
-                         "setting": LABELS.get(variant, variant), "elapsed_s": float(elapsed),
-                         "vs_baseline": float(elapsed / base) if base and not np.isnan(base) else np.nan,
-                         "note": note})
+                         "setting": LABELS.get(variant, variant), "elapsed_s": s.median, "low": s.low,
+                         "high": s.high, "n": s.n,
+                         "vs_baseline": float(s.median / base) if base and not np.isnan(base) else np.nan,
+                         "vs_versioned": float(s.median / twin) if twin and not np.isnan(twin) else np.nan,
+                         "vs_versioned_low": r.low if r.n > 1 else np.nan,
+                         "vs_versioned_high": r.high if r.n > 1 else np.nan,
+                         "lower_bound": "lower bound" in note, "note": note})
     return pd.DataFrame(rows)
+
+
+def _fit(part: pd.DataFrame) -> dict[str, float] | None:
+    x = part["updates_done"].to_numpy(float)
+    y = part["us_per_update"].to_numpy(float)
+    if len(x) < 3:
+        return None
+    order = np.argsort(x)
+    x, y = x[order], y[order]
+    slope, intercept = np.polyfit(x, y, 1)
+    fitted = slope * x + intercept
+    ss_res = float(np.sum((y - fitted) ** 2))
+    ss_tot = float(np.sum((y - y.mean()) ** 2)) or float("nan")
+    tenth = max(1, len(y) // 10)
+    return {"first_us": float(np.median(y[:tenth])), "last_us": float(np.median(y[-tenth:])),
+            "growth": float(np.median(y[-tenth:]) / np.median(y[:tenth])),
+            "slope_us_per_1000": float(slope * 1000), "r2": 1 - ss_res / ss_tot}
+
+
+def growth_by_repetition(curve: pd.DataFrame) -> pd.DataFrame:
+    """One straight-line fit per variant and repetition (see :func:`curve_growth`)."""
+    curve = curve if "repetition" in curve else curve.assign(repetition=0)
+    rows = []
+    for (variant, rep), part in curve.groupby(["variant", "repetition"], sort=False):
+        fit = _fit(part)
+        if fit is not None:
+            rows.append({"variant": variant, "repetition": rep, **fit})
+    return pd.DataFrame(rows, columns=["variant", "repetition", "first_us", "last_us", "growth",
+                                       "slope_us_per_1000", "r2"])
 
 
 def curve_growth(curve: pd.DataFrame) -> pd.DataFrame:
@@ -38,29 +91,32 @@ def curve_growth(curve: pd.DataFrame) -> pd.DataFrame:
     If each update must step over every version it cannot remove, µs per update
     grows linearly with updates done (so the total grows quadratically).  The
     slope is µs per update gained per 1,000 updates; ``r2`` says how straight.
+    Each repetition is fitted on its own; the table gives the medians, and the
+    growth's interval over repetitions.
     """
+    per = growth_by_repetition(curve)
     rows = []
-    for variant, part in curve.groupby("variant", sort=False):
-        x = part["updates_done"].to_numpy(float)
-        y = part["us_per_update"].to_numpy(float)
-        if len(x) < 3:
-            continue
-        slope, intercept = np.polyfit(x, y, 1)
-        fitted = slope * x + intercept
-        ss_res = float(np.sum((y - fitted) ** 2))
-        ss_tot = float(np.sum((y - y.mean()) ** 2)) or float("nan")
-        tenth = max(1, len(y) // 10)
+    for variant, part in per.groupby("variant", sort=False):
+        g = spread(part["growth"])
         rows.append({"variant": variant, "setting": LABELS.get(variant, variant),
-                     "first_us": float(np.median(y[:tenth])), "last_us": float(np.median(y[-tenth:])),
-                     "growth": float(np.median(y[-tenth:]) / np.median(y[:tenth])),
-                     "slope_us_per_1000": float(slope * 1000), "r2": 1 - ss_res / ss_tot})
+                     **{c: float(part[c].median()) for c in ("first_us", "last_us", "growth",
+                                                               "slope_us_per_1000", "r2")},
+                     "growth_low": g.low, "growth_high": g.high, "repetitions": g.n})
     return pd.DataFrame(rows)
 
 
-def storage_long(g: GhostRecording) -> pd.DataFrame:
-    """Pages and dead/ghost counts per variant and phase, in one long frame for plotting."""
-    if g.index_stats is not None:
-        s = g.index_stats
+def growth_ratio(curve: pd.DataFrame, held: str, base: str):
+    """The held run's growth over its unheld twin's, paired by repetition: the claim's own test.
+
+    The unheld run can grow too (a heap that only gets longer), so the claim is
+    that holding the horizon makes the growth steeper than the control's.
+    """
+    return ratio_spread(growth_by_repetition(curve), "growth", held, base)
+
+
+def _storage(index_stats: pd.DataFrame | None, relation_stats: pd.DataFrame | None) -> pd.DataFrame:
+    if index_stats is not None:
+        s = index_stats
         leaf = s[s["level"] == 0]
         total_pages = s.groupby(["variant", "phase"], sort=False)["pages"].sum().rename("pages")
         dead = leaf.groupby(["variant", "phase"], sort=False)[["ghosts", "ghost_versions"]].sum()
@@ -68,19 +124,30 @@ def storage_long(g: GhostRecording) -> pd.DataFrame:
         out = pd.concat([total_pages, dead["not_removed"]], axis=1).reset_index()
         out["levels"] = s.groupby(["variant", "phase"], sort=False)["level"].max().to_numpy() + 1
     else:
-        s = g.relation_stats
+        s = relation_stats
         pages = s.groupby(["variant", "phase"], sort=False)["pages"].sum().rename("pages")
         heap = s[s["relation"] == "ghost_test"].set_index(["variant", "phase"])["dead_tuples"].rename("not_removed")
         out = pd.concat([pages, heap], axis=1).reset_index()
         levels = s[s["relation"] == "ghost_test_pkey"].set_index(["variant", "phase"])["tree_level"] + 1
         out["levels"] = levels.reindex(pd.MultiIndex.from_frame(out[["variant", "phase"]])).to_numpy()
+    return out
+
+
+def storage_long(g: GhostRecording) -> pd.DataFrame:
+    """Pages and dead/ghost counts per variant and phase (medians over repetitions), in one long frame."""
+    out = _storage(g.index_stats, g.relation_stats)
     out.insert(0, "recording", g.label)
     out["setting"] = out["variant"].map(lambda v: LABELS.get(v, v))
     return out
 
 
-HELD = {"postgres": "open_snapshot", "sqlserver": "rcsi_open_txn"}
-UNHELD = {"postgres": "baseline", "sqlserver": "rcsi"}
+def storage_by_repetition(g: GhostRecording) -> pd.DataFrame:
+    """:func:`storage_long`'s pages and counts for each repetition on its own (for ratios paired by repetition)."""
+    rel = g.by_repetition("relation")
+    if g.index_stats is not None or rel is None or "repetition" not in rel:
+        return _storage(g.index_stats, g.relation_stats).assign(repetition=0)
+    return pd.concat([_storage(None, part).assign(repetition=rep) for rep, part in rel.groupby("repetition")],
+                     ignore_index=True)
 
 
 def ghost_visits(updates: int) -> int:
@@ -91,16 +158,21 @@ def ghost_visits(updates: int) -> int:
 def measured_numbers(g: GhostRecording) -> dict[str, Any]:
     """The same keys for any recording: ``base`` is the variant without, ``held`` with, the open transaction.
 
-    A key whose variant is not in the recording is NaN, so the prose still renders.
+    A key whose variant is not in the recording is NaN, so the prose still renders.  ``*_text`` keys give
+    a number with its spread over repetitions, as the prose prints it.
     """
     el = elapsed_table([g]).set_index("variant")
     base, held = UNHELD[g.engine], HELD[g.engine]
     nan = float("nan")
+    runs = _timed_runs(g)
     nums: dict[str, Any] = {"m_engine": g.label, "m_updates": int(g.runs["operations"].max()),
-                            "m_base_label": LABELS[base], "m_held_label": LABELS[held]}
+                            "m_base_label": LABELS[base], "m_held_label": LABELS[held],
+                            "m_repetitions": g.repetitions}
     for role, variant in (("base", base), ("held", held)):
         nums[f"m_{role}_s"] = float(el.loc[variant, "elapsed_s"]) if variant in el.index else nan
+        nums[f"m_{role}_s_text"] = spread(runs.loc[runs["variant"] == variant, "elapsed_s"]).text(".2f", " s")
     nums["m_held_x"] = nums["m_held_s"] / nums["m_base_s"]
+    nums["m_held_x_text"] = ratio_spread(runs, "elapsed_s", held, base).text(".1f", "×")
     nums["m_ghost_visits"] = ghost_visits(nums["m_updates"])
     growth = curve_growth(g.curve).set_index("variant") if g.curve is not None else pd.DataFrame()
     storage = storage_long(g).set_index(["variant", "phase"])
@@ -111,6 +183,14 @@ def measured_numbers(g: GhostRecording) -> dict[str, Any]:
             row = storage.loc[(variant, phase)] if (variant, phase) in storage.index else None
             nums[f"m_{role}_{phase}_pages"] = float(row["pages"]) if row is not None else nan
             nums[f"m_{role}_{phase}_dead"] = float(row["not_removed"]) if row is not None else nan
+    if g.curve is not None:
+        per = growth_by_repetition(g.curve)
+        for role, variant in (("base", base), ("held", held)):
+            nums[f"m_{role}_growth_text"] = spread(per.loc[per["variant"] == variant, "growth"]).text(".1f", "×")
+        nums["m_growth_ratio_text"] = growth_ratio(g.curve, held, base).text(".1f", "×")
+    else:
+        nums.update({"m_base_growth_text": "not recorded", "m_held_growth_text": "not recorded",
+                     "m_growth_ratio_text": "not recorded"})
     return nums
 
 
@@ -126,6 +206,7 @@ def key_numbers(shown) -> dict[str, Any]:
         for variant, row in part.iterrows():
             nums[f"{tag}_{variant}_s"] = row["elapsed_s"]
             nums[f"{tag}_{variant}_x"] = row["vs_baseline"]
+            nums[f"{tag}_{variant}_vs_rcsi"] = row["vs_versioned"]
         if g.index_stats is not None:
             s = g.index_stats
             for variant in s["variant"].unique():
@@ -140,18 +221,6 @@ def key_numbers(shown) -> dict[str, Any]:
     nums.update(measured_numbers(measured))
     nums["ghost_visits_published"] = ghost_visits(int(published[0].runs["operations"].max())) if published else np.nan
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in nums.items()}
-
-
-def _tf7006_direction(el: pd.DataFrame) -> str:
-    if {"rcsi_open_txn", "rcsi_open_txn_tf7006"} <= set(el.index):
-        return f"{el.loc['rcsi_open_txn', 'elapsed_s']:.0f} s without, {el.loc['rcsi_open_txn_tf7006', 'elapsed_s']:.0f} s with TF 7006"
-    return "variant not in this recording"
-
-
-def _tf7006_agrees(el: pd.DataFrame) -> bool | None:
-    if {"rcsi_open_txn", "rcsi_open_txn_tf7006"} <= set(el.index):
-        return bool(el.loc["rcsi_open_txn_tf7006", "elapsed_s"] > el.loc["rcsi_open_txn", "elapsed_s"])
-    return None
 
 
 def growth_note(g: GhostRecording) -> str:

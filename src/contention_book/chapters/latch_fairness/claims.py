@@ -1,26 +1,26 @@
 """The article's claims against the measured recording: rows of data, each with its rule."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from ..shared.claims import Claim, table
+from ..shared.claims import Claim, above, below, rule_above, rule_below, table
+from ..shared.spread import ratio_spread, spread
 from .spec import KIND_LABELS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE
-from .tables import NAN, _at, max_wait_verdict, native_summary, oversubscribed, published_numbers, sql_metrics
+from .tables import published_numbers, within_cpus
 
 RULES = {
     "native": [
-        "agrees when waits per record fall to a tenth or less, at the largest thread count",
-        "agrees when spins per record rise, at the largest thread count",
-        "agrees when the unfair lock's records/s exceed the fair lock's at every oversubscribed thread count",
-        "agrees when the unfair lock's longest wait is no longer than the fair lock's, beyond the lone-thread "
-        "noise floor",
+        rule_below(0.1, "the spinning lock's waits per record over the fair lock's, at the largest thread count,"),
+        rule_above(0.0, "the spinning lock's spins per record minus the fair lock's, at the largest thread count,"),
+        rule_above(1.0, "the spinning lock's records/s over the fair lock's, at the largest thread count no higher "
+                        "than the CPUs (the article's regime),"),
+        rule_below(1.0, "the spinning lock's longest wait over the fair lock's, at the largest thread count,"),
     ],
     "sqlserver": [
-        "agrees when latch waits fall to a tenth or less",
-        "agrees when LATCH_SPIN_STATS spins rise",
-        "agrees when the unfair run's elapsed time is shorter",
-        "agrees when the unfair run's max wait is no longer (a bound where the delta could not be exact)",
+        rule_below(0.1, "the unfair run's latch waits over the fair run's"),
+        rule_above(0.0, "the unfair run's LATCH_SPIN_STATS spins minus the fair run's"),
+        rule_below(1.0, "the unfair run's elapsed time over the fair run's"),
+        rule_below(1.0, "the unfair run's max wait over the fair run's (a bound where the delta could not be exact)"),
     ],
 }
 
@@ -31,10 +31,6 @@ def verdicts(shown) -> pd.DataFrame:
     p = published_numbers(published)
     rows = []
     rules = RULES["native"] if measured.is_native else RULES["sqlserver"]
-
-    def add(claim, pub, meas, agree, rule):
-        rows.append(Claim(claim=claim, published=pub, recording=measured.id, measured=meas, rule=rule,
-                          verdict="not testable here" if agree is None else ("agrees" if agree else "differs")))
 
     claims = [
         ("The unfair latch waits far less often",
@@ -47,45 +43,58 @@ def verdicts(shown) -> pd.DataFrame:
          f"max wait {p['pub_fair_latch_max_ms']:.0f} ms → {p['pub_unfair_latch_max_ms']:.0f} ms"),
     ]
     if measured.is_native:
-        s = native_summary(measured)
-        over = oversubscribed(s, measured.logical_cpus)
+        runs, cpus = _per_record(measured.runs), measured.logical_cpus
         u = SQL_UNFAIR_ANALOGUE
-        tmax = over[-1]
-        fw, uw = _at(s, "fair", tmax, "waits_per_record"), _at(s, u, tmax, "waits_per_record")
-        fs, us = _at(s, "fair", tmax, "spins_per_record"), _at(s, u, tmax, "spins_per_record")
-        ratios = [(_at(s, u, t, "records_per_s") / _at(s, "fair", t, "records_per_s")) for t in over]
-        where = f"at {tmax} threads on {measured.logical_cpus} CPUs"
+        tmax = int(runs["threads"].max())
+        t_in = within_cpus(runs["threads"].unique(), cpus)
+
+        def ratio(col, t, difference=False):
+            return ratio_spread(runs, col, u, "fair", where={"threads": t}, variant="kind", difference=difference)
+
+        where = f"at {tmax} threads on {cpus} CPUs"
+        waits, spins, wait_max = ratio("waits_per_record", tmax), ratio("spins_per_record", tmax, True), \
+            ratio("wait_max_ns", tmax)
+        rate = ratio("records_per_s", t_in) if t_in is not None else spread([])
         measured_dirs = [
-            (f"waits per record {fw:.3f} → {uw:.4f} {where}", uw <= fw / 10),
-            (f"spins per record {fs:.1f} → {us:.1f} {where}", us > fs),
-            (f"{min(ratios):.1f}× to {max(ratios):.1f}× the fair lock's records/s at "
-             f"{', '.join(map(str, over))} threads", min(ratios) > 1),
-            max_wait_verdict(s, measured.logical_cpus, tmax),
+            (f"waits per record {waits.text('.2g', '×')} the fair lock's {where}", below(waits, 0.1)),
+            (f"spins per record {spins.text(',.1f')} more than the fair lock's {where}", above(spins, 0.0)),
+            (f"records/s {rate.text(',.1f', '×')} the fair lock's at {t_in} threads on {cpus} CPUs "
+             f"({ratio('records_per_s', tmax).text(',.0f', '×')} at {tmax}, oversubscribed)"
+             if t_in is not None else "no thread count from 2 to the CPU count was run",
+             above(rate, 1.0) if t_in is not None else "not testable here: no thread count within the CPUs"),
+            (f"longest wait {wait_max.text('.2f', '×')} the fair lock's {where}", below(wait_max, 1.0)),
         ]
         note = f" (native: fair vs {KIND_LABELS[u]})"
     elif measured.engine == "sqlserver" and measured.recording.kind == "measured":
-        m = sql_metrics(measured).set_index(["metric", "variant"])["value"]
+        def dmv(key, name, col, difference=False):
+            frame = measured.table(key)
+            if frame is None:
+                return spread([]), "not recorded"
+            part = frame[frame["name"] == name].groupby(["variant", "repetition"], as_index=False)[col].sum()
+            r = ratio_spread(part, col, "unfair", "fair", difference=difference)
+            return r, r.text(",.0f") + " more than" if difference else r.text(".3g", "×")
 
-        def pair(metric):
-            return float(m.get((metric, "fair"), NAN)), float(m.get((metric, "unfair"), NAN))
-
-        fw, uw = pair(f"{LATCH} waits")
-        fs, us = pair(f"{LATCH_SPIN} spins")
-        fe, ue = pair("elapsed (s)")
-        fm, um = pair(f"{LATCH} max wait (ms)")
-        have = not np.isnan(uw)
+        waits, waits_text = dmv("latch", LATCH, "waits")
+        spins, spins_text = dmv("spinlock", LATCH_SPIN, "spins", difference=True)
+        wait_max, max_text = dmv("latch", LATCH, "max_wait_time_ms")
+        elapsed = ratio_spread(measured.runs, "elapsed_s", "unfair", "fair")
         measured_dirs = [
-            (f"{fw:,.0f} → {uw:,.0f} latch waits", uw <= fw / 10 if have else None),
-            (f"spins {fs:,.0f} → {us:,.0f}", us > fs if have else None),
-            (f"{fe:.2f} s → {ue:.2f} s", ue < fe if have else None),
-            (f"max wait {fm:.0f} ms → {um:.0f} ms (a bound where the delta could not be exact)",
-             um <= fm if have else None),
+            (f"latch waits {waits_text} the fair run's", below(waits, 0.1)),
+            (f"spins {spins_text} the fair run's", above(spins, 0.0)),
+            (f"elapsed {elapsed.text('.2f', '×')} the fair run's", below(elapsed, 1.0)),
+            (f"max wait {max_text} the fair run's (a bound where the delta could not be exact)", below(wait_max, 1.0)),
         ]
         note = ""
     else:
-        measured_dirs = [("no measured recording of fair vs unfair", None)] * 4
+        measured_dirs = [("no measured recording of fair vs unfair", "not testable here: no measured recording")] * 4
         note = ""
-    for (claim, pub), (meas, agree), rule in zip(claims, measured_dirs, rules):
-        add(claim + note, pub, meas, None if agree is None or (isinstance(agree, float) and np.isnan(agree))
-            else bool(agree), rule)
+    for (claim, pub), (meas, verdict), rule in zip(claims, measured_dirs, rules):
+        rows.append(Claim(claim=claim + note, published=pub, recording=measured.id, measured=meas, rule=rule,
+                          verdict=verdict))
     return table(rows)
+
+
+def _per_record(runs: pd.DataFrame) -> pd.DataFrame:
+    """Native runs with the per-record rates the rules compare."""
+    rec = runs["records"].clip(lower=1)
+    return runs.assign(waits_per_record=runs["waits"] / rec, spins_per_record=runs["spins"] / rec)

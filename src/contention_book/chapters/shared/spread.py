@@ -83,11 +83,14 @@ def summarize(frame: pd.DataFrame, by: Sequence[str], value: str) -> pd.DataFram
 
 
 def paired_ratios(frame: pd.DataFrame, value: str, numerator: str, denominator: str,
-                  where: dict | None = None, variant: str = "variant", pair: str = "repetition") -> pd.Series:
+                  where: dict | None = None, variant: str = "variant", pair: str = "repetition",
+                  difference: bool = False) -> pd.Series:
     """value(numerator) / value(denominator), one ratio per repetition both variants ran in.
 
     ``where`` narrows the rows first (for example ``{"sessions": 8}``).  A
-    frame without the ``pair`` column is one repetition.
+    frame without the ``pair`` column is one repetition.  ``difference``
+    subtracts instead, for a quantity the baseline may not have at all (spins
+    of a lock that never spins).
     """
     part = frame
     for col, want in (where or {}).items():
@@ -97,7 +100,8 @@ def paired_ratios(frame: pd.DataFrame, value: str, numerator: str, denominator: 
     wide = part.pivot_table(index=pair, columns=variant, values=value, aggfunc="median")
     if numerator not in wide.columns or denominator not in wide.columns:
         return pd.Series(dtype=float)
-    return (wide[numerator] / wide[denominator]).dropna()
+    out = wide[numerator] - wide[denominator] if difference else wide[numerator] / wide[denominator]
+    return out.dropna()
 
 
 def ratio_spread(frame: pd.DataFrame, value: str, numerator: str, denominator: str,
