@@ -1,6 +1,7 @@
 """The chapter's figures (seaborn / matplotlib)."""
 from __future__ import annotations
 
+import pandas as pd
 
 from . import tables as analysis
 from .recordings import LmaxRecording
@@ -15,7 +16,8 @@ def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
     measured = analysis.scaling(db)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     sns.lineplot(data=measured, x="sessions", y="throughput", hue="design", style="design", markers=True,
-                 dashes=False, ax=ax)
+                 dashes=False, ax=ax, palette=_palette(measured))
+    _bands(ax, measured, "throughput")
     pub = analysis.scaling(adkin)
     for row in pub.itertuples():
         ax.scatter([row.sessions], [row.throughput], marker="*", s=220, color="black", zorder=5)
@@ -34,6 +36,65 @@ def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
     ax.set_title(f"Queue designs: {db.label} against the article's points")
     ax.legend(fontsize=8, title=None, loc="lower right")
     fig.tight_layout()
+    return fig
+
+
+def _palette(table) -> dict:
+    import seaborn as sns
+
+    designs = list(dict.fromkeys(table["design"]))
+    return dict(zip(designs, sns.color_palette(n_colors=len(designs))))
+
+
+def _bands(ax, table, col: str) -> None:
+    """The interval over repetitions of ``col`` as a band under each design's line, in its colour."""
+    colours = _palette(table)
+    for design, part in table.groupby("design", sort=False):
+        if f"{col}_low" in part:
+            ax.fill_between(part["sessions"], part[f"{col}_low"], part[f"{col}_high"], color=colours[design],
+                            alpha=0.15, lw=0)
+
+
+def plot_delivery(db: LmaxRecording):
+    """With consumers running: pushed against popped per second, the age of a message when it was taken off
+    (p99) and the backlog left at the end, per design and session count."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    t = analysis.scaling(db)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    if "dequeue_per_s" not in t or not (t.get("consumers", 0) > 0).any():
+        for ax in axes:
+            ax.axis("off")
+        axes[1].text(0.5, 0.5, f"{db.label}: no consumers ran, so nothing was delivered to measure",
+                     ha="center")
+        return fig
+    long = pd.concat([t.assign(what="pushed", rate=t["throughput"]),
+                      t.assign(what="popped", rate=t["dequeue_per_s"])], ignore_index=True)
+    colours = _palette(t)
+    sns.lineplot(data=long, x="sessions", y="rate", hue="design", style="what", markers=True, ax=axes[0],
+                 palette=colours)
+    axes[0].set_ylabel("messages per second (log)")
+    axes[0].set_title("Pushed (solid) and popped (dashed)")
+    sns.lineplot(data=t, x="sessions", y="age_p99_ms", hue="design", marker="o", ax=axes[1], legend=False,
+                 palette=colours)
+    _bands(axes[1], t, "age_p99_ms")
+    axes[1].set_ylabel("p99 age when popped, ms (log)")
+    axes[1].set_title("Enqueue to dequeue, 99th percentile")
+    sns.lineplot(data=t, x="sessions", y="backlog", hue="design", marker="o", ax=axes[2], legend=False,
+                 palette=colours)
+    axes[2].set_ylabel("messages left unread (log)")
+    axes[2].set_title("Backlog at the end of a point")
+    for ax in axes:
+        ax.set_yscale("log")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.set_xlabel("producers (and as many consumers)")
+    axes[0].get_legend().remove()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=4, frameon=False)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
     return fig
 
 
