@@ -76,7 +76,7 @@ class PostgresRun:
         pids: dict[int, int] = {}
         insert, args = self.insert, self.args
         waits = pg_waits.WaitSampler(self.connect, self.db, hz=self.hz)
-        deepest = n == max(self.sessions) and self.repetition == 0  # pins and stacks: once per variant
+        deepest = n == max(self.sessions)
         pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
                               hz=self.pin_hz, name="pin-sampler") if deepest and self.pin_hz > 0 else None
         recorder = {"perf": None}
@@ -89,7 +89,7 @@ class PostgresRun:
             waits.start()
             if pins is not None:
                 pins.start()
-            if deepest and self.stacks:
+            if deepest and self.stacks and self.repetition == 0:  # one profile per variant is enough
                 recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
 
         try:
@@ -124,6 +124,7 @@ class PostgresRun:
             if len(frame):
                 grouped = frame.groupby(["relation", "block", "role"], as_index=False).agg(
                     pins=("pins", "sum"), last_block=("last_block", "max"))
+                grouped.insert(0, "repetition", self.repetition)
                 grouped.insert(0, "sessions", n)
                 grouped.insert(0, "variant", variant)
                 grouped["ticks"] = pins.ticks
