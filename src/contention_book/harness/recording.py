@@ -13,6 +13,7 @@ complete one.
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import hashlib
 import io
@@ -514,6 +515,30 @@ class RecordingView:
     def by_repetition(self, key: str) -> pd.DataFrame | None:
         """A layout table with its rows per repetition (``table(key)`` holds their medians, where repeated)."""
         return self.tables.get(f"{key}_by_repetition", self.tables.get(key))
+
+    def repetition_views(self) -> dict[int, "RecordingView"]:
+        """One view per repetition: every table cut to that repetition's rows (a table without the column is
+        given to the first repetition only).
+
+        A chapter computes a quantity on each view and gets the quantity's
+        spread, with every ratio formed inside one repetition (paired).
+        """
+        runs = self.runs
+        reps = sorted(runs["repetition"].dropna().unique()) if runs is not None and "repetition" in runs else [0]
+        out = {}
+        for rep in reps:
+            view = copy.copy(self)
+            view.tables = {}
+            for key, frame in self.tables.items():
+                if key.endswith("_by_repetition"):
+                    continue
+                raw = self.tables.get(f"{key}_by_repetition", frame)
+                if raw is not None and "repetition" in raw.columns:
+                    view.tables[key] = raw[raw["repetition"] == rep].reset_index(drop=True)
+                elif rep == reps[0]:  # measured once: it belongs to the first repetition, not to every one
+                    view.tables[key] = raw
+            out[int(rep)] = view
+        return out
 
     @property
     def repetitions(self) -> int:

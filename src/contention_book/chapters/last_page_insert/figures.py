@@ -29,7 +29,11 @@ def plot_throughput(published: list, measured) -> "object":
         _empty(axes[0], "no published points")
     t = an.throughput_table(measured)
     if len(t):
-        sns.lineplot(data=t, x="sessions", y="throughput", hue="setting", marker="o", ax=axes[1])
+        colours = dict(zip(t["setting"].drop_duplicates(), sns.color_palette()))
+        sns.lineplot(data=t, x="sessions", y="throughput", hue="setting", marker="o", ax=axes[1], palette=colours)
+        for setting, part in t.groupby("setting", sort=False):  # the spread over repetitions
+            axes[1].fill_between(part["sessions"], part["throughput_low"], part["throughput_high"],
+                                 color=colours[setting], alpha=0.15, lw=0)
         axes[1].set_xscale("log", base=2)
         axes[1].set_xticks(sorted(t["sessions"].unique()))
         axes[1].set_xticklabels([str(s) for s in sorted(t["sessions"].unique())])

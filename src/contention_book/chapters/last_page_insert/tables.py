@@ -16,6 +16,7 @@ from contention_book.harness import recording as rec
 
 from ..shared.stacks import StackSection, absent_text, flame, top_table
 from .recordings import LpiRecording
+from ..shared.spread import summarize
 from .spec import BASELINE, RANGE_QUERY, SHORT
 
 IDLE = "idle (waiting for the client)"
@@ -52,9 +53,14 @@ def throughput_table(g: LpiRecording) -> pd.DataFrame:
     runs = g.runs.dropna(subset=["sessions"])
     if runs.empty:
         return pd.DataFrame(columns=["variant", "setting", "sessions", "throughput", "p50_ms", "p99_ms", "vs_one",
-                                     "rows_per_call"])
+                                     "rows_per_call", "throughput_low", "throughput_high", "repetitions"])
     cols = [c for c in ("throughput", "p50_ms", "p99_ms") if c in runs]
     t = runs.groupby(["variant", "sessions"], sort=False)[cols].median().reset_index()
+    sp = summarize(runs, ["variant", "sessions"], "throughput").set_index(["variant", "sessions"])
+    idx = pd.MultiIndex.from_frame(t[["variant", "sessions"]])
+    t["throughput_low"] = sp["low"].reindex(idx).to_numpy()
+    t["throughput_high"] = sp["high"].reindex(idx).to_numpy()
+    t["repetitions"] = sp["n"].reindex(idx).to_numpy()
     one = t[t["sessions"] == t["sessions"].min()].set_index("variant")["throughput"]
     t["vs_one"] = t["throughput"] / t["variant"].map(one)
     t["setting"] = t["variant"].map(lambda v: SHORT.get(v, v))
@@ -279,6 +285,8 @@ def measured_numbers(g: LpiRecording) -> dict[str, Any]:
     nums["m_hash_range_parts"] = _read(g, "hash_partitioned", RANGE_QUERY, "partitions_touched")
     nums["m_hash_range_reads"] = _read(g, "hash_partitioned", RANGE_QUERY, "logical_reads")
     nums["m_seq_range_reads"] = _read(g, "sequential", RANGE_QUERY, "logical_reads")
+    nums["m_random_range_reads"] = _read(g, "random_key", RANGE_QUERY, "logical_reads")
+    nums["m_range_rows"] = _read(g, "sequential", RANGE_QUERY, "rows_returned")
     return nums
 
 
