@@ -26,7 +26,6 @@ LABELS = {
     "walwriter_alone": "walwriter pinned alone on one CPU",
     "writer_shared": "A: log writer shares a CPU with workers",
     "writer_alone": "B: log writer has a CPU to itself",
-    "in_memory_oltp": "In-Memory OLTP (natively compiled)",
 }
 
 LAYOUT = {

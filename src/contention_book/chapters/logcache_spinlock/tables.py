@@ -256,7 +256,7 @@ def key_numbers(shown) -> dict[str, Any]:
     n["pub_backoff_base_pct"] = share("default", "BackOff")
     n["pub_backoff_aff_pct"] = share("no_logwriter_core", "BackOff")
     n["pub_sqllang_pct"] = share("no_logwriter_core", "sqllang")
-    n["pub_xdesmgr_hekaton_pct"] = share("in_memory_oltp", "XDESMGR")
+    n["pub_xdesmgr_pct"] = share("no_logwriter_core", "XDESMGR")
     n["pub_host"] = published.recording.host.get("description", "")
     pc = pub_c2c.table("published_c2c")
     for rel, key in (("SMT sibling", "smt"), ("same socket", "socket"), ("cross socket", "xsocket")):

@@ -1,0 +1,312 @@
+"""Every measured verdict is a rule on data that can come out either way.
+
+For each claim a chapter decides from its measured recording, the book's reference recording is altered in
+memory twice: once so the claim plainly holds (the verdict must be "agrees"), once so it plainly does not (the
+control curve in place of the held one, equal variants, reversed variants: the verdict must be "differs").
+Nothing on disk changes.  Claims a recording here cannot test (SQL Server only) are covered by the chapters'
+own tests on synthetic SQL Server recordings.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contention_book.chapters import ghost_cleanup, last_page_insert, latch_fairness, lmax_queue, logcache_spinlock
+
+
+def verdict(frame: pd.DataFrame, claim_start: str) -> str:
+    rows = frame[frame["claim"].str.startswith(claim_start)]
+    assert len(rows) == 1, (claim_start, list(frame["claim"]))
+    return rows["verdict"].iloc[0].split(":")[0]
+
+
+def changed(view, key: str, where, column: str, new):
+    """A copy of ``view`` whose table ``key`` has ``column`` set to ``new(rows)`` on the rows ``where`` picks
+    (the per-repetition table too, so medians and per-repetition views agree)."""
+    out = copy.copy(view)
+    out.tables = dict(view.tables)
+    for k in (key, f"{key}_by_repetition"):
+        if k in out.tables and out.tables[k] is not None:
+            t = out.tables[k].copy()
+            rows = where(t)
+            t.loc[rows, column] = new(t[rows])
+            out.tables[k] = t
+    return out
+
+
+def scaled(view, key: str, where, column: str, factor):
+    """:func:`changed` multiplying ``column`` by ``factor`` (a number, or a function of the rows)."""
+    return changed(view, key, where, column,
+                   lambda rows: rows[column] * (factor(rows) if callable(factor) else factor))
+
+
+def copied(view, key: str, source, target, columns):
+    """A copy of ``view`` whose rows ``target`` picks take ``columns`` from the rows ``source`` picks, in order."""
+    out = copy.copy(view)
+    out.tables = dict(view.tables)
+    for k in (key, f"{key}_by_repetition"):
+        if k in out.tables and out.tables[k] is not None:
+            t = out.tables[k].copy()
+            src, dst = t[source(t)], t[target(t)]
+            assert len(src) == len(dst) and len(src), (k, len(src), len(dst))
+            t.loc[dst.index, columns] = src[columns].to_numpy()
+            out.tables[k] = t
+    return out
+
+
+# -- chapter 3: ghost cleanup ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ghost():
+    shown = ghost_cleanup.recordings.load_shown("")
+    assert shown.measured.repetitions >= 3, "the reference recording must hold at least 3 repetitions"
+    return shown
+
+
+def _ghost(shown, measured):
+    return ghost_cleanup.verdicts(ghost_cleanup.recordings.Shown(shown.published, measured))
+
+
+def test_ghost_slower(ghost):
+    held = lambda t: t["variant"] == "open_snapshot"  # noqa: E731
+    base_s = ghost.measured.runs.set_index(["repetition", "variant"])["elapsed_s"]
+
+    def to_base(rows):  # the held run as fast as its unheld twin, repetition by repetition
+        return np.asarray([base_s[(r, "baseline")] for r in rows["repetition"]]) / rows["elapsed_s"].to_numpy()
+
+    slow = scaled(ghost.measured, "runs", held, "elapsed_s", lambda rows: 3 * to_base(rows))
+    same = scaled(ghost.measured, "runs", held, "elapsed_s", to_base)
+    assert verdict(_ghost(ghost, slow), "An open snapshot") == "agrees"
+    assert verdict(_ghost(ghost, same), "An open snapshot") == "differs"
+
+
+def test_ghost_growth_against_the_control_curve(ghost):
+    g = ghost.measured
+    control = copied(g, "curve", lambda t: t["variant"] == "baseline", lambda t: t["variant"] == "open_snapshot",
+                     ["us_per_update"])
+    steep = copy.copy(control)
+    steep.tables = dict(control.tables)
+    c = control.tables["curve"].copy()
+    held = c["variant"] == "open_snapshot"
+    c.loc[held, "us_per_update"] = c.loc[held, "us_per_update"] * (1 + 9 * c.loc[held, "updates_done"]
+                                                                    / c["updates_done"].max())
+    steep.tables["curve"] = c
+    assert verdict(_ghost(ghost, control), "Time per update grows") == "differs"  # the control passes no more
+    assert verdict(_ghost(ghost, steep), "Time per update grows") == "agrees"
+
+
+def test_ghost_versions_pile_up_and_go(ghost):
+    held_end = lambda t: (t["variant"] == "open_snapshot") & (t["phase"] == "after_run") & (  # noqa: E731
+        t["relation"] == "ghost_test")
+    held_clean = lambda t: (t["variant"] == "open_snapshot") & (t["phase"] == "after_cleanup") & (  # noqa: E731
+        t["relation"] == "ghost_test")
+    stay = copied(ghost.measured, "relation", held_end, held_clean, ["dead_tuples"])
+    gone = changed(ghost.measured, "relation", held_clean, "dead_tuples", lambda rows: 0)
+    gone = changed(gone, "relation", held_end, "dead_tuples", lambda rows: 10_000)
+    assert verdict(_ghost(ghost, stay), "Versions pile up") == "differs"
+    assert verdict(_ghost(ghost, gone), "Versions pile up") == "agrees"
+
+
+def test_ghost_table_grows(ghost):
+    g = ghost.measured
+    end = lambda v: lambda t: (t["variant"] == v) & (t["phase"] == "after_run")  # noqa: E731
+    same = copied(g, "relation", end("baseline"), end("open_snapshot"), ["pages"])
+    big = scaled(same, "relation", end("open_snapshot"), "pages", 3)
+    assert verdict(_ghost(ghost, same), "The table grows") == "differs"
+    assert verdict(_ghost(ghost, big), "The table grows") == "agrees"
+
+
+# -- chapter 1: latch fairness (native) ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def latch():
+    shown = latch_fairness.recordings.load_shown("")
+    assert shown.measured.repetitions >= 3
+    return shown
+
+
+def _latch(shown, measured):
+    return latch_fairness.verdicts(latch_fairness.recordings.Shown(shown.published, measured))
+
+
+def _swap_kinds(view, a: str, b: str):
+    out = copy.copy(view)
+    out.tables = dict(view.tables)
+    r = view.runs.copy()
+    r["kind"] = r["kind"].map({a: b, b: a}).fillna(r["kind"])
+    out.tables["runs"] = r
+    return out
+
+
+@pytest.mark.parametrize("claim", ["The unfair latch waits far less often", "The unfair latch spins far more",
+                                   "The unfair latch gives higher throughput"])
+def test_latch_reversed_variants_reverse_the_verdict(latch, claim):
+    """The fair lock in the spinning lock's place: every direction the article claims turns round."""
+    as_recorded = verdict(_latch(latch, latch.measured), claim)
+    reversed_ = verdict(_latch(latch, _swap_kinds(latch.measured, "fair", "spin_then_park")), claim)
+    assert as_recorded == "agrees" and reversed_ == "differs", (as_recorded, reversed_)
+
+
+def test_latch_max_wait_both_ways(latch):
+    u = lambda t: t["kind"] == "spin_then_park"  # noqa: E731
+    short = scaled(latch.measured, "runs", u, "wait_max_ns", 1e-3)
+    long_ = scaled(latch.measured, "runs", u, "wait_max_ns", 1e3)
+    assert verdict(_latch(latch, short), "The unfair latch's maximum wait") == "agrees"
+    assert verdict(_latch(latch, long_), "The unfair latch's maximum wait") == "differs"
+
+
+# -- chapter 5: LMAX queue -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lmax():
+    shown = lmax_queue.recordings.load_shown("")
+    assert shown.native.repetitions >= 3 and shown.db.repetitions >= 3
+    return shown
+
+
+def _lmax(shown, native=None, db=None):
+    s = copy.copy(shown)
+    s.native, s.db = native or shown.native, db or shown.db
+    return lmax_queue.verdicts(s)
+
+
+@pytest.mark.parametrize("claim", ["A pre-allocated ring beats", "The ring keeps its lead"])
+def test_lmax_native_ring_both_ways(lmax, claim):
+    ring = lambda t: t["variant"] == "ring"  # noqa: E731
+    fast = scaled(lmax.native, "runs", ring, "throughput", 100)
+    slow = scaled(lmax.native, "runs", ring, "throughput", 1e-3)
+    assert verdict(_lmax(lmax, native=fast), claim) == "agrees"
+    assert verdict(_lmax(lmax, native=slow), claim) == "differs"
+
+
+@pytest.mark.parametrize("claim, layout, base", [("Counters in one cache line", "adjacent", "padded"),
+                                                 ("A contended atomic", "shared_atomic", "single")])
+def test_lmax_cache_line_claims_both_ways(lmax, claim, layout, base):
+    pick = lambda t: t["layout"] == layout  # noqa: E731
+    assert verdict(_lmax(lmax, native=scaled(lmax.native, "false_sharing", pick, "ns_per_increment", 100)),
+                   claim) == "agrees"
+    assert verdict(_lmax(lmax, native=copied(lmax.native, "false_sharing", lambda t: t["layout"] == base, pick,
+                                             ["ns_per_increment"])), claim) == "differs"
+
+
+@pytest.mark.parametrize("claim, fast, slow", [
+    ("Taking durability off the commit path", "ring", "ring_durable"),
+    ("A non-durable table helps", "ring_unlogged", "ring"),
+])
+def test_lmax_durability_claims_both_ways(lmax, claim, fast, slow):
+    pick = lambda v: lambda t: t["variant"] == v  # noqa: E731
+    ahead = scaled(lmax.db, "runs", pick(fast), "throughput", 10)
+    behind = scaled(lmax.db, "runs", pick(fast), "throughput", 0.1)
+    assert verdict(_lmax(lmax, db=ahead), claim) == "agrees"
+    assert verdict(_lmax(lmax, db=behind), claim) == "differs"
+
+
+def test_lmax_ring_growth_both_ways(lmax):
+    ring = lambda t: t["variant"] == "ring"  # noqa: E731
+    naive = lambda t: t["variant"] == "naive"  # noqa: E731
+    cold = scaled(lmax.db, "relation", ring, "n_tup_hot_upd", 0)  # no HOT update at all
+    good = changed(lmax.db, "relation", ring, "dead_tuples", lambda rows: 0)
+    good = changed(good, "relation", ring, "n_tup_hot_upd", lambda rows: rows["n_tup_upd"])
+    good = changed(good, "relation", naive, "dead_tuples", lambda rows: 10_000)
+    assert verdict(_lmax(lmax, db=cold), "A ring of fixed slots") == "differs"
+    assert verdict(_lmax(lmax, db=good), "A ring of fixed slots") == "agrees"
+
+
+def test_lmax_ceiling_both_ways(lmax):
+    ring = lambda t: t["variant"] == "ring"  # noqa: E731
+    assert verdict(_lmax(lmax), "Every database queue") == "agrees"
+    near = scaled(lmax.native, "runs", ring, "throughput", 1e-4)
+    assert verdict(_lmax(lmax, native=near), "Every database queue") == "differs"
+
+
+# -- chapter 4: last-page insert --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lpi():
+    shown = last_page_insert.recordings.load_shown("")
+    assert shown.measured.repetitions >= 3
+    return shown
+
+
+def _lpi(shown, measured):
+    return last_page_insert.verdicts(last_page_insert.recordings.Shown(shown.published, measured))
+
+
+def test_lpi_hash_rate_both_ways(lpi):
+    h = lambda t: t["variant"] == "hash_partitioned"  # noqa: E731
+    assert verdict(_lpi(lpi, scaled(lpi.measured, "runs", h, "throughput", 10)), "Hash partitioning raises") \
+        == "agrees"
+    assert verdict(_lpi(lpi, scaled(lpi.measured, "runs", h, "throughput", 0.1)), "Hash partitioning raises") \
+        == "differs"
+
+
+def test_lpi_density_both_ways(lpi):
+    r = lambda t: t["variant"] == "random_key"  # noqa: E731
+    assert verdict(_lpi(lpi, scaled(lpi.measured, "index", r, "avg_leaf_density", 0.5)),
+                   "A non-sequential key") == "agrees"
+    same = copied(lpi.measured, "index", lambda t: t["variant"] == "sequential", r, ["avg_leaf_density"])
+    assert verdict(_lpi(lpi, scaled(same, "index", r, "avg_leaf_density", 1.5)), "A non-sequential key") == "differs"
+
+
+def test_lpi_elimination_both_ways(lpi):
+    noprune = lambda t: (t["variant"] == "hash_partitioned") & (  # noqa: E731
+        t["query"] == "point lookup, no partition pruning")
+    prune = lambda t: (t["variant"] == "hash_partitioned") & (t["query"] == "point lookup")  # noqa: E731
+    same = copied(lpi.measured, "read_cost", prune, noprune, ["logical_reads"])
+    assert verdict(_lpi(lpi, same), "Without partition elimination") == "differs"
+    assert verdict(_lpi(lpi, scaled(same, "read_cost", noprune, "logical_reads", 8)),
+                   "Without partition elimination") == "agrees"
+
+
+# -- chapter 2: log cache (native toy) --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def logcache():
+    shown = logcache_spinlock.recordings.load_shown("")
+    assert shown.measured["native"].repetitions >= 3
+    return shown
+
+
+def _logcache(shown, native):
+    s = copy.copy(shown)
+    s.measured = {**shown.measured, "native": native}
+    return logcache_spinlock.verdicts(s, stack_shares=pd.DataFrame())
+
+
+def test_logcache_toy_claims_turn_round_with_reversed_variants(logcache):
+    nat = logcache.measured["native"]
+    swapped = copy.copy(nat)
+    swapped.tables = dict(nat.tables)
+    swapped.tables["runs"] = nat.runs.assign(variant=nat.runs["variant"].map(
+        {"writer_alone": "writer_shared", "writer_shared": "writer_alone"}))
+    rec, rev = _logcache(logcache, nat), _logcache(logcache, swapped)
+    for claim in ("Keeping other work off the log writer's core raises throughput (toy",
+                  "Spin-wait (backoff) time falls when the log writer's core is kept free (toy"):
+        assert verdict(rec, claim) == "agrees" and verdict(rev, claim) == "differs", claim
+
+
+def test_logcache_static_spins_both_ways(logcache):
+    nat = logcache.measured["native"]
+    alone = lambda t: t["variant"] == "writer_alone"  # noqa: E731
+    shared = nat.runs[nat.runs["variant"] == "writer_shared"].set_index(["workers", "repetition"])
+
+    def same_rate(rows):  # spins per second equal to the shared writer's, repetition by repetition
+        key = list(zip(rows["workers"], rows["repetition"]))
+        want = np.asarray([shared.loc[k, "spins_per_record"] * shared.loc[k, "throughput"] for k in key])
+        return want / (rows["spins_per_record"] * rows["throughput"]).to_numpy()
+
+    static = scaled(nat, "runs", alone, "spins_per_record", same_rate)
+    claim = "The spinlock's spins stay about the same"
+    assert verdict(_logcache(logcache, static), claim) == "agrees"
+    assert verdict(_logcache(logcache, scaled(static, "runs", alone, "spins_per_record", 100)), claim) == "differs"
+
+
+def test_logcache_context_switch_both_ways(logcache):
+    nat = logcache.measured["native"]
+    cheap = copy.copy(nat)
+    cheap.tables = dict(nat.tables)
+    cs = nat.table("ctxswitch").copy()
+    for col in ("median_ns_per_handoff", "p10_ns_per_handoff", "p90_ns_per_handoff"):
+        cs[col] = 1.0
+    cheap.tables["ctxswitch"] = cs
+    claim = "A context switch costs far more"
+    assert verdict(_logcache(logcache, nat), claim) == "agrees"
+    assert verdict(_logcache(logcache, cheap), claim) == "differs"
