@@ -32,6 +32,7 @@ def changed(view, key: str, where, column: str, new):
         if k in out.tables and out.tables[k] is not None:
             t = out.tables[k].copy()
             rows = where(t)
+            t[column] = t[column].astype(float)
             t.loc[rows, column] = new(t[rows])
             out.tables[k] = t
     return out
@@ -52,6 +53,7 @@ def copied(view, key: str, source, target, columns):
             t = out.tables[k].copy()
             src, dst = t[source(t)], t[target(t)]
             assert len(src) == len(dst) and len(src), (k, len(src), len(dst))
+            t[columns] = t[columns].astype(float)
             t.loc[dst.index, columns] = src[columns].to_numpy()
             out.tables[k] = t
     return out

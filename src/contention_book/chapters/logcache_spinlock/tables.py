@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 
+from ..shared.spread import ratio_spread
 from .spec import BACKOFF_FUNCTIONS, BASELINE, LABELS, RELIEVED
 from ..shared.stacks import StackSection, share_of
 from .recordings import LogcacheRecording
@@ -308,6 +309,12 @@ def key_numbers(shown) -> dict[str, Any]:
                         "writer_wait_p50_ns"):
                 n[f"nat_{tag}_{col}"] = NAN
     n["nat_b_vs_a_x"] = n["nat_b_throughput"] / n["nat_a_throughput"]
+    if len(lc) and n["nat_b_workers"]:
+        frame = nat.runs[nat.runs["workers"] == n["nat_b_workers"]]
+        n["nat_b_vs_a_text"] = ratio_spread(frame, "throughput", "writer_alone", "writer_shared").text(".2f", "×")
+    else:
+        n["nat_b_vs_a_text"] = "not measured"
+    n["nat_repetitions"] = nat.repetitions if nat is not None else 0
     n["nat_flush_x"] = n["nat_b_writer_flushes_per_s"] / n["nat_a_writer_flushes_per_s"]
     n["nat_spins_x"] = n["nat_a_spins_per_record"] / n["nat_b_spins_per_record"] \
         if n["nat_b_spins_per_record"] else NAN
@@ -351,6 +358,10 @@ def key_numbers(shown) -> dict[str, Any]:
         n[f"pg_{tag}_max_sessions"] = int(c["sessions"].max()) if len(c) else 0
         n[f"pg_{tag}_at_max"] = _f(c.loc[c["sessions"] == c["sessions"].max(), "throughput"].iloc[0]) if len(c) else NAN
     n["pg_pin_vs_def_x"] = n["pg_pin_at_max"] / n["pg_def_at_max"]
+    n["pg_pin_vs_def_text"] = ratio_spread(pg.runs, "throughput", "walwriter_alone", "default",
+                                           where={"sessions": n["pg_pin_max_sessions"]}).text(".2f", "×") \
+        if pg else "not measured"
+    n["pg_repetitions"] = pg.repetitions if pg else 0
     n["pg_scaling_x"] = n["pg_def_best"] / n["pg_def_one"]
     wal = pg.table("pg_wal") if pg else None
     n["pg_wal_bytes_per_insert"] = _f((wal["wal_bytes"] / wal["rows"]).median()) if wal is not None and len(wal) else NAN
