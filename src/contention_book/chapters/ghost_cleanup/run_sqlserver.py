@@ -9,6 +9,7 @@ import pandas as pd
 
 from contention_book.harness import workloads
 from contention_book.harness.guard import Change, StateGuard
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.sqlserver_dmv import trace_flag_change
 from contention_book.harness.targets import check_identifier, major_version
 
@@ -73,8 +74,10 @@ def counter_rates(before: pd.DataFrame, after: pd.DataFrame, seconds: float) -> 
 
 def _run_sqlserver_variant(run: Run, variant: str, version: str) -> None:
     if variant == "rcsi_open_txn_tf7006" and major_version(version) < 16:
-        run.log(f"[{CHAPTER}] {variant}: skipped, trace flag 7006 matters only on SQL Server 2022 (16.x) or later")
-        run.w.add_note(f"{variant} skipped: server is {version}, the variant needs 16.x or later")
+        if run.repetition == 0:
+            run.log(f"[{CHAPTER}] {variant}: skipped, trace flag 7006 matters only on SQL Server 2022 (16.x) or "
+                    "later")
+            run.w.add_note(f"{variant} skipped: server is {version}, the variant needs 16.x or later")
         return
     changes = sqlserver_changes(variant, run.db, version)
     with StateGuard(lambda database: run.t.connect(database), changes,
@@ -97,7 +100,7 @@ def _run_sqlserver_variant(run: Run, variant: str, version: str) -> None:
             rates = counter_rates(before, after, result.elapsed_s)
             if rates.empty:
                 run.w.add_note("performance counters for skipped ghosts and lock requests not found")
-            run.w.append_csv(FILES["counters"], rates.assign(variant=variant))
+            run.w.append_csv(FILES["counters"], rates.assign(variant=variant, repetition=run.repetition))
         finally:
             if holder is not None:
                 holder.cursor().execute("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION")
@@ -107,12 +110,15 @@ def _run_sqlserver_variant(run: Run, variant: str, version: str) -> None:
         stats.append(query(conn, "index_stats", "sqlserver").assign(phase="after_cleanup"))
     frame = pd.concat(stats, ignore_index=True)
     frame.insert(0, "variant", variant)
-    run.w.append_csv(FILES["index"], frame[list(INDEX_COLUMNS)])
+    frame.insert(1, "repetition", run.repetition)
+    run.w.append_csv(FILES["index"], frame[[INDEX_COLUMNS[0], "repetition", *INDEX_COLUMNS[1:]]])
 
 
 def run_sqlserver(ctx) -> None:
     """Every variant on a reader's SQL Server, into ``ctx.writer``."""
     run = Run(ctx)
     version = ctx.writer.manifest["engine"]["version"]
-    for variant in ctx.variants:
+    # variants interleaved round after round; each variant's database options (and TF 7006) are set and
+    # restored by its guard on every run
+    for run.repetition, variant in interleaved(ctx.variants, ctx.params["repetitions"]):
         _run_sqlserver_variant(run, variant, version)

@@ -35,7 +35,8 @@ LAYOUT = {
                   unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}),
     "curve": Table("samples/update_rate.csv", CURVE_COLUMNS),
-    "index": Table("dmv/index_physical_stats.csv", INDEX_COLUMNS, ("sqlserver",)),
+    "index": Table("dmv/index_physical_stats.csv", INDEX_COLUMNS, ("sqlserver",),
+                   unique=("variant", "repetition", "phase", "level")),
     "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS, ("postgres",),
                       unique=("variant", "repetition", "phase", "relation")),
     "counters": Table("dmv/perf_counters.csv", COUNTER_COLUMNS),
@@ -44,7 +45,7 @@ FILES = {key: table.path for key, table in LAYOUT.items()}
 
 PARAMS = (
     P.variants(VARIANTS),
-    P.repetitions({"postgres": 5}),
+    P.repetitions({"postgres": 5, "sqlserver": 3}),
     P.database(),
     P.capture_stacks(),
     P.Param("updates", "int", "updates of the one row, one transaction each", default=123_456, minimum=1,

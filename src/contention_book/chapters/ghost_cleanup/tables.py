@@ -143,11 +143,12 @@ def storage_long(g: GhostRecording) -> pd.DataFrame:
 
 def storage_by_repetition(g: GhostRecording) -> pd.DataFrame:
     """:func:`storage_long`'s pages and counts for each repetition on its own (for ratios paired by repetition)."""
-    rel = g.by_repetition("relation")
-    if g.index_stats is not None or rel is None or "repetition" not in rel:
+    index, rel = g.by_repetition("index"), g.by_repetition("relation")
+    frame = index if index is not None else rel
+    if frame is None or "repetition" not in frame:
         return _storage(g.index_stats, g.relation_stats).assign(repetition=0)
-    return pd.concat([_storage(None, part).assign(repetition=rep) for rep, part in rel.groupby("repetition")],
-                     ignore_index=True)
+    return pd.concat([(_storage(part, None) if index is not None else _storage(None, part)).assign(repetition=rep)
+                      for rep, part in frame.groupby("repetition")], ignore_index=True)
 
 
 def ghost_visits(updates: int) -> int:

@@ -16,6 +16,7 @@ from contention_book.harness import workloads
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.recording import RecordingWriter
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target, check_identifier, major_version
 
 from . import pages
@@ -102,6 +103,7 @@ class SqlServerRun:
         self.partitions, self.hz, self.allow, self.log = partitions, hz, allow_server_changes, log
         self.version = writer.manifest["engine"]["version"]
         self.per_call = rows_per_call
+        self.repetition = 0  # the round being run (harness.schedule)
 
     def connect(self):
         return self.t.connect(self.db)
@@ -130,20 +132,23 @@ class SqlServerRun:
             sampler.stop()
         after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
         self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
-            result, self.per_call, variant=variant, repetition=0,
+            result, self.per_call, variant=variant, repetition=self.repetition,
             partitions=self.partitions if variant == "hash_partitioned" else 1,
             wait_sampler_hz=round(sampler.achieved_hz, 2))]))
         waits = dmv.first(dmv.delta(before["wait"], after["wait"], "wait"), WAITS_OF_INTEREST)
         named = waits[waits["name"].isin(WAITS_OF_INTEREST)]
         rest = waits[~waits["name"].isin(WAITS_OF_INTEREST)].head(10)
-        self.w.append_csv(FILES["wait_deltas"], pd.concat([named, rest]).assign(variant=variant, sessions=n))
+        self.w.append_csv(FILES["wait_deltas"], pd.concat([named, rest]).assign(variant=variant, sessions=n,
+                                                                                     repetition=self.repetition))
         latches = dmv.first(dmv.delta(before["latch"], after["latch"], "latch"), ["BUFFER"]).head(10)
-        self.w.append_csv(FILES["latch_deltas"], latches.assign(variant=variant, sessions=n))
+        self.w.append_csv(FILES["latch_deltas"], latches.assign(variant=variant, sessions=n,
+                                                                 repetition=self.repetition))
         if sampler.error:
             self.w.add_note(f"waiting-task sampler, {variant} at {n} sessions: stopped early: {sampler.error}")
         samples = sampler.frame()
         if len(samples):
-            self.w.append_csv(FILES["waiting_tasks"], samples.assign(variant=variant, sessions=n))
+            self.w.append_csv(FILES["waiting_tasks"], samples.assign(variant=variant, sessions=n,
+                                                                      repetition=self.repetition))
         self.log(f"[{CHAPTER}] {variant}, {n} session(s): {result.throughput * self.per_call:,.0f} rows/s "
                  f"({self.per_call} per call), "
                  f"{len(samples)} PAGELATCH waiting-task samples")
@@ -162,7 +167,7 @@ class SqlServerRun:
         wanted = pages.distinct_pages(rows)
         sql, params, method = pages.resolution_query(self.version, wanted)
         resolved = _frame(conn.cursor().execute(sql, *params))
-        ranking = pages.hot_pages(rows, resolved, top=20).assign(method=method)
+        ranking = pages.hot_pages(rows, resolved, top=20).assign(method=method, repetition=self.repetition)
         self.w.append_csv(FILES["hot_pages"], ranking)
 
     def read_cost(self, conn) -> None:
@@ -195,15 +200,17 @@ class SqlServerRun:
             io = statistics_io_reads(messages).get(HASH_TABLE)
             if io is not None and pd.isna(cost["logical_reads"]):
                 cost["logical_reads"] = float(io[1])
-            out.append({"variant": "hash_partitioned", "query": name, **cost, "sql": sql})
+            out.append({"variant": "hash_partitioned", "repetition": self.repetition, "query": name, **cost,
+                        "sql": sql})
         self.w.append_csv(FILES["read_cost"], pd.DataFrame(out))
 
     def variant(self, variant: str) -> None:
         try:
             check_variant_version(variant, self.version)
         except VersionGateError as exc:
-            self.log(f"[{CHAPTER}] {variant}: skipped: {exc}")
-            self.w.add_note(f"{variant} skipped: {exc}")
+            if self.repetition == 0:
+                self.log(f"[{CHAPTER}] {variant}: skipped: {exc}")
+                self.w.add_note(f"{variant} skipped: {exc}")
             return
         with StateGuard(lambda database: self.t.connect(database), [durability_change(self.db)],
                         allow_server_changes=self.allow, log=self.log), contextlib.closing(self.connect()) as conn:
@@ -222,5 +229,5 @@ def run_sqlserver(ctx) -> None:
                        rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
                        partitions=p["partitions"], hz=p["wait_hz"], allow_server_changes=ctx.allow_server_changes,
                        log=ctx.log, rows_per_call=p["rows_per_call"])
-    for variant in ctx.variants:
+    for run.repetition, variant in interleaved(ctx.variants, p["repetitions"]):
         run.variant(variant)

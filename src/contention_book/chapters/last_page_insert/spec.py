@@ -70,7 +70,7 @@ PARAMS = (
     P.sessions((1, 2, 4, 8)),
     P.variants(VARIANTS),
     P.duration_s(7.0),
-    P.repetitions({"postgres": 5}),
+    P.repetitions({"postgres": 5, "sqlserver": 3}),
     P.database(),
     P.capture_stacks(),
     P.Param("rows_per_session", "int", "stop a point once every session inserted this many rows (empty: no cap)",

@@ -12,7 +12,8 @@ Per variant, inside a :class:`~harness.guard.StateGuard`:
 2. ``unfair`` turns global trace flag 3933 on (server-wide, so only with
    ``allow_server_changes``); ``fair`` turns it *off* if someone left it on,
    which is just as much a server change;
-3. each repetition: reset (truncate, checkpoint, log space recorded), then a
+3. runs interleaved (fair, unfair, fair, unfair, ...), each under its own
+   guard; each run: reset (truncate, checkpoint, log space recorded), then a
    snapshot of the latch, spinlock and wait statistics, the insert with a 1 s
    performance-counter sampler running, and a second snapshot.  The recording
    holds the deltas.  Clearing the statistics server-wide is an opt-in
@@ -32,6 +33,7 @@ from contention_book.harness import recording as rec
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import check_identifier, major_version
 
 from .spec import (CHAPTER, FILES, LATCH, LATCH_SPIN, SQL_VARIANTS, TRACE_FLAG, TRACE_FLAG_MIN_MAJOR)
@@ -263,16 +265,17 @@ def run_sqlserver(ctx) -> None:
             cur.execute(sql)
     writer.update(engine={"settings": {"schedulers": schedulers, "files_added_or_grown": layout}})
     batches = insert_batches(maxdop)
-    for variant in variants:
+    # variants interleaved round after round (fair, unfair, fair, unfair, ...): each run sets its trace flag
+    # state through its own guard, which restores the prior state before the next run
+    for repetition, variant in interleaved(variants, p["repetitions"]):
         with contextlib.closing(tgt.connect()) as conn:
             flag_on = trace_flag_status(conn)
         changes = variant_changes(variant, database, flag_on_now=flag_on, clear_stats=p["clear_stats"])
         with StateGuard(lambda db: tgt.connect(db), changes, allow_server_changes=ctx.allow_server_changes,
                         log=log), contextlib.closing(tgt.connect(database)) as conn:
             workloads.run_script(conn, CHAPTER, ENGINE, "setup")
-            for repetition in range(p["repetitions"]):
-                _one_run(tgt, conn, writer, database, variant, repetition, batches, p["rows"], maxdop,
-                         p["sample_counters"], log)
+            _one_run(tgt, conn, writer, database, variant, repetition, batches, p["rows"], maxdop,
+                     p["sample_counters"], log)
 
 
 def _one_run(tgt, conn, writer: rec.RecordingWriter, database: str, variant: str, repetition: int,

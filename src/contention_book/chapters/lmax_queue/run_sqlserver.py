@@ -16,6 +16,7 @@ from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.driver import LatencyHistogram, run_sessions
 from contention_book.harness.guard import Change, StateGuard
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import check_identifier, major_version
 
 from .spec import CHAPTER, CONSUMING, FILES, SINGLE_SESSION, SPINLOCKS_FIRST
@@ -118,7 +119,7 @@ def run_sqlserver(ctx) -> None:
             if any(v.startswith("disk") for v in keep):
                 workloads.run_script(conn, CHAPTER, "sqlserver", "setup_disk", params={parameter_batch("setup_disk"): (queue_size,)})
             pop_sql = workloads.load(CHAPTER, "sqlserver", "pop_disk_naive")[0]
-            for variant in keep:
+            for repetition, variant in interleaved(keep, p["repetitions"]):
                 push_sql = workloads.load(CHAPTER, "sqlserver", "push_call", procedure=LOOP[variant])[0]
                 for n in sessions_for(variant, sessions):
                     queue_size_for(variant, queue_size, n, messages_per_session)
@@ -141,7 +142,7 @@ def run_sqlserver(ctx) -> None:
                     result = run_sessions(lambda: target.connect(database), operation, sessions=n + consumers,
                                           operations_per_session=calls if not consumers else None,
                                           duration_s=duration_s if consumers else None,
-                                          progress=f"{variant} x{n}")
+                                          progress=f"{variant} x{n}, repetition {repetition + 1}")
                     after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch", "spinlock")}
                     pushes = sum(s.operations for s in result.per_session[:n]) * chunk
                     hist = LatencyHistogram()
@@ -150,14 +151,15 @@ def run_sqlserver(ctx) -> None:
                     age = LatencyHistogram()
                     for h in ages:
                         age.merge(h)
-                    row = {"variant": variant, "sessions": n, "consumers": consumers, "repetition": 0,
+                    row = {"variant": variant, "sessions": n, "consumers": consumers, "repetition": repetition,
                            "elapsed_s": result.elapsed_s, "operations": pushes,
                            "throughput": pushes / result.elapsed_s, "pushes_per_call": chunk, **hist.summary(),
                            "age_p50_ms": age.percentile_ms(50), "age_p99_ms": age.percentile_ms(99),
                            "errors": result.errors}
                     writer.append_csv(FILES["runs"], pd.DataFrame([row]))
                     d = stats_deltas(before, after)
-                    writer.append_csv(FILES["spinlocks"], d["spinlock"].assign(variant=variant, sessions=n))
-                    writer.append_csv(FILES["latches"], d["latch"].assign(variant=variant, sessions=n))
-                    writer.append_csv(FILES["sqlwaits"], d["wait"].assign(variant=variant, sessions=n))
+                    tags = {"variant": variant, "sessions": n, "repetition": repetition}
+                    writer.append_csv(FILES["spinlocks"], d["spinlock"].assign(**tags))
+                    writer.append_csv(FILES["latches"], d["latch"].assign(**tags))
+                    writer.append_csv(FILES["sqlwaits"], d["wait"].assign(**tags))
                     log(f"[{CHAPTER}] {variant} x{n}: {pushes:,} pushes, {row['throughput']:,.0f}/s")

@@ -73,7 +73,7 @@ PARAMS = (
                "producer sessions (native: producer threads)"),
     P.variants(VARIANTS),
     P.duration_s(3.0, "seconds per point (database engines)"),
-    P.repetitions({"native": 5, "postgres": 5}),
+    P.repetitions({"native": 5, "postgres": 5, "sqlserver": 3}),
     P.database(),
     P.Param("messages_per_session", "int", "messages each producer pushes (PostgreSQL: a cap, empty for none)",
             default={"native": 4_000_000, "postgres": None, "sqlserver": 50_000}, minimum=1),

@@ -28,6 +28,7 @@ from contention_book.harness import workloads
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
 from contention_book.harness.recording import RecordingWriter
+from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target, check_identifier
 
 from .spec import CHAPTER, FILES, SPINLOCKS_FIRST
@@ -163,6 +164,7 @@ class SqlServerRun:
         self.rows_per_session, self.batch = int(rows_per_session), int(batch)
         self.duration_s, self.seed_rows, self.log = float(duration_s), int(seed_rows), log
         self.point = 0
+        self.repetition = 0  # the round being run (harness.schedule)
 
     def connect(self):
         return self.t.connect(self.db)
@@ -186,20 +188,21 @@ class SqlServerRun:
                 self.connect,
                 lambda cur, i, op: _drain(cur.execute(call, batch, point * OFFSET_SPAN + (op + 1) * batch)),
                 sessions=n, operations_per_session=max(1, self.rows_per_session // batch),
-                duration_s=self.duration_s, progress=f"{variant}, {n} session(s)")
+                duration_s=self.duration_s,
+                progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
             after = {k: dmv.snapshot(conn, k) for k in ("spinlock", "wait")}
             c_after = self.counters(conn)
-            lw = _frame(conn, "log_writer").assign(variant=variant, sessions=n)
+            lw = _frame(conn, "log_writer").assign(variant=variant, sessions=n, repetition=self.repetition)
         rows = int(result.operations) * batch
-        self.w.append_csv(FILES["runs"], pd.DataFrame([result.row(variant=variant, repetition=0, point=point,
+        self.w.append_csv(FILES["runs"], pd.DataFrame([result.row(variant=variant, repetition=self.repetition, point=point,
                                                                   batch_rows=batch)]).assign(
             operations=rows, throughput=rows / result.elapsed_s))
         spins = dmv.first(dmv.delta(before["spinlock"], after["spinlock"], "spinlock"), SPINLOCKS_FIRST)
-        self.w.append_csv(FILES["spinlocks"], spins.assign(variant=variant, sessions=n, rows=rows))
+        tags = {"variant": variant, "sessions": n, "repetition": self.repetition}
+        self.w.append_csv(FILES["spinlocks"], spins.assign(**tags, rows=rows))
         waits = dmv.delta(before["wait"], after["wait"], "wait").head(40)
-        self.w.append_csv(FILES["waits"], waits.assign(variant=variant, sessions=n))
-        self.w.append_csv(FILES["counters"], dmv.interpret(c_before, c_after, result.elapsed_s).assign(
-            variant=variant, sessions=n))
+        self.w.append_csv(FILES["waits"], waits.assign(**tags))
+        self.w.append_csv(FILES["counters"], dmv.interpret(c_before, c_after, result.elapsed_s).assign(**tags))
         self.w.append_csv(FILES["log_writer"], lw)
         self.log(f"[{CHAPTER}] {variant}, {n} session(s): {rows:,} inserts in {result.elapsed_s:.2f} s "
                  f"({rows / result.elapsed_s:,.0f}/s)")
@@ -235,7 +238,8 @@ def run_sqlserver(ctx) -> None:
     with StateGuard(lambda d: target.connect(d or database), db_changes, log=log):
         with contextlib.closing(target.connect(database)) as conn:
             workloads.run_script(conn, CHAPTER, "sqlserver", "setup", database=database)
-        for variant in variants:
+        # variants interleaved round after round; the affinity change is made and restored by its guard each time
+        for run.repetition, variant in interleaved(variants, p["repetitions"]):
             changes = []
             if variant == "no_logwriter_core":
                 changes = [affinity_change(list(logwriter_cpus), exact=True) if logwriter_cpus

@@ -76,7 +76,7 @@ PARAMS = (
                "session counts (native: toy log-cache worker threads; empty: n-1 and n CPUs)"),
     P.variants(VARIANTS),
     P.duration_s({"native": 2.0, "postgres": 8.0, "sqlserver": 20.0}),
-    P.repetitions({"native": 5, "postgres": 5, "sqlserver": 1}),
+    P.repetitions({"native": 5, "postgres": 5, "sqlserver": 3}),
     P.database(),
     P.capture_stacks(),
     P.stacks(),
