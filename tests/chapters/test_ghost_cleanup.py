@@ -159,8 +159,10 @@ def test_published_recordings_match_the_article():
 
 def test_verdicts_on_the_reference_recording():
     table = ghost.verdicts(ghost.load_published(), ghost.load(ghost.DEFAULT_MEASURED))
-    assert set(table["verdict"]) <= {"agrees", "differs", "not testable here"}
-    assert (table["verdict"] == "not testable here").any()  # 2022 behaviour needs a SQL Server recording
+    heads = table["verdict"].str.split(":").str[0]
+    assert set(heads) <= {"agrees", "differs", "inconclusive", "not testable here"}
+    assert table["verdict"].iloc[-1].startswith("not testable here")  # 2022 behaviour needs a SQL Server recording
+    assert not table["published"].str.contains("a few seconds after commit").any()  # nothing typed by hand
 
 
 @pytest.mark.live
