@@ -170,7 +170,7 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     from conftest import TEST_ENV_VAR
 
     lines = []
-    path = run_live(target=TEST_ENV_VAR, engine="postgres", updates=1500, chunk=100,
+    path = run_live(target=TEST_ENV_VAR, engine="postgres", updates=1500, chunk=100, repetitions=2,
                           record_to=str(tmp_path / "rec"), database="contention_test", stacks=False,
                           log=lines.append)
     g = ghost.load(path)
@@ -178,7 +178,10 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     assert g.recording.manifest["measured"]["command"]
     assert set(g.runs["variant"]) == {"baseline", "open_snapshot"}
     assert (g.runs["operations"] == 1500).all()
-    assert len(g.curve) == 30
+    # variants interleaved: A B, A B, each repetition tagged
+    assert list(zip(g.runs["repetition"], g.runs["variant"])) == [
+        (0, "baseline"), (0, "open_snapshot"), (1, "baseline"), (1, "open_snapshot")]
+    assert len(g.curve) == 2 * 2 * 15
     rel = g.relation_stats.set_index(["variant", "phase", "relation"])
     # the held snapshot keeps every replaced version; VACUUM removes them once it ends
     assert rel.loc[("open_snapshot", "after_run", "ghost_test"), "dead_tuples"] >= 1400
