@@ -170,12 +170,13 @@ def test_plan_parsers():
     msgs = ["[Microsoft][ODBC Driver 18 for SQL Server][SQL Server]Table 'lpi_hash'. Scan count 8, logical reads 16, "
             "physical reads 0, page server reads 0, read-ahead reads 0"]
     assert readcost.statistics_io_reads(msgs) == {"lpi_hash": (8, 16)}
-    plan = [{"Plan": {"Node Type": "Append", "Shared Hit Blocks": 9, "Shared Read Blocks": 0, "Plans": [
+    plan = [{"Plan": {"Node Type": "Append", "Shared Hit Blocks": 9, "Shared Read Blocks": 0, "Actual Rows": 100,
+                      "Plans": [
         {"Node Type": "Index Scan", "Relation Name": "lpi_insert_p0", "Actual Loops": 1},
         {"Node Type": "Index Scan", "Relation Name": "lpi_insert_p1", "Actual Loops": 0}]},
         "Execution Time": 0.02}]
     assert readcost.postgres_plan_cost(json.dumps(plan)) == {"partitions_touched": 1.0, "logical_reads": 9.0,
-                                                            "execution_ms": 0.02}
+                                                            "rows_returned": 100.0, "execution_ms": 0.02}
     with pytest.raises(readcost.PlanError, match="'Plan'"):
         readcost.postgres_plan_cost("{}")
 
