@@ -324,13 +324,13 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
 
     lines = []
     path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 0.7, "partitions": 2,
-                                            "rows_per_call": 10, "database": "contention_test",
+                                            "rows_per_call": 10, "database": "contention_test", "repetitions": 2,
                                             "capture_stacks": False},
                        engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
                        log=RunLog(lines.append))
     g = analysis.load(path)
     assert g.recording.manifest["measured"]["command"] and g.recording.parameters["rows_per_call"] == 10
-    assert len(g.runs) == 6 and (g.runs["errors"] == 0).all() and (g.runs["operations"] > 0).all()
+    assert len(g.runs) == 12 and (g.runs["errors"] == 0).all() and (g.runs["operations"] > 0).all()
     assert (g.runs["operations"] == g.runs["calls"] * 10).all()
     assert (g.waits["wait"] != "").all() and g.waits.groupby(["variant", "sessions"])["samples"].sum().min() > 0
     assert set(g.index["variant"]) == {"sequential", "hash_partitioned", "random_key"}

@@ -284,7 +284,7 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
 
     lines = []
     path = run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", variants="ring,skip_locked",
-                       duration_s=0.6, queue_size=500, pushes_per_call=5, record_to=str(tmp_path / "rec"),
+                       duration_s=0.6, queue_size=500, pushes_per_call=5, repetitions=1, record_to=str(tmp_path / "rec"),
                        database="contention_test", log=lines.append)
     g = lq.load(path)
     assert g.recording.parameters["pushes_per_call"] == 5 and analysis.pushes_per_call(g) == 5
@@ -306,7 +306,7 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
     assert any("(5 per call)" in line for line in lines)
     # one statement per message: the old path still runs
     old = lq.load(run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1", variants="ring,naive",
-                              duration_s=0.4, queue_size=200, pushes_per_call=1, record_to=str(tmp_path / "old"),
+                              duration_s=0.4, queue_size=200, pushes_per_call=1, repetitions=1, record_to=str(tmp_path / "old"),
                               database="contention_test", log=lines.append))
     assert (old.runs["calls"] == old.runs["operations"]).all() and (old.runs["errors"] == 0).all()
     assert (old.runs.loc[old.runs["variant"] == "naive", "dequeued"] > 0).all()

@@ -491,7 +491,7 @@ def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path
     conn.close()
     before = os.sched_getaffinity(ww)
     mine = os.sched_getaffinity(0)
-    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 1.0, "batch": 50, "seed_rows": 100,
+    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 1.0, "batch": 50, "seed_rows": 100, "repetitions": 1,
                                             "database": "contention_test", "capture_stacks": False},
                        engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
                        log=RunLog(lambda *_: None))

@@ -163,16 +163,20 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
             mem = float(chase.sort_values("size_bytes")["ns_per_load"].iloc[-1])
             if len(same):
                 row = same.iloc[0]
-                n = int(row.get("batches", 0) or 0)
+                med = row["median_ns_per_handoff"]
+                if "p10_ns_per_handoff" in row and "p90_ns_per_handoff" in row:
+                    lo, hi, n = row["p10_ns_per_handoff"], row["p90_ns_per_handoff"], int(row.get("batches", 0) or 0)
+                    spread_text = f"p10–p90 {lo:,.0f}–{hi:,.0f}"
+                else:  # recordings made before the program printed its batches' spread: one value, no verdict
+                    lo, hi, n = med, med, 1
+                    spread_text = "no spread recorded"
 
                 def over(d):
-                    return Spread(row["median_ns_per_handoff"] / d, row["p10_ns_per_handoff"] / d,
-                                  row["p90_ns_per_handoff"] / d, n, "p10-p90 of batches")
+                    return Spread(med / d, lo / d, hi / d, n, "p10-p90 of batches")
 
                 vs_mem, vs_line = over(mem), over(line)
                 add(claim3, "'upwards of twice' a main-memory access; memory ~167 cycles", nat.id,
-                    f"{row['median_ns_per_handoff']:,.0f} ns per switch (p10–p90 {row['p10_ns_per_handoff']:,.0f}–"
-                    f"{row['p90_ns_per_handoff']:,.0f}) vs {line:.0f} ns per line transfer ({vs_line.median:.0f}x) "
+                    f"{med:,.0f} ns per switch ({spread_text}) vs {line:.0f} ns per line transfer ({vs_line.median:.0f}x) "
                     f"and {mem:.0f} ns per memory load ({vs_mem.median:.0f}x)",
                     _both(above(vs_mem, 2.0), above(vs_line, 5.0)))
             else:
