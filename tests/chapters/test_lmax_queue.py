@@ -196,12 +196,12 @@ def test_a_published_recording_is_refused_as_the_measured_one():
 def test_verdicts_on_the_references():
     native, db = lq.load_measured("")
     table = analysis.verdicts(*lq.load_published(), native, db)
-    assert set(table["verdict"]) <= {"agrees", "differs", "not testable here"}
-    # the SQL Server claims, and the UNLOGGED one where one client round trip per message bounds both rings
-    client_bound = analysis.pushes_per_call(db) == 1
-    assert (table["verdict"] == "not testable here").sum() == 4 + client_bound
-    unlogged = table[table["claim"].str.contains("durability")].iloc[0]
-    assert (unlogged["verdict"] == "not testable here") == client_bound
+    heads = table["verdict"].str.split(":").str[0]
+    assert set(heads) <= {"agrees", "differs", "inconclusive", "not testable here"}
+    assert table["rule"].str.len().min() > 20  # every row names its rule
+    # the four SQL Server claims cannot be decided on a PostgreSQL recording, whatever it measured
+    sql = table[table["claim"].str.startswith(("v1 ", "v2 ", "v3 ", "Latch-free"))]
+    assert len(sql) == 4 and (sql["verdict"].str.startswith("not testable here")).all()
 
 
 def test_call_notes_follow_the_recording():

@@ -275,11 +275,22 @@ def _logcache(shown, native):
 
 def test_logcache_toy_claims_turn_round_with_reversed_variants(logcache):
     nat = logcache.measured["native"]
-    swapped = copy.copy(nat)
-    swapped.tables = dict(nat.tables)
-    swapped.tables["runs"] = nat.runs.assign(variant=nat.runs["variant"].map(
+    alone = lambda t: t["variant"] == "writer_alone"  # noqa: E731
+    shared = nat.runs[nat.runs["variant"] == "writer_shared"].set_index(["workers", "repetition"])
+
+    def times_shared(column, f):  # the alone writer's value as f times its shared twin's, repetition by repetition
+        def factor(rows):
+            want = np.asarray([shared.loc[k, column] for k in zip(rows["workers"], rows["repetition"])])
+            return f * want / rows[column].to_numpy()
+        return factor
+
+    holds = scaled(nat, "runs", alone, "throughput", times_shared("throughput", 2.0))
+    holds = scaled(holds, "runs", alone, "spins_per_record", times_shared("spins_per_record", 0.3))
+    swapped = copy.copy(holds)
+    swapped.tables = dict(holds.tables)
+    swapped.tables["runs"] = holds.runs.assign(variant=holds.runs["variant"].map(
         {"writer_alone": "writer_shared", "writer_shared": "writer_alone"}))
-    rec, rev = _logcache(logcache, nat), _logcache(logcache, swapped)
+    rec, rev = _logcache(logcache, holds), _logcache(logcache, swapped)
     for claim in ("Keeping other work off the log writer's core raises throughput (toy",
                   "Spin-wait (backoff) time falls when the log writer's core is kept free (toy"):
         assert verdict(rec, claim) == "agrees" and verdict(rev, claim) == "differs", claim
