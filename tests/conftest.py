@@ -37,3 +37,23 @@ def pg_target(pg):
     target = resolve_target(TEST_ENV_VAR, "postgres")
     ensure_own_database(target, "contention_test", log=lambda *_: None)
     return target
+
+
+def processes_with_env(key: str, value: str) -> list[str]:
+    """'pid command' of every process whose environment holds key=value.
+
+    Tests that look for leftover runs must see only their own: other test suites may run on the same machine
+    at the same time, and a machine-wide pgrep would count (or kill) their runs too.
+    """
+    needle = f"{key}={value}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                found.append(f"{proc.name} {cmd}")
+        except OSError:
+            continue
+    return found

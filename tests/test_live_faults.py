@@ -62,7 +62,10 @@ def _run(chapter, engine, params, dest, env, **kw):
 
 
 def _leftovers(home: Path) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()
+    """This test's runs and native programs still alive (found by the cluster root in their environment)."""
+    from conftest import processes_with_env
+
+    out = processes_with_env("CONTENTION_BOOK_PG_ROOT", str(home / "pg"))
     mine = [line for line in out if "contention_book.run" in line or any(f"build/{p}" in line for p in NATIVE_PROGRAMS)]
     pidfile = home / "pg" / "data" / "postmaster.pid"
     if pidfile.exists():

@@ -43,9 +43,12 @@ def _walwriter(root: Path) -> int | None:
     return None
 
 
-def _run_processes() -> list[str]:
-    out = subprocess.run(["pgrep", "-af", "contention_book.run"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
+def _run_processes(cluster_root: Path) -> list[str]:
+    """This test's live runners (found by their cluster root), not other suites' on the same machine."""
+    from conftest import processes_with_env
+
+    return [line for line in processes_with_env("CONTENTION_BOOK_PG_ROOT", str(cluster_root))
+            if "contention_book.run" in line]
 
 
 def _make(env: dict, *params: str, record_to: Path) -> subprocess.Popen:
@@ -108,7 +111,7 @@ def test_signal_mid_run_restores_everything(tmp_path, cluster_root, sig, prestar
     manifest = json.loads((rec / "manifest.json").read_text())
     assert manifest["status"]["state"] == "incomplete", manifest["status"]
     assert f"interrupted by {signal.Signals(sig).name}" in manifest["status"]["reason"]
-    assert not _run_processes(), _run_processes()
+    assert not _run_processes(cluster_root), _run_processes(cluster_root)
     if prestarted:
         assert _postmaster(cluster_root) is not None
         assert set(os.sched_getaffinity(_walwriter(cluster_root))) == before
@@ -116,7 +119,7 @@ def test_signal_mid_run_restores_everything(tmp_path, cluster_root, sig, prestar
         assert _postmaster(cluster_root) is None, "the run's own cluster was left running"
 
     again = tmp_path / "again"  # the next run needs no manual step
-    proc = _make(env, "sessions=1", "duration_s=1", "capture_stacks=false", record_to=again)
+    proc = _make(env, "sessions=1", "duration_s=1", "capture_stacks=false", "repetitions=1", record_to=again)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
@@ -133,7 +136,7 @@ def test_after_sigkill_of_the_runner_the_next_run_repairs_everything(tmp_path, c
     proc = _make(env, "variants=default,walwriter_alone", "sessions=1", "duration_s=5", "capture_stacks=false",
                  record_to=rec)
     _wait_for_pin(proc, cluster_root, all_cpus)
-    runners = [int(line.split()[0]) for line in _run_processes()]
+    runners = [int(line.split()[0]) for line in _run_processes(cluster_root)]
     assert runners
     for pid in runners:
         os.kill(pid, signal.SIGKILL)
@@ -142,11 +145,11 @@ def test_after_sigkill_of_the_runner_the_next_run_repairs_everything(tmp_path, c
     assert list(tmp_path.glob(".killed.*.partial"))
 
     again = tmp_path / "again"
-    proc = _make(env, "sessions=1", "duration_s=1", "capture_stacks=false", record_to=again)
+    proc = _make(env, "sessions=1", "duration_s=1", "capture_stacks=false", "repetitions=1", record_to=again)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert "left running (that run was killed)" in out
     assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
     sealed = json.loads((rec / "manifest.json").read_text())
     assert sealed["status"]["state"] == "incomplete" and "killed" in sealed["status"]["reason"]
-    assert _postmaster(cluster_root) is None and not _run_processes()
+    assert _postmaster(cluster_root) is None and not _run_processes(cluster_root)
