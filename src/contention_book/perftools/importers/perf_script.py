@@ -1,23 +1,39 @@
-"""Linux ``perf script`` text (the output of ``perf record -g``).
+"""Linux ``perf script`` text (the output of ``perf record -g``), and
+Android simpleperf's ``report_sample.py`` text, which copies its shape.
 
-Format reference: perf-script(1) and brendangregg/FlameGraph
-``stackcollapse-perf.pl``, the reference collapser.  A sample is a header
-line ``comm pid/tid [cpu] time: [period] event:`` (``/tid``, ``[cpu]`` and
-the period depend on perf's options and ``-F`` fields; comm may contain
-spaces) followed by indented frame lines ``addr sym+off (dso)``, leaf
-first, and a blank line.  Without ``-g`` each sample is one line whose tail
-is the sampled frame.  As in stackcollapse-perf, ``+0x..`` offsets are
-stripped so samples at different instructions of one function share a
-frame, and ``[unknown]`` symbols become one ``dso![unknown]`` frame per dso
-(Debian's stripped postgres shows its static functions this way).
+Format reference: perf-script(1); brendangregg/FlameGraph
+``stackcollapse-perf.pl`` and jonhoo/inferno ``collapse/perf.rs``, the
+reference collapsers, whose choices this follows unless noted.
+
+* A sample is a header line ``comm [pid/]tid [[cpu]] [time:] [period]
+  event:`` followed by frame lines ``addr sym+off (dso)``, leaf first, and
+  a blank line.  Which header fields appear depends on perf's options and
+  ``-F``: ``java 19983 cycles:`` (no time, no cpu) is as valid as
+  ``iperf 27409/28744 [000] 441995.133575: 1 cycles:``.  comm may contain
+  spaces; simpleperf separates fields and the frame's address with tabs.
+  Frame lines are indented, except in some older captures; any line inside
+  a sample that is not a header is read as a frame.  Without ``-g`` each
+  sample is one line whose tail is the sampled frame.
+* ``+0x..`` offsets are stripped so samples at different instructions of
+  one function share a frame; an ``[unknown]`` symbol becomes one
+  ``dso![unknown]`` frame per dso.
+* Weight: by default each sample weighs its period when the headers carry
+  one (``perf record`` without ``-c`` varies it), as ``perf report``,
+  inferno and FlameGraph weight; else 1.  ``weight="samples"`` counts.
+* Events: a capture may mix events (cycles and instructions); summing them
+  means nothing, so only one is kept, by default the first in the file (as
+  the reference tools do).  ``meta["warnings"]`` says which were dropped.
+* Malformed lines (a frame that does not parse, a header that does not)
+  are skipped and counted, as the reference tools skip them; a bad header
+  drops its whole sample.  ``meta["warnings"]`` gives the count and the
+  first three line numbers; ``strict=True`` raises at the first instead.
 
 Speed: files reach hundreds of MB, so the reader works on multi-MB chunks
 split at blank lines, and interns per sample only two strings: the leaf
 line and the text of the caller lines (return addresses repeat exactly,
 only the leaf instruction varies).  Each distinct string is parsed once.
-Headers are parsed per chunk in one vectorised ``pyarrow.compute``
-regex.  When anything does not parse, a slow line-by-line pass over the
-file finds the first bad line for the error message.
+Headers are parsed per chunk in one vectorised ``pyarrow.compute`` regex.
+Blocks of any other shape go through a line-by-line reader.
 """
 
 from __future__ import annotations
@@ -35,48 +51,39 @@ from ..errors import FormatError
 from ..model import NO_STACK, Profile, ProfileBuilder
 from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary
 
-__all__ = ["load", "looks_like", "HEADER_PATTERN"]
+__all__ = ["load", "looks_like", "parse_frame", "HEADER_PATTERN"]
 
 #: Sample header; the same pattern runs in RE2 (pyarrow) and Python ``re``.
 HEADER_PATTERN = (
     r"^\s*(?P<comm>\S.*?)\s+(?P<pid>\d+)(?:/(?P<tid>\d+))?\s+"
-    r"(?:\[(?P<cpu>\d+)\]\s+)?(?P<time>\d+\.\d+):\s*"
-    r"(?:(?P<period>\d+)\s+)?(?P<event>\S+?):(?:\s+(?P<tail>.*))?$"
+    r"(?:\[(?P<cpu>\d+)\]\s+)?(?:(?P<time>\d+\.\d+):\s*)?"
+    r"(?:(?P<period>\d+)\s+)?(?P<event>[^\s:]\S*?):(?:\s+(?P<tail>.*))?$"
 )
 _HEADER_RE = re.compile(HEADER_PATTERN)
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_ADDRESS = re.compile(r"[0-9a-fA-F]+[ \t]+")
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
 
-HEADER_EXPECTED = "a sample header 'comm pid/tid [cpu] time: [period] event:'"
+HEADER_EXPECTED = "a sample header 'comm [pid/]tid [[cpu]] [time:] [period] event:'"
 FRAME_EXPECTED = "a stack frame line 'ADDRESS SYMBOL+OFFSET (DSO)'"
+ORPHAN_EXPECTED = HEADER_EXPECTED + " before the stack frames"
+TAIL_EXPECTED = HEADER_EXPECTED + " optionally followed by " + FRAME_EXPECTED
 
 _CHUNK = 8 << 20
 
 
 def looks_like(lines: list[str]) -> bool:
-    """The first line that is not a ``#`` comment is a sample header ``comm pid time: event:``."""
+    """The first line that is not a ``#`` comment is a sample header ``comm pid [time:] event:``."""
     body = [ln for ln in lines if not ln.startswith("#")]
     return bool(body) and bool(_HEADER_RE.match(body[0]))
-
-
-def _is_frame_line(line: str) -> bool:
-    """perf indents frame lines with a tab; headers may be space-padded
-    (comm is right-aligned without -g), so a space-led line is a frame only
-    when it is not a header."""
-    return line[:1] == "\t" or (line[:1] == " " and _HEADER_RE.match(line) is None)
-
-
-class _Bad(Exception):
-    """Internal: fast path met something it cannot parse; diagnose slowly."""
 
 
 def parse_frame(line: str) -> tuple[str, str] | None:
     """``(module, function)`` of one ``addr sym+off (dso)`` line, or None."""
     s = line.strip()
-    sp = s.find(" ")
-    if sp <= 0 or not s.endswith(")") or not _HEX.match(s[:sp]):
+    m = _ADDRESS.match(s)
+    if m is None or not s.endswith(")"):
         return None
-    rest = s[sp + 1 :].lstrip()
+    rest = s[m.end() :]
     i = rest.rfind(" (")
     if i < 0:
         if not rest.startswith("("):
@@ -89,8 +96,12 @@ def parse_frame(line: str) -> tuple[str, str] | None:
     return module, sym
 
 
+class _Bad(Exception):
+    """Internal: the fast path met a block it cannot read; read it line by line."""
+
+
 class _Interner:
-    """Caches leaf lines and caller texts to frame ids and stack ids."""
+    """Caches frame lines and caller texts to frame ids and stack ids."""
 
     def __init__(self, builder: ProfileBuilder):
         self.b = builder
@@ -103,8 +114,6 @@ class _Interner:
     def frame_of(self, line: str) -> int:
         fid = self.leaf.get(line)
         if fid is None:
-            if line[:1] not in (" ", "\t"):
-                raise _Bad(line)
             parsed = parse_frame(line)
             if parsed is None:
                 raise _Bad(line)
@@ -132,14 +141,53 @@ class _Interner:
         return self.no_stack
 
 
+class _Problems:
+    """Malformed lines: counted and skipped, or (strict) the first raised.
+
+    Within a chunk problems are found out of order (headers are checked in
+    bulk at its end), so they are sorted by position before use."""
+
+    def __init__(self, name: str, strict: bool):
+        self.name, self.strict = name, strict
+        self.count = 0
+        self.first: list[int] = []
+        self.first_error: FormatError | None = None
+        self.pending: list[tuple[int, str, str]] = []
+
+    def add(self, pos: int, expected: str, text: str) -> None:
+        self.pending.append((pos, expected, text))
+
+    def settle(self, chunk: str, line0: int) -> None:
+        for pos, expected, text in sorted(self.pending):
+            line = line0 + chunk.count("\n", 0, pos)
+            err = FormatError(self.name, line, expected, text)
+            if self.strict:
+                raise err
+            self.count += 1
+            if self.first_error is None:
+                self.first_error = err
+            if len(self.first) < 3:
+                self.first.append(line)
+        self.pending.clear()
+
+    def warning(self) -> str | None:
+        if not self.count:
+            return None
+        where = ", ".join(map(str, self.first)) + (", ..." if self.count > 3 else "")
+        e = self.first_error
+        return (f"{self.name}: skipped {self.count:,} malformed line(s), at line {where} "
+                f"(line {e.line}: expected {e.expected}; found {e.found!r}); --strict makes this an error")
+
+
 def _iter_chunks(path):
-    """Text chunks of whole samples (split after a blank line)."""
+    """``(text, first_line_number)`` of chunks of whole samples (cut at a blank line)."""
     with open_binary(path) as raw:
         first = raw.read(_CHUNK)
         enc, bom = detect_encoding(first[:4])
         dec = codecs.getincrementaldecoder(enc)(errors="replace")
         carry = ""
         data = first[bom:]
+        line0 = 1
         while True:
             eof = not data
             text = carry + dec.decode(data, final=eof)
@@ -150,148 +198,212 @@ def _iter_chunks(path):
                 text = text.replace("\r", "\n")
             if eof:
                 if text.strip("\n"):
-                    yield text
+                    yield text, line0
                 return
             cut = text.rfind("\n\n")
             if cut < 0:
                 carry = text
             else:
-                yield text[:cut]
+                yield text[:cut], line0
+                line0 += text.count("\n", 0, cut) + 2
                 carry = text[cut + 2 :]
             data = raw.read(_CHUNK)
 
 
-def _strip_comments(chunk: str) -> str:
-    while chunk.startswith("#") or chunk.startswith("\n"):
-        nl = chunk.find("\n")
-        chunk = "" if nl < 0 else chunk[nl + 1 :]
-    return chunk
+class _Chunk:
+    """Per-chunk output: header texts, their positions and stack ids."""
+
+    def __init__(self):
+        self.headers: list[str] = []
+        self.pos = array("q")
+        self.sids = array("i")
+        self.framed = array("b")  # 1: the stack came from frame lines, so the header has no tail
+
+    def add(self, header: str, pos: int, sid: int, framed: int) -> None:
+        self.headers.append(header)
+        self.pos.append(pos)
+        self.sids.append(sid)
+        self.framed.append(framed)
 
 
-def _header_columns(headers: list[str]) -> dict[str, pa.Array]:
-    s = pa.array(headers, type=pa.string())
-    m = pc.extract_regex(s, HEADER_PATTERN)
-    if m.null_count:
-        raise _Bad(headers[int(np.flatnonzero(m.is_null().to_numpy(zero_copy_only=False))[0])])
-    return {name: m.field(name) for name in ("comm", "pid", "tid", "cpu", "time", "period", "event", "tail")}
-
-
-def _flat_block(block: str, intern: _Interner, headers: list[str], sids: array) -> None:
-    """Blocks that are not 'one header + indented frames': perf without -g,
-    or samples with no blank line between them."""
-    cur: list[str] | None = None
+def _slow_block(block: str, base: int, intern: _Interner, out: _Chunk, bad: _Problems) -> None:
+    """Any block that is not 'header line, tab-indented frames': perf
+    without -g, comments, unindented frames, simpleperf's space-padded
+    frames, samples with no blank line between them, malformed lines."""
+    header: str | None = None
+    hpos = 0
+    frames: list[int] = []
+    skipping = False  # after a malformed header: drop its frames
 
     def flush():
-        if cur is None:
+        if header is None:
             return
-        frames = [intern.frame_of(ln) for ln in reversed(cur)]
-        if not frames:
-            m = _HEADER_RE.match(headers[-1])
-            tail = (m.group("tail") or "").strip() if m else ""
-            parsed = parse_frame(" " + tail) if tail else None
-            if tail and parsed is None:
-                raise _Bad(headers[-1])
-            frames = [intern.b.frame(*parsed)] if parsed else []
-        sids.append(intern.b.stack(frames) if frames else intern.empty())
+        if frames:
+            out.add(header, hpos, intern.b.stack(frames[::-1]), 1)
+            return
+        m = _HEADER_RE.match(header)
+        tail = (m.group("tail") or "").strip() if m else ""
+        if not tail:
+            out.add(header, hpos, intern.empty(), 0)
+            return
+        try:
+            fid = intern.frame_of(" " + tail)
+        except _Bad:
+            bad.add(hpos, TAIL_EXPECTED, header)
+            return
+        out.add(header, hpos, intern.b.stack((fid,)), 0)
 
+    pos = base
     for ln in block.split("\n"):
-        if not ln.strip() or ln.startswith("#"):
-            continue
-        if _is_frame_line(ln):
-            if cur is None:
-                raise _Bad(ln)
-            cur.append(ln)
-        else:
+        lpos, pos = pos, pos + len(ln) + 1
+        if not ln.strip():
             flush()
-            headers.append(ln)
-            cur = []
+            header, frames, skipping = None, [], False
+            continue
+        if ln[0] == "#":
+            continue
+        indented = ln[0] in " \t"
+        if header is not None and indented:
+            try:
+                frames.append(intern.frame_of(ln))
+                continue
+            except _Bad:
+                pass
+        if _HEADER_RE.match(ln):
+            flush()
+            header, hpos, frames, skipping = ln, lpos, [], False
+            continue
+        if header is not None:
+            try:
+                frames.append(intern.frame_of(ln))
+            except _Bad:
+                bad.add(lpos, FRAME_EXPECTED, ln)
+            continue
+        if skipping:
+            continue
+        if parse_frame(ln) is not None:
+            bad.add(lpos, ORPHAN_EXPECTED, ln)
+        else:
+            bad.add(lpos, HEADER_EXPECTED, ln)
+            skipping = True
     flush()
 
 
-def load(path, *, weight: str = "samples") -> Profile:
-    """Read ``perf script`` output (plain or gzip'd) into a :class:`Profile`.
-
-    ``weight``: ``"samples"`` (1 per sample, as stackcollapse-perf counts)
-    or ``"period"`` (the event period, e.g. ns of cpu-clock).
-    """
-    if weight not in ("samples", "period"):
-        raise ValueError("weight must be 'samples' or 'period'")
-    try:
-        with arrow_pool_scope():
-            return _load_fast(path, weight)
-    except _Bad as bad:
-        _diagnose(path, weight)
-        raise FormatError(display_name(path), None, HEADER_EXPECTED + " or " + FRAME_EXPECTED, str(bad))
-
-
-def _load_fast(path, weight: str) -> Profile:
-    builder = ProfileBuilder()
-    intern = _Interner(builder)
-    cols: dict[str, list] = {k: [] for k in ("comm", "pid", "tid", "cpu", "time", "period", "event")}
-    all_sids = array("i")
-    first = True
-    for chunk in _iter_chunks(path):
-        if first:
-            chunk = _strip_comments(chunk)
-            first = False
-        headers: list[str] = []
-        sids = array("i")
-        leaf_get, rest_get, stack_get = intern.leaf.get, intern.rest.get, intern.stacks.get
-        for block in chunk.split("\n\n"):
-            nl = block.find("\n")
-            if nl < 0:
-                if not block:
-                    continue
-                if block[0] in " \t#":
-                    _flat_block(block, intern, headers, sids)
-                    continue
-                headers.append(block)
-                _flat_fix_single(block, intern, sids)
-                continue
-            if block[0] in " \t#\n" or block[nl + 1] != "\t":
-                _flat_block(block, intern, headers, sids)
-                continue
-            headers.append(block[:nl])
-            nl2 = block.find("\n", nl + 1)
-            if nl2 < 0:
-                leaf, rest = block[nl + 1 :], ""
-            else:
-                leaf, rest = block[nl + 1 : nl2], block[nl2 + 1 :]
+def _read_chunk(chunk: str, intern: _Interner, bad: _Problems) -> _Chunk:
+    out = _Chunk()
+    leaf_get, rest_get, stack_get = intern.leaf.get, intern.rest.get, intern.stacks.get
+    headers, positions, sids, framed = out.headers, out.pos, out.sids, out.framed
+    pos = 0
+    for block in chunk.split("\n\n"):
+        base, pos = pos, pos + len(block) + 2
+        nl = block.find("\n")
+        if nl <= 0 or block[0] in " \t#" or block[nl + 1 : nl + 2] != "\t":
+            if block:
+                _slow_block(block, base, intern, out, bad)
+            continue
+        nl2 = block.find("\n", nl + 1)
+        if nl2 < 0:
+            leaf, rest = block[nl + 1 :], ""
+        else:
+            leaf, rest = block[nl + 1 : nl2], block[nl2 + 1 :]
+        try:
             fid = leaf_get(leaf)
             if fid is None:
                 fid = intern.frame_of(leaf)
             rid = rest_get(rest)
             if rid is None:
                 rid = intern.rest_of(rest)
-            key = rid * 4194304 + fid if fid < 4194304 else (rid, fid)
-            sid = stack_get(key)
-            if sid is None:
-                sid = intern.stack_of(fid, rid)
-            sids.append(sid)
-        if headers:
-            h = _header_columns(headers)
+        except _Bad:
+            _slow_block(block, base, intern, out, bad)
+            continue
+        key = rid * 4194304 + fid if fid < 4194304 else (rid, fid)
+        sid = stack_get(key)
+        if sid is None:
+            sid = intern.stack_of(fid, rid)
+        headers.append(block[:nl])
+        positions.append(base)
+        sids.append(sid)
+        framed.append(1)
+    return out
+
+
+_FIELDS = ("comm", "pid", "tid", "cpu", "time", "period", "event")
+
+
+def _header_columns(out: _Chunk, bad: _Problems) -> tuple[dict[str, pa.Array], np.ndarray]:
+    """Header fields of a chunk's samples; malformed headers are reported and their samples dropped.
+
+    A header followed by frame lines ends at its event (``notatime:
+    cpu-clock:`` would otherwise read as an event named ``notatime``)."""
+    m = pc.extract_regex(pa.array(out.headers, type=pa.string()), HEADER_PATTERN)
+    sids = np.frombuffer(out.sids, dtype=np.int32)
+    valid = m.is_valid().to_numpy(zero_copy_only=False)
+    framed = np.frombuffer(out.framed, dtype=np.int8).astype(bool)
+    tail = pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(m.field("tail")), ""), False)
+    valid &= ~(framed & tail.to_numpy(zero_copy_only=False))
+    if not valid.all():
+        for i in np.flatnonzero(~valid):
+            bad.add(out.pos[int(i)], HEADER_EXPECTED, out.headers[int(i)])
+        m = pc.filter(m, pa.array(valid))
+        sids = sids[valid]
+    return {name: m.field(name) for name in _FIELDS}, sids.copy()
+
+
+def load(path, *, weight: str | None = None, event: str | None = None, strict: bool = False) -> Profile:
+    """Read ``perf script`` output (plain or gzip'd) into a :class:`Profile`.
+
+    ``weight``: ``"period"`` (each sample weighs its event period, as
+    ``perf report`` and inferno weight), ``"samples"`` (1 per sample), or
+    ``None``: period when the headers carry one, else samples.
+    ``event``: the one event to keep (default: the first in the file).
+    ``strict``: raise at the first malformed line instead of skipping it.
+    """
+    if weight not in (None, "samples", "period"):
+        raise ValueError("weight must be 'samples' or 'period'")
+    with arrow_pool_scope():
+        return _load(path, weight, event, strict)
+
+
+def _load(path, weight, event, strict) -> Profile:
+    name = display_name(path)
+    builder = ProfileBuilder()
+    intern = _Interner(builder)
+    bad = _Problems(name, strict)
+    cols: dict[str, list] = {k: [] for k in _FIELDS}
+    sid_parts: list[np.ndarray] = []
+    for chunk, line0 in _iter_chunks(path):
+        out = _read_chunk(chunk, intern, bad)
+        if out.headers:
+            h, sids = _header_columns(out, bad)
             for k in cols:
                 cols[k].append(h[k])
-            all_sids.extend(sids)
-    if not all_sids:
-        raise FormatError(display_name(path), 1, "at least one perf sample (" + HEADER_EXPECTED + ")", "an empty file")
-    return _assemble(path, builder, all_sids, cols, weight)
+            sid_parts.append(sids)
+        bad.settle(chunk, line0)
+    n = sum(len(s) for s in sid_parts)
+    if not n:
+        if bad.first_error is not None:
+            raise bad.first_error
+        raise FormatError(name, 1, "at least one perf sample (" + HEADER_EXPECTED + ")", "an empty file")
+    all_sids = np.concatenate(sid_parts)
+    return _assemble(path, builder, all_sids, cols, weight, event, bad)
 
 
-def _flat_fix_single(block: str, intern: _Interner, sids: array) -> None:
-    """A single header line with nothing after it: its tail (perf without -g)
-    is the sampled frame, else the sample has no stack."""
-    m = _HEADER_RE.match(block)
-    if m is None:
-        raise _Bad(block)
-    tail = (m.group("tail") or "").strip()
-    if tail:
-        parsed = parse_frame(" " + tail)
-        if parsed is None:
-            raise _Bad(block)
-        sids.append(intern.b.stack((intern.b.frame(*parsed),)))
-    else:
-        sids.append(intern.empty())
+def _event_filter(path, events: pa.Array, event: str | None) -> tuple[np.ndarray | None, str, dict, list[str]]:
+    """Mask of the samples of the kept event, its name, counts per event, warnings."""
+    vc = pc.value_counts(events)  # in order of first appearance
+    counts = dict(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()))
+    listing = ", ".join(f"{k} ({v:,} samples)" for k, v in counts.items())
+    if event is None:
+        event = next(iter(counts))
+    elif event not in counts:
+        raise ValueError(f"{display_name(path)}: no samples of event {event!r}; the file has {listing}")
+    warnings = []
+    if len(counts) == 1:
+        return None, event, counts, warnings
+    others = ", ".join(f"{k} ({v:,} samples)" for k, v in counts.items() if k != event)
+    warnings.append(f"{display_name(path)}: kept event {event} ({counts[event]:,} samples); "
+                    f"left out {others}; choose one with --event NAME")
+    return pc.equal(events, event).to_numpy(zero_copy_only=False), event, counts, warnings
 
 
 def _concat(parts: list) -> pa.Array:
@@ -304,9 +416,15 @@ def _to_int(arr: pa.Array) -> np.ndarray:
     return pc.cast(nulls, pa.float64()).to_numpy(zero_copy_only=False)
 
 
-def _assemble(path, builder, all_sids, cols, weight) -> Profile:
-    comm = _concat(cols["comm"])
-    pid, tid = _to_int(_concat(cols["pid"])), _to_int(_concat(cols["tid"]))
+def _assemble(path, builder, all_sids, cols, weight, event, bad) -> Profile:
+    c = {k: _concat(v) for k, v in cols.items()}
+    mask, event, counts, warnings = _event_filter(path, c["event"], event)
+    if mask is not None:
+        keep = pa.array(mask)
+        c = {k: pc.filter(v, keep) for k, v in c.items()}
+        all_sids = all_sids[mask]
+    comm = c["comm"]
+    pid, tid = _to_int(c["pid"]), _to_int(c["tid"])
     has_tid = ~np.isnan(tid)
     # "comm N" alone: N is the thread id (perf's default), pid unknown.
     thread = np.where(has_tid, tid, pid)
@@ -318,17 +436,23 @@ def _assemble(path, builder, all_sids, cols, weight) -> Profile:
         process.indices.to_numpy(zero_copy_only=False),
         categories=pd.Index(process.dictionary.to_pylist()).astype(str),
     )
-    time = pc.cast(_concat(cols["time"]), pa.float64()).to_numpy(zero_copy_only=False)
-    cpu = _to_int(_concat(cols["cpu"]))
+    time = _to_int(c["time"])
+    cpu = _to_int(c["cpu"])
+    period = _to_int(c["period"])
+    has_period = not np.isnan(period).any()
+    if weight is None:
+        weight = "period" if has_period else "samples"
     if weight == "period":
-        w = _to_int(_concat(cols["period"]))
-        if np.isnan(w).any():
-            raise FormatError(display_name(path), None, "a period on every sample header for weight='period'")
+        if not has_period:
+            raise FormatError(display_name(path), None, "a period on every sample header for weight='period' "
+                              "(perf script -F ...,period)")
+        w = period
     else:
         w = np.ones(len(all_sids))
-    events = sorted(set(_concat(cols["event"]).unique().to_pylist()))
+    if bad.warning():
+        warnings.append(bad.warning())
     return builder.build(
-        np.frombuffer(all_sids, dtype=np.int32),
+        all_sids,
         w,
         process=process,
         thread=thread,
@@ -337,38 +461,12 @@ def _assemble(path, builder, all_sids, cols, weight) -> Profile:
         meta={
             "format": "perf_script",
             "source": display_name(path),
-            "weight_unit": "samples" if weight == "samples" else "period",
-            "events": events,
+            "weight_unit": f"{event} period" if weight == "period" else "samples",
+            "event": event,
+            "events": list(counts),
+            "event_samples": counts,
+            "skipped_lines": bad.count,
+            "skipped_first_lines": list(bad.first),
+            "warnings": warnings,
         },
     )
-
-
-def _diagnose(path, weight: str) -> None:
-    """Line-by-line pass that raises FormatError at the first bad line."""
-    name = display_name(path)
-    in_sample = False
-    from ..source import open_text
-
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                in_sample = False
-                continue
-            if line.startswith("#"):
-                continue
-            if _is_frame_line(line):
-                if not in_sample:
-                    raise FormatError(name, lineno, HEADER_EXPECTED + " before the stack frames", line)
-                if parse_frame(line) is None:
-                    raise FormatError(name, lineno, FRAME_EXPECTED, line)
-                continue
-            m = _HEADER_RE.match(line)
-            if m is None:
-                raise FormatError(name, lineno, HEADER_EXPECTED, line)
-            tail = (m.group("tail") or "").strip()
-            if tail and parse_frame(" " + tail) is None:
-                raise FormatError(name, lineno, HEADER_EXPECTED + " optionally followed by " + FRAME_EXPECTED, line)
-            if weight == "period" and not m.group("period"):
-                raise FormatError(name, lineno, "a period before the event name for weight='period'", line)
-            in_sample = True
