@@ -11,7 +11,7 @@ pass ``format=`` and skip this.
 from __future__ import annotations
 
 from .errors import FormatError
-from .source import display_name, read_head
+from .source import display_name, gzip_errors_named, read_head
 
 __all__ = ["sniff", "FORMATS", "ALIASES", "canonical_format"]
 
@@ -36,6 +36,7 @@ def canonical_format(name: str) -> str:
     return key
 
 
+@gzip_errors_named
 def sniff(path) -> str:
     """Name of the format of ``path`` (one of :data:`FORMATS`)."""
     name = display_name(path)

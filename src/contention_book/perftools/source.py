@@ -199,3 +199,35 @@ def spool(path, directory=None) -> str:
         if src is not sys.stdin.buffer:
             src.close()
     return tmp
+
+
+def gzip_errors_named(fn):
+    """Decorator: a truncated or corrupt ``.gz`` becomes a FormatError that
+    names the file, instead of zlib's or Arrow's anonymous EOF error."""
+    import functools
+    import zlib
+
+    @functools.wraps(fn)
+    def wrapper(path, *args, **kwargs):
+        try:
+            return fn(path, *args, **kwargs)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            err = exc
+        except OSError as exc:  # Arrow: "Truncated compressed stream"
+            if "compress" not in str(exc).lower() or not _is_gzip(path):
+                raise
+            err = exc
+        from .errors import FormatError
+
+        raise FormatError(display_name(path), None, "a complete gzip stream",
+                          f"a truncated or damaged .gz ({err})") from None
+
+    return wrapper
+
+
+def _is_gzip(path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == _GZIP_MAGIC
+    except (OSError, TypeError):
+        return False

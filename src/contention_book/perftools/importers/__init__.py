@@ -7,6 +7,7 @@ documents the reference it follows, and knows nothing of the others.
 
 from __future__ import annotations
 
+from ..source import gzip_errors_named
 from . import folded, perf_script, wpa_csv, wpa_tree, xperf_dumper
 
 __all__ = ["load", "IMPORTERS", "folded", "perf_script", "wpa_csv", "wpa_tree", "xperf_dumper"]
@@ -20,6 +21,7 @@ IMPORTERS = {
 }
 
 
+@gzip_errors_named
 def load(path, format: str | None = None, **options):
     """Read ``path`` into a :class:`~perftools.model.Profile`.
 
