@@ -179,3 +179,22 @@ def test_export_pprof_is_a_gzipped_profile(tmp_path):
     i = raw.index(b"\x12")
     body = raw[i + 2 : i + 2 + raw[i + 1]]
     assert body[:4] == b"\x0a\x02\x01\x02" and body[4:8] == b"\x12\x02\x03\x06"
+
+
+def test_folded_output_for_inferno_and_flamegraph_pl(tmp_path, capsys):
+    """Fractional weights (WPA's ms) are truncated by inferno-flamegraph: --scale makes them whole."""
+    path = capture(tmp_path, "a;b 1.5\na;c 2.25\n", "f.folded")
+    assert main(["collapse", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "a;b 1.5\na;c 2.25\n" and "fractional" in err
+    assert main(["collapse", str(path), "--scale", "1000"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "a;b 1500\na;c 2250\n" and err == ""
+    import shutil
+
+    for tool in ("inferno-flamegraph",):
+        exe = shutil.which(tool)
+        if exe is None:
+            continue
+        r = subprocess.run([exe], input=out, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "<svg" in r.stdout and "3,750 samples" in r.stdout, r.stderr

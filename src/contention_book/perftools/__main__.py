@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     f = sub.add_parser("collapse", help="print folded stacks (root;...;leaf weight)")
     f.add_argument("file")
     f.add_argument("--process-root", action="store_true", help="write the process as the first frame")
+    f.add_argument("--scale", type=float,
+                   help="multiply weights by this and round to integers (inferno-flamegraph truncates fractional "
+                        "counts: WPA's ms weights with --scale 1000 are whole microseconds)")
     f.add_argument("-o", "--output", help="write here instead of stdout (.gz: gzip'd; '-': stdout)")
     _common(f)
 
@@ -206,19 +209,28 @@ def _collapse(args) -> list[str]:
     from .importers import folded
 
     p = _load(args.file, args)
+    scale = getattr(args, "scale", None)
+    if scale:
+        s = p.samples.copy()
+        s["weight"] = s["weight"] * scale
+        p = type(p)(p.frames, p.stack_offsets, p.stack_frames, s, dict(p.meta))
+    lines = folded.lines(p, process_root=args.process_root, integer=bool(scale))
+    if not scale and any("." in ln[ln.rfind(" "):] for ln in lines):
+        print("perftools: warning: some folded weights are fractional; inferno-flamegraph truncates them "
+              "(flamegraph.pl keeps them): --scale 1000 writes whole thousandths", file=sys.stderr)
     if args.output and args.output != "-":
-        folded.write(p, args.output, process_root=args.process_root)
+        folded.write_lines(lines, args.output)
         return []
-    return folded.lines(p, process_root=args.process_root)
+    return lines
 
 
 def _export(args) -> list[str]:
     from . import export
 
-    p = _load(args.file, args)
     if args.to == "folded":
         args.process_root = False
-        return _collapse(args) if args.output == "-" else (export.write(p, "folded", args.output) or [])
+        return _collapse(args)
+    p = _load(args.file, args)
     export.write(p, args.to, sys.stdout.buffer if args.output == "-" else args.output)
     return [] if args.output == "-" else [f"wrote {args.output}"]
 

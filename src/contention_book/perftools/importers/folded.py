@@ -118,8 +118,9 @@ def _clean(name: str) -> str:
     return name.replace(";", ":").replace("\n", " ")
 
 
-def lines(profile: Profile, *, process_root: bool = False) -> list[str]:
-    """Folded lines (sorted, one per distinct stack) without newlines."""
+def lines(profile: Profile, *, process_root: bool = False, integer: bool = False) -> list[str]:
+    """Folded lines (sorted, one per distinct stack) without newlines;
+    ``integer``: weights rounded to whole numbers (lines that round to 0 dropped)."""
     names = [_clean(n) for n in profile.frame_names()]
     s = profile.samples
     keys = ["process", "stack_id"] if process_root else ["stack_id"]
@@ -132,6 +133,8 @@ def lines(profile: Profile, *, process_root: bool = False) -> list[str]:
         if proc:
             t = _clean(str(proc)) + ";" + t
         totals[t] += x
+    if integer:
+        return [f"{t} {round(v)}" for t, v in sorted(totals.items()) if round(v)]
     return [f"{t} {format_weight(v)}" for t, v in sorted(totals.items())]
 
 
@@ -143,7 +146,12 @@ def dumps(profile: Profile, *, process_root: bool = False) -> str:
 
 def write(profile: Profile, dest, *, process_root: bool = False) -> None:
     """Write folded text to a path (gzip'd if it ends in ``.gz``) or file."""
-    text = dumps(profile, process_root=process_root)
+    write_lines(lines(profile, process_root=process_root), dest)
+
+
+def write_lines(out: list[str], dest) -> None:
+    """Write folded lines (from :func:`lines`) to a path (gzip'd if ``.gz``) or file."""
+    text = "".join(line + "\n" for line in out)
     if hasattr(dest, "write"):
         dest.write(text)
         return
