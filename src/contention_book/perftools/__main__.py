@@ -114,8 +114,8 @@ def _input(path: str) -> str:
     return tmp
 
 
-def _load(path: str, args):
-    from .importers import load
+def _resolve(path: str, args) -> tuple[str, str, dict]:
+    """The readable path, its format and the importer's options from the command line."""
     from .sniff import canonical_format, sniff
 
     path = _input(path)
@@ -130,12 +130,27 @@ def _load(path: str, args):
         opts.update(perf_opts, strict=args.strict)
     elif any(v is not None for v in perf_opts.values()):
         raise ValueError(f"--weight and --event apply to perf script captures; {path} is {fmt}")
+    return path, fmt, opts
+
+
+def _filtered(args) -> bool:
+    return any(v is not None for v in (args.process, args.thread, args.module, args.start, args.end))
+
+
+def _warn(meta: dict) -> None:
+    for w in meta.get("warnings", ()):
+        print(f"perftools: warning: {_unspool(w)}", file=sys.stderr)
+
+
+def _load(path: str, args):
+    from .importers import load
+
+    path, fmt, opts = _resolve(path, args)
     p = load(path, fmt, **opts)
     if path in _SPOOLED:
         p.meta["source"] = _SPOOLED[path]
-    for w in p.meta.get("warnings", ()):
-        print(f"perftools: warning: {_unspool(w)}", file=sys.stderr)
-    if any(v is not None for v in (args.process, args.thread, args.module, args.start, args.end)):
+    _warn(p.meta)
+    if _filtered(args):
         p = p.filter(process=args.process, thread=args.thread, module=args.module, start=args.start, end=args.end)
     return p
 
@@ -208,13 +223,22 @@ def _diff(args) -> list[str]:
 def _collapse(args) -> list[str]:
     from .importers import folded
 
-    p = _load(args.file, args)
     scale = getattr(args, "scale", None)
-    if scale:
-        s = p.samples.copy()
-        s["weight"] = s["weight"] * scale
-        p = type(p)(p.frames, p.stack_offsets, p.stack_frames, s, dict(p.meta))
-    lines = folded.lines(p, process_root=args.process_root, integer=bool(scale))
+    path, fmt, opts = _resolve(args.file, args)
+    if fmt == "perf_script" and not _filtered(args) and not scale:
+        # the common pipe: straight from the parsed capture to folded lines, no Profile (no pandas)
+        from .importers import perf_script
+        from .source import gzip_errors_named
+
+        lines, meta = gzip_errors_named(perf_script.collapse)(path, process_root=args.process_root, **opts)
+        _warn(meta)
+    else:
+        p = _load(path, args)
+        if scale:
+            s = p.samples.copy()
+            s["weight"] = s["weight"] * scale
+            p = type(p)(p.frames, p.stack_offsets, p.stack_frames, s, dict(p.meta))
+        lines = folded.lines(p, process_root=args.process_root, integer=bool(scale))
     if not scale and any("." in ln[ln.rfind(" "):] for ln in lines):
         print("perftools: warning: some folded weights are fractional; inferno-flamegraph truncates them "
               "(flamegraph.pl keeps them): --scale 1000 writes whole thousandths", file=sys.stderr)

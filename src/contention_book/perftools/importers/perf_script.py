@@ -43,15 +43,14 @@ import re
 from array import array
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FormatError
-from ..model import NO_STACK, Profile, ProfileBuilder
+from ..builder import NO_STACK, ProfileBuilder, frame_name
 from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary
 
-__all__ = ["load", "looks_like", "parse_frame", "HEADER_PATTERN"]
+__all__ = ["load", "collapse", "looks_like", "parse_frame", "HEADER_PATTERN"]
 
 #: Sample header; the same pattern runs in RE2 (pyarrow) and Python ``re``.
 HEADER_PATTERN = (
@@ -361,10 +360,35 @@ def load(path, *, weight: str | None = None, event: str | None = None, strict: b
     if weight not in (None, "samples", "period"):
         raise ValueError("weight must be 'samples' or 'period'")
     with arrow_pool_scope():
-        return _load(path, weight, event, strict)
+        return _parse(path, weight, event, strict).profile()
 
 
-def _load(path, weight, event, strict) -> Profile:
+def collapse(path, *, weight: str | None = None, event: str | None = None, strict: bool = False,
+             process_root: bool = False, integer: bool = False) -> tuple[list[str], dict]:
+    """Folded lines of a capture, as ``folded.lines(load(path, ...))`` gives
+    them, and the meta a Profile would carry, without building the Profile
+    (nor importing pandas): the ``perftools collapse`` path."""
+    from . import folded
+
+    if weight not in (None, "samples", "period"):
+        raise ValueError("weight must be 'samples' or 'period'")
+    with arrow_pool_scope():
+        parsed = _parse(path, weight, event, strict)
+        sids, w, c, meta = parsed.selected()
+        proc_codes = proc_names = None
+        if process_root:
+            enc = _process_names(c).dictionary_encode()
+            proc_codes = enc.indices.to_numpy(zero_copy_only=False)
+            proc_names = enc.dictionary.to_pylist()
+        b = parsed.builder
+        names = [frame_name(m, f) for m, f in b.frames]
+        lines = folded.lines_from(names, np.frombuffer(b._offsets, dtype=np.int64),
+                                  np.frombuffer(b._values, dtype=np.int32), sids, w, proc_codes, proc_names,
+                                  integer=integer)
+    return lines, meta
+
+
+def _parse(path, weight, event, strict) -> "_Parsed":
     name = display_name(path)
     builder = ProfileBuilder()
     intern = _Interner(builder)
@@ -384,8 +408,8 @@ def _load(path, weight, event, strict) -> Profile:
         if bad.first_error is not None:
             raise bad.first_error
         raise FormatError(name, 1, "at least one perf sample (" + HEADER_EXPECTED + ")", "an empty file")
-    all_sids = np.concatenate(sid_parts)
-    return _assemble(path, builder, all_sids, cols, weight, event, bad)
+    return _Parsed(path, builder, np.concatenate(sid_parts), {k: _concat(v) for k, v in cols.items()}, bad,
+                   weight, event)
 
 
 def _event_filter(path, events: pa.Array, event: str | None) -> tuple[np.ndarray | None, str, dict, list[str]]:
@@ -416,57 +440,66 @@ def _to_int(arr: pa.Array) -> np.ndarray:
     return pc.cast(nulls, pa.float64()).to_numpy(zero_copy_only=False)
 
 
-def _assemble(path, builder, all_sids, cols, weight, event, bad) -> Profile:
-    c = {k: _concat(v) for k, v in cols.items()}
-    mask, event, counts, warnings = _event_filter(path, c["event"], event)
-    if mask is not None:
-        keep = pa.array(mask)
-        c = {k: pc.filter(v, keep) for k, v in c.items()}
-        all_sids = all_sids[mask]
-    comm = c["comm"]
+def _process_names(c: dict) -> pa.Array:
+    """Per sample: ``comm (pid)`` when the header has pid/tid, else ``comm``."""
     pid, tid = _to_int(c["pid"]), _to_int(c["tid"])
-    has_tid = ~np.isnan(tid)
-    # "comm N" alone: N is the thread id (perf's default), pid unknown.
-    thread = np.where(has_tid, tid, pid)
-    proc_pid = np.where(has_tid, pid, np.nan)
+    proc_pid = np.where(~np.isnan(tid), pid, np.nan)
     pid_txt = pc.cast(pa.array(proc_pid, from_pandas=True).cast(pa.int64()), pa.string())
-    named = pc.binary_join_element_wise(comm, " (", pid_txt, ")", "")
-    process = pc.coalesce(named, comm).dictionary_encode()
-    process = pd.Categorical.from_codes(
-        process.indices.to_numpy(zero_copy_only=False),
-        categories=pd.Index(process.dictionary.to_pylist()).astype(str),
-    )
-    time = _to_int(c["time"])
-    cpu = _to_int(c["cpu"])
-    period = _to_int(c["period"])
-    has_period = not np.isnan(period).any()
-    if weight is None:
-        weight = "period" if has_period else "samples"
-    if weight == "period":
-        if not has_period:
-            raise FormatError(display_name(path), None, "a period on every sample header for weight='period' "
-                              "(perf script -F ...,period)")
-        w = period
-    else:
-        w = np.ones(len(all_sids))
-    if bad.warning():
-        warnings.append(bad.warning())
-    return builder.build(
-        all_sids,
-        w,
-        process=process,
-        thread=thread,
-        time=time,
-        cpu=cpu,
-        meta={
+    named = pc.binary_join_element_wise(c["comm"], " (", pid_txt, ")", "")
+    return pc.coalesce(named, c["comm"])
+
+
+class _Parsed:
+    """A parsed capture: interned stacks, per-sample header fields, problems."""
+
+    def __init__(self, path, builder, sids, cols, bad, weight, event):
+        self.path, self.builder, self.sids, self.cols, self.bad = path, builder, sids, cols, bad
+        self.weight, self.event = weight, event
+
+    def selected(self):
+        """Stack ids, weights and header columns of the kept event's samples, and the meta."""
+        path, c, sids = self.path, self.cols, self.sids
+        mask, event, counts, warnings = _event_filter(path, c["event"], self.event)
+        if mask is not None:
+            keep = pa.array(mask)
+            c = {k: pc.filter(v, keep) for k, v in c.items()}
+            sids = sids[mask]
+        period = _to_int(c["period"])
+        has_period = not np.isnan(period).any()
+        weight = self.weight or ("period" if has_period else "samples")
+        if weight == "period":
+            if not has_period:
+                raise FormatError(display_name(path), None, "a period on every sample header for weight='period' "
+                                  "(perf script -F ...,period)")
+            w = period
+        else:
+            w = np.ones(len(sids))
+        if self.bad.warning():
+            warnings.append(self.bad.warning())
+        meta = {
             "format": "perf_script",
             "source": display_name(path),
             "weight_unit": f"{event} period" if weight == "period" else "samples",
             "event": event,
             "events": list(counts),
             "event_samples": counts,
-            "skipped_lines": bad.count,
-            "skipped_first_lines": list(bad.first),
+            "skipped_lines": self.bad.count,
+            "skipped_first_lines": list(self.bad.first),
             "warnings": warnings,
-        },
-    )
+        }
+        return sids, w, c, meta
+
+    def profile(self):
+        import pandas as pd
+
+        sids, w, c, meta = self.selected()
+        pid, tid = _to_int(c["pid"]), _to_int(c["tid"])
+        # "comm N" alone: N is the thread id (perf's default), pid unknown.
+        thread = np.where(~np.isnan(tid), tid, pid)
+        process = _process_names(c).dictionary_encode()
+        process = pd.Categorical.from_codes(
+            process.indices.to_numpy(zero_copy_only=False),
+            categories=pd.Index(process.dictionary.to_pylist()).astype(str),
+        )
+        return self.builder.build(sids, w, process=process, thread=thread, time=_to_int(c["time"]),
+                                  cpu=_to_int(c["cpu"]), meta=meta)
