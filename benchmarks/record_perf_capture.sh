@@ -3,7 +3,8 @@
 # PostgreSQL under pgbench (TPC-B-like, then a hot single-row update) and a Rust
 # compiler build (inferno, from the local cargo registry), each under `perf record -g`.
 # Needs root (perf on other users' processes), the PostgreSQL server binaries,
-# pgbench and cargo with inferno's crates already downloaded (`cargo install inferno`).
+# pgbench and cargo with inferno's crates already downloaded (`cargo install inferno` once; the build
+# here is offline, into a throwaway root).
 # Writes OUT (default .cache/perf-capture.txt, outside git); the throwaway
 # cluster and perf.data files live in a temporary directory removed on exit.
 # Rounds of different pgbench mixes are recorded until OUT reaches MIN_MB (no sample is repeated).
@@ -48,9 +49,8 @@ pg_round() {
 : >"$OUT"
 PG_SECONDS=${PG_SECONDS:-40}
 echo "[capture] Rust compiler build (inferno from the cargo registry), perf record -g -F $FREQ"
-SRC=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/inferno-* | sort -V | tail -1)
-cp -r "$SRC" "$W/inferno-src"
-(cd "$W/inferno-src" && perf record -q -g -F "$FREQ" -o "$W/cc.data" -- cargo build --offline --release -q >/dev/null 2>&1)
+perf record -q -g -F "$FREQ" -o "$W/cc.data" -- cargo install --offline --quiet --root "$W/cargo-root" inferno \
+  >"$W/cargo.log" 2>&1 || { echo "[capture] cargo build failed:"; tail -5 "$W/cargo.log"; exit 1; }
 perf script -i "$W/cc.data" 2>/dev/null >>"$OUT"
 n=0
 for mix in tpcb-like hot-update simple-update select-only tpcb-like hot-update simple-update select-only; do

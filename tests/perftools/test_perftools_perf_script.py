@@ -198,3 +198,30 @@ def test_folded_output_for_inferno_and_flamegraph_pl(tmp_path, capsys):
             continue
         r = subprocess.run([exe], input=out, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and "<svg" in r.stdout and "3,750 samples" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("name", ["postgres_update.perf-script.txt", "postgres_update_pidtid.perf-script.txt",
+                                  "python_busy_comm_with_space.perf-script.txt",
+                                  "python_busy_no_callchain.perf-script.txt", "look-alike"])
+def test_vectorised_and_block_readers_agree(tmp_path, monkeypatch, name):
+    """The array-based reader of the usual shape and the line-by-line block reader give the same result."""
+    from pathlib import Path
+
+    if name == "look-alike":
+        good = "a 1 1.0: 3 cycles:\n" + FRAMES + "\n"
+        path = capture(tmp_path, "# c\n" + good + "a 1 1.5: 1 cycles:\n\tBAD\n" + FRAMES + "\n"
+                       + "a 2 2.0: 5 cycles:  10 leaf (x.so)\n\n" + "\t  10 orphan (x.so)\n\n" + good * 3)
+    else:
+        path = Path(__file__).parent / "fixtures" / "perf" / name
+
+    def run():
+        lines, meta = perf_script.collapse(path, process_root=True)
+        return lines, meta["skipped_lines"], meta["skipped_first_lines"], meta["event_samples"]
+
+    vectorised = run()
+    monkeypatch.setattr(perf_script, "_vector_chunk", lambda *a: None)
+    assert run() == vectorised
+    p = load(path)  # and the Profile says the same as the collapse
+    from contention_book.perftools.importers import folded
+
+    assert folded.lines(p, process_root=True) == vectorised[0]

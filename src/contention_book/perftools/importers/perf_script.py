@@ -108,7 +108,15 @@ class _Interner:
         self.rest: dict[str, int] = {}
         self.rest_frames: list[tuple[int, ...]] = []
         self.stacks: dict[int, int] = {}
+        self.stack_bytes: dict[bytes, int] = {}  # the vectorised reader's: int32 frame ids, leaf first
         self.no_stack = -1
+
+    def frame_or_bad(self, line: str) -> int:
+        """Frame id of a frame line (any trailing newline ignored), -1 if it does not parse."""
+        try:
+            return self.frame_of(line.rstrip("\n"))
+        except _Bad:
+            return -1
 
     def frame_of(self, line: str) -> int:
         fid = self.leaf.get(line)
@@ -151,14 +159,20 @@ class _Problems:
         self.count = 0
         self.first: list[int] = []
         self.first_error: FormatError | None = None
-        self.pending: list[tuple[int, str, str]] = []
+        self.pending: list[tuple[int, str, str]] = []  # (position in the chunk's text, ...)
+        self.pending_lines: list[tuple[int, str, str]] = []  # (line number, ...)
 
     def add(self, pos: int, expected: str, text: str) -> None:
         self.pending.append((pos, expected, text))
 
-    def settle(self, chunk: str, line0: int) -> None:
-        for pos, expected, text in sorted(self.pending):
-            line = line0 + chunk.count("\n", 0, pos)
+    def add_line(self, line: int, expected: str, text: str) -> None:
+        self.pending_lines.append((line, expected, text))
+
+    def settle(self, chunk: str | None, line0: int) -> None:
+        found = [(line0 + chunk.count("\n", 0, pos), e, t) for pos, e, t in self.pending] + self.pending_lines
+        self.pending.clear()
+        self.pending_lines.clear()
+        for line, expected, text in sorted(found):
             err = FormatError(self.name, line, expected, text)
             if self.strict:
                 raise err
@@ -167,7 +181,6 @@ class _Problems:
                 self.first_error = err
             if len(self.first) < 3:
                 self.first.append(line)
-        self.pending.clear()
 
     def warning(self) -> str | None:
         if not self.count:
@@ -395,14 +408,33 @@ def _parse(path, weight, event, strict) -> "_Parsed":
     bad = _Problems(name, strict)
     cols: dict[str, list] = {k: [] for k in _FIELDS}
     sid_parts: list[np.ndarray] = []
-    for chunk, line0 in _iter_chunks(path):
-        out = _read_chunk(chunk, intern, bad)
+
+    def keep(h, sids):
+        for k in cols:
+            cols[k].append(h[k])
+        sid_parts.append(sids)
+
+    def by_blocks(text, line0):
+        out = _read_chunk(text, intern, bad)
         if out.headers:
-            h, sids = _header_columns(out, bad)
-            for k in cols:
-                cols[k].append(h[k])
-            sid_parts.append(sids)
-        bad.settle(chunk, line0)
+            keep(*_header_columns(out, bad))
+        bad.settle(text, line0)
+
+    with open_binary(path) as raw:
+        first = raw.read(_CHUNK)
+    enc, bom = detect_encoding(first[:4])
+    if enc != "utf-8" or b"\r" in first:
+        for text, line0 in _iter_chunks(path):
+            by_blocks(text, line0)
+    else:
+        for data, line0 in _iter_byte_chunks(path, bom):
+            got = _vector_chunk(data, line0, intern, bad)
+            if got is None:  # a shape the vectorised reader leaves to the block reader
+                by_blocks(data.decode("utf-8", errors="replace").replace("\r", "\n"), line0)
+            else:
+                if len(got[1]):
+                    keep(*got)
+                bad.settle(None, line0)
     n = sum(len(s) for s in sid_parts)
     if not n:
         if bad.first_error is not None:
@@ -410,6 +442,122 @@ def _parse(path, weight, event, strict) -> "_Parsed":
         raise FormatError(name, 1, "at least one perf sample (" + HEADER_EXPECTED + ")", "an empty file")
     return _Parsed(path, builder, np.concatenate(sid_parts), {k: _concat(v) for k, v in cols.items()}, bad,
                    weight, event)
+
+
+def _iter_byte_chunks(path, skip: int):
+    """``(bytes, first_line_number)`` of chunks of whole samples (cut at a blank line)."""
+    with open_binary(path) as raw:
+        if skip:
+            raw.read(skip)
+        carry = b""
+        line0 = 1
+        while True:
+            data = raw.read(_CHUNK)
+            buf = carry + data if carry else data
+            if not data:
+                if buf.strip(b"\n"):
+                    yield buf, line0
+                return
+            cut = buf.rfind(b"\n\n")
+            if cut < 0:
+                carry = buf
+                continue
+            yield buf[:cut], line0
+            line0 += buf.count(b"\n", 0, cut) + 2
+            carry = buf[cut + 2 :]
+
+
+def _vector_chunk(data: bytes, line0: int, intern: _Interner, bad: _Problems):
+    """The usual shape, read with array operations: header lines that start
+    with a non-blank, tab-indented frame lines, blank lines between samples.
+
+    Lines become one Arrow string array (no Python string per line); frame
+    lines are dictionary-encoded so each distinct one is parsed once in
+    Python; headers go through one vectorised regex.  Returns the header
+    fields of the kept samples and their stack ids, or None when the chunk
+    has a line of another shape (space-led, a header that does not parse),
+    which the block reader then handles line by line."""
+    n = len(data)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    starts = np.concatenate(([0], np.flatnonzero(buf == 10) + 1)).astype(np.int64)
+    ends = np.append(starts[1:] - 1, n)
+    first = np.full(len(starts), 10, dtype=np.uint8)
+    nonempty = ends > starts
+    first[nonempty] = buf[starts[nonempty]]
+    if (first == 32).any():
+        return None
+    lines = pa.StringArray.from_buffers(len(starts), pa.py_buffer(np.append(starts, n).astype(np.int32)),
+                                        pa.py_buffer(data))
+    try:
+        lines.validate(full=True)
+    except pa.ArrowInvalid:  # not UTF-8: the block reader decodes with replacement characters
+        return None
+    is_frame = first == 9
+    is_blank = first == 10
+    hidx = np.flatnonzero(~(is_frame | is_blank | (first == 35)))
+    if not len(hidx):
+        return None
+    m = pc.extract_regex(pc.utf8_rtrim(lines.take(pa.array(hidx)), characters="\n"), HEADER_PATTERN)
+    if m.null_count:
+        return None
+    fidx = np.flatnonzero(is_frame)
+    enc = pc.dictionary_encode(lines.take(pa.array(fidx)))
+    lut = np.array([intern.frame_or_bad(t) for t in enc.dictionary.to_pylist()] or [0], dtype=np.int64)
+    fid = lut[enc.indices.to_numpy(zero_copy_only=False)]
+    owner = np.searchsorted(hidx, fidx) - 1
+    bidx = np.flatnonzero(is_blank)
+    j = np.searchsorted(bidx, fidx) - 1
+    last_blank = np.where(j >= 0, bidx[np.maximum(j, 0)] if len(bidx) else -1, -1)
+    orphan = (owner < 0) | (last_blank > hidx[np.maximum(owner, 0)])
+    good = (fid >= 0) & ~orphan
+    if not good.all():
+        for i in np.flatnonzero(~good).tolist():
+            text = data[starts[fidx[i]] : ends[fidx[i]]].decode("utf-8", errors="replace")
+            expected = FRAME_EXPECTED if not orphan[i] else (ORPHAN_EXPECTED if fid[i] >= 0 else HEADER_EXPECTED)
+            bad.add_line(line0 + int(fidx[i]), expected, text)
+    gf = fid[good].astype(np.int32)
+    counts = np.bincount(owner[good], minlength=len(hidx))
+    offs = np.concatenate(([0], np.cumsum(counts))).tolist()
+    keyb = gf.tobytes()
+    frames = gf.tolist()
+    cache, stack = intern.stack_bytes, intern.b.stack
+    sids = np.empty(len(hidx), dtype=np.int32)
+    valid = np.ones(len(hidx), dtype=bool)
+    tail = pc.utf8_trim_whitespace(m.field("tail"))
+    has_tail = pc.fill_null(pc.not_equal(tail, ""), False).to_numpy(zero_copy_only=False)
+    for i, (a, b) in enumerate(zip(offs, offs[1:])):
+        if a == b:  # no frame lines: perf without -g (the tail is the frame) or an empty stack
+            sid = _tail_stack(tail[i].as_py() if has_tail[i] else "", intern)
+            if sid is None:
+                valid[i] = False
+                bad.add_line(line0 + int(hidx[i]), TAIL_EXPECTED, _line(data, starts, ends, hidx[i]))
+                continue
+        else:
+            if has_tail[i]:  # frames below a header that has more after its event
+                valid[i] = False
+                bad.add_line(line0 + int(hidx[i]), HEADER_EXPECTED, _line(data, starts, ends, hidx[i]))
+                continue
+            k = keyb[4 * a : 4 * b]
+            sid = cache.get(k)
+            if sid is None:
+                sid = cache[k] = stack(frames[a:b][::-1])
+        sids[i] = sid
+    if not valid.all():
+        m = pc.filter(m, pa.array(valid))
+        sids = sids[valid]
+    return {name: m.field(name) for name in _FIELDS}, sids
+
+
+def _line(data: bytes, starts, ends, i) -> str:
+    return data[starts[i] : ends[i]].decode("utf-8", errors="replace")
+
+
+def _tail_stack(tail: str, intern: _Interner) -> int | None:
+    """Stack of a sample without frame lines: its header's tail, or no stack."""
+    if not tail:
+        return intern.empty()
+    fid = intern.frame_or_bad(" " + tail)
+    return None if fid < 0 else intern.b.stack((fid,))
 
 
 def _event_filter(path, events: pa.Array, event: str | None) -> tuple[np.ndarray | None, str, dict, list[str]]:
