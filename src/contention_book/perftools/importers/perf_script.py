@@ -29,11 +29,15 @@ reference collapsers, whose choices this follows unless noted.
   first three line numbers; ``strict=True`` raises at the first instead.
 
 Speed: files reach hundreds of MB, so the reader works on multi-MB chunks
-split at blank lines, and interns per sample only two strings: the leaf
-line and the text of the caller lines (return addresses repeat exactly,
-only the leaf instruction varies).  Each distinct string is parsed once.
-Headers are parsed per chunk in one vectorised ``pyarrow.compute`` regex.
-Blocks of any other shape go through a line-by-line reader.
+cut at blank lines.  A chunk of the usual shape (headers, tab-indented
+frames) is read with array operations: its lines become one Arrow string
+array, each distinct frame line is parsed once in Python, headers go
+through one vectorised regex, and a sample's stack is interned by the bytes
+of its frame ids.  Chunks of any other shape (space-led lines, CRLF, UTF-16,
+a header that does not parse) go through a block reader, line by line,
+which interns the leaf line and the caller text of each sample.  A test
+checks that both readers agree.  ``perftools collapse`` goes straight from
+here to folded lines (:func:`collapse`), without pandas.
 """
 
 from __future__ import annotations
