@@ -113,6 +113,7 @@ class _Interner:
         self.rest_frames: list[tuple[int, ...]] = []
         self.stacks: dict[int, int] = {}
         self.stack_bytes: dict[bytes, int] = {}  # the vectorised reader's: int32 frame ids, leaf first
+        self.pairs: dict[str, int] = {}  # the vectorised reader's: "module\0function" -> frame id
         self.no_stack = -1
 
     def frame_or_bad(self, line: str) -> int:
@@ -506,8 +507,8 @@ def _vector_chunk(data: bytes, line0: int, intern: _Interner, bad: _Problems):
         return None
     fidx = np.flatnonzero(is_frame)
     enc = pc.dictionary_encode(lines.take(pa.array(fidx)))
-    lut = np.array([intern.frame_or_bad(t) for t in enc.dictionary.to_pylist()] or [0], dtype=np.int64)
-    fid = lut[enc.indices.to_numpy(zero_copy_only=False)]
+    lut = _frame_ids(enc.dictionary, intern)
+    fid = lut[enc.indices.to_numpy(zero_copy_only=False)] if len(lut) else np.zeros(0, dtype=np.int64)
     owner = np.searchsorted(hidx, fidx) - 1
     bidx = np.flatnonzero(is_blank)
     j = np.searchsorted(bidx, fidx) - 1
@@ -550,6 +551,44 @@ def _vector_chunk(data: bytes, line0: int, intern: _Interner, bad: _Problems):
         m = pc.filter(m, pa.array(valid))
         sids = sids[valid]
     return {name: m.field(name) for name in _FIELDS}, sids
+
+
+#: :func:`parse_frame` as three vectorised steps: the text after the address
+#: ending in ')', then symbol and dso split at the last ' (' (or no symbol).
+_FRAME_REST = r"^\s*[0-9a-fA-F]+[ \t]+(?P<rest>.*\))\s*$"
+_SYM_DSO = r"^(?P<sym>.*) \((?P<dso>.*)\)$"
+_DSO_ONLY = r"^\((?P<dso>.*)\)$"
+
+
+def _frame_ids(lines: pa.Array, intern: _Interner) -> np.ndarray:
+    """Frame id of each distinct frame line, -1 where it does not parse
+    (:func:`parse_frame`'s rules, in Arrow; Python sees each distinct
+    ``(module, function)`` once per chunk, not each distinct line)."""
+    def group(m, name):  # a struct field, null where the regex did not match
+        return pc.if_else(m.is_valid(), m.field(name), pa.scalar(None, pa.string()))
+
+    rest = group(pc.extract_regex(lines, _FRAME_REST), "rest")
+    both = pc.extract_regex(rest, _SYM_DSO)
+    only = group(pc.extract_regex(rest, _DSO_ONLY), "dso")
+    has_sym = both.is_valid()
+    sym = pc.if_else(has_sym, pc.utf8_trim_whitespace(both.field("sym")), "")
+    dso = pc.if_else(has_sym, both.field("dso"), only)
+    sym = pc.if_else(dso.is_valid(), sym, pa.scalar(None, pa.string()))
+    sym = pc.replace_substring_regex(sym, r"\+0x[0-9a-fA-F]+$", "")
+    sym = pc.if_else(pc.equal(sym, ""), "[unknown]", sym)
+    module = pc.replace_substring_regex(dso, r"^.*/", "")
+    module = pc.if_else(pc.equal(dso, ""), "[unknown]", module)
+    pair = pc.dictionary_encode(pc.binary_join_element_wise(module, sym, "\x00"))
+    frame, cache = intern.b.frame, intern.pairs
+    ids = []
+    for text in pair.dictionary.to_pylist():
+        fid = cache.get(text)
+        if fid is None:
+            fid = cache[text] = frame(*text.split("\x00", 1))
+        ids.append(fid)
+    lut = np.asarray(ids + [-1], dtype=np.int64)
+    codes = pair.indices
+    return lut[pc.fill_null(codes, -1).to_numpy(zero_copy_only=False)]
 
 
 def _line(data: bytes, starts, ends, i) -> str:
