@@ -225,3 +225,20 @@ def test_vectorised_and_block_readers_agree(tmp_path, monkeypatch, name):
     from contention_book.perftools.importers import folded
 
     assert folded.lines(p, process_root=True) == vectorised[0]
+
+
+def test_pprof_reads_our_profile(tmp_path):
+    """Where Go is installed, `go tool pprof` itself reads the export and shows our shares."""
+    import shutil
+    from pathlib import Path
+
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("no Go toolchain: go tool pprof not available")
+    src = Path(__file__).parent / "fixtures" / "perf" / "postgres_update.perf-script.txt"
+    out = tmp_path / "p.pb.gz"
+    assert main(["export", str(src), "--to", "pprof", "-o", str(out)]) == 0
+    r = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=weight", str(out)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "20.00%" in r.stdout and "[kernel.kallsyms]!finish_task_switch.isra.0" in r.stdout

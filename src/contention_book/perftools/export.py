@@ -24,6 +24,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
+from .builder import frame_name
 from .model import Profile
 
 __all__ = ["to_speedscope", "write_speedscope", "to_pprof", "write_pprof", "write", "SPEEDSCOPE_SCHEMA"]
@@ -128,7 +129,10 @@ def to_pprof(p: Profile) -> bytes:
     Values are integers in pprof: weights in milliseconds become
     nanoseconds, other weights are rounded.  Each frame is one location and
     one function (the module as its file name); samples are stacks leaf
-    first, as pprof wants, with one value per distinct (process, stack)."""
+    first, as pprof wants, with one value per distinct (process, stack).
+    Function names are ``module!function`` (pprof groups by name, and
+    ``[unknown]`` is in many modules); ``go tool pprof -top`` on the result
+    shows the shares ``perftools summary`` shows."""
     strings: dict[str, int] = {"": 0}
 
     def sx(text: str) -> int:
@@ -155,8 +159,8 @@ def to_pprof(p: Profile) -> bytes:
     for i, (mod, fn) in enumerate(zip(p.frames["module"].tolist(), p.frames["function"].tolist()), 1):
         line = _field_varint(1, i)  # Line{function_id}
         out += _field_bytes(4, _field_varint(1, i) + _field_bytes(4, line))
-        out += _field_bytes(5, _field_varint(1, i) + _field_varint(2, sx(fn)) + _field_varint(3, sx(fn))
-                            + _field_varint(4, sx(mod)))
+        out += _field_bytes(5, _field_varint(1, i) + _field_varint(2, sx(frame_name(mod, fn)))
+                            + _field_varint(3, sx(fn)) + _field_varint(4, sx(mod)))
     for text in strings:  # insertion order = index order
         out += _field_bytes(6, text.encode("utf-8"))
     return bytes(out)
