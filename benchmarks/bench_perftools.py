@@ -3,6 +3,15 @@
 Usage::
 
     PYTHONPATH=src python benchmarks/bench_perftools.py [--size-mb 200] [--workdir DIR] [--repeat 3] [--json OUT]
+        [--perf-capture FILE]
+
+``--perf-capture`` (default ``.cache/perf-capture.txt`` when it exists) is a
+real ``perf script`` capture, recorded by ``benchmarks/record_perf_capture.sh``
+(PostgreSQL under pgbench plus a Rust compiler build, ``perf record -g``).
+On it, whole processes are timed: ``perftools collapse FILE`` against
+``inferno-collapse-perf FILE`` with its default threads (when installed),
+both writing to /dev/null, with each one's peak RSS.  ``perftools --help`` is
+timed too (target < 0.3 s).
 
 Generates, in a temporary directory (deleted afterwards), a wpaexporter-style
 CPU Usage (Sampled) CSV of about ``--size-mb`` MB (one row per sample, 5-30
@@ -155,6 +164,9 @@ def write_perf(path: str, stacks, size: int, rng) -> int:
     return n_samples
 
 
+DEFAULT_CAPTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, ".cache", "perf-capture.txt")
+
+
 def run_child(mode: str, path: str) -> dict:
     env = dict(os.environ)
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src")
@@ -174,6 +186,50 @@ def best(mode: str, path: str, repeat: int) -> dict:
     return out
 
 
+def run_process(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one whole process, output to /dev/null."""
+    env = dict(os.environ)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src")
+    env["PYTHONPATH"] = os.path.abspath(src) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(os.devnull, "wb") as null:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}):\n{err[-2000:]}")
+    return seconds, usage.ru_maxrss * 1024
+
+
+def perftools_cmd() -> list[str]:
+    return [sys.executable, "-m", "contention_book.perftools"]
+
+
+def bench_help(repeat: int = 5) -> float:
+    return min(run_process(perftools_cmd() + ["--help"])[0] for _ in range(repeat))
+
+
+def bench_capture(path: str, repeat: int) -> dict:
+    """perftools collapse against inferno-collapse-perf on one real capture, whole processes."""
+    size = os.path.getsize(path)
+    res: dict = {"capture": path, "capture_mb": size / 1e6}
+    ours = [run_process(perftools_cmd() + ["collapse", path, "-o", os.devnull]) for _ in range(repeat)]
+    res["perftools_s"] = min(t for t, _ in ours)
+    res["perftools_rss_ratio"] = max(r for _, r in ours) / size
+    inferno = shutil.which("inferno-collapse-perf")
+    if inferno:
+        theirs = [run_process([inferno, path]) for _ in range(repeat)]
+        res["inferno_s"] = min(t for t, _ in theirs)
+        res["inferno_rss_ratio"] = max(r for _, r in theirs) / size
+        res["collapse_ratio"] = res["perftools_s"] / res["inferno_s"]
+    res["runs"] = {"perftools": [round(t, 3) for t, _ in ours],
+                   "inferno": [round(t, 3) for t, _ in theirs] if inferno else None}
+    return res
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=float, default=200.0, help="size of each generated file (default 200)")
@@ -181,6 +237,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is reported")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="also write the results as JSON here")
+    ap.add_argument("--perf-capture", default=DEFAULT_CAPTURE if os.path.exists(DEFAULT_CAPTURE) else None,
+                    help="a real perf script capture to collapse against inferno (default: .cache/perf-capture.txt "
+                         "if present; record one with benchmarks/record_perf_capture.sh)")
     args = ap.parse_args(argv)
 
     size = int(args.size_mb * 1e6)
@@ -226,6 +285,7 @@ def main(argv=None) -> dict:
                              ("perftools perf_script + top", perf, perf_mb)):
             print(f"{label:34}{r['seconds']:9.3f}{r['median']:10.3f}{r['peak_rss'] / mib:9.0f} MiB{r['peak_rss'] / (mb * 1e6):10.2f}"
                   f"{(r['peak_rss'] - base['peak_rss']) / (mb * 1e6):20.2f}")
+        print(f"WPA CSV summary peak RSS / read_csv peak RSS = {ours['peak_rss'] / floor['peak_rss']:.2f}x")
         print(f"CSV parse+aggregate / floor = {ratio:.2f}x best-to-best, {ratio_median:.2f}x median-to-median "
               f"(target <= 1.5x): {ok(ratio <= 1.5)} / {ok(ratio_median <= 1.5)}")
         print(f"CSV parse+aggregate / streaming read alone = {ours['seconds'] / stream['seconds']:.2f}x")
@@ -233,6 +293,24 @@ def main(argv=None) -> dict:
         print(f"peak RSS / file size: CSV {res['csv_rss_ratio']:.2f}, perf {res['perf_rss_ratio']:.2f} (target <= 1.5): "
               f"{ok(max(res['csv_rss_ratio'], res['perf_rss_ratio']) <= 1.5)}")
         print(f"runs (s): {res['runs']}")
+        res["help_s"] = bench_help()
+        print(f"perftools --help, whole process: {res['help_s']:.3f} s (target < 0.3): {ok(res['help_s'] < 0.3)}")
+        if args.perf_capture:
+            cap = bench_capture(args.perf_capture, args.repeat)
+            res["capture"] = cap
+            print(f"real capture {cap['capture']} ({cap['capture_mb']:.0f} MB), whole processes, best of {args.repeat}:")
+            print(f"  perftools collapse      {cap['perftools_s']:8.2f} s   peak RSS / file {cap['perftools_rss_ratio']:.2f} "
+                  f"(target <= 1.0): {ok(cap['perftools_rss_ratio'] <= 1.0)}")
+            if "inferno_s" in cap:
+                print(f"  inferno-collapse-perf   {cap['inferno_s']:8.2f} s   peak RSS / file {cap['inferno_rss_ratio']:.2f}")
+                print(f"  perftools / inferno time = {cap['collapse_ratio']:.2f}x (target <= 1.0): "
+                      f"{ok(cap['collapse_ratio'] <= 1.0)}")
+            else:
+                print("  inferno-collapse-perf is not installed (cargo install inferno): no ratio")
+            print(f"  runs (s): {cap['runs']}")
+        else:
+            print("no real perf capture (benchmarks/record_perf_capture.sh writes .cache/perf-capture.txt): "
+                  "perftools/inferno ratio not measured")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(res, f, indent=2)

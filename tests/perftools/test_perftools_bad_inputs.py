@@ -43,9 +43,10 @@ CASES = [
     ("xperf_unclosed_header.txt", None, {}, 4, "'EndHeader' to close the header"),
     ("xperf_no_samples.txt", None, {}, 5, "at least one SampledProfile event"),
     # perf script
-    ("perf_bad_header.txt", None, {}, 4, "a sample header 'comm pid/tid [cpu] time: [period] event:'"),
-    ("perf_truncated_frame.txt", None, {}, 7, "a stack frame line 'ADDRESS SYMBOL+OFFSET (DSO)'"),
-    ("perf_bad_address.txt", None, {}, 3, "a stack frame line"),
+    # (strict: by default a malformed perf line is skipped and counted, see test_perftools_perf_script.py)
+    ("perf_bad_header.txt", None, {"strict": True}, 4, "a sample header 'comm [pid/]tid [[cpu]] [time:] [period] event:'"),
+    ("perf_truncated_frame.txt", None, {"strict": True}, 7, "a stack frame line 'ADDRESS SYMBOL+OFFSET (DSO)'"),
+    ("perf_bad_address.txt", None, {"strict": True}, 3, "a stack frame line"),
     ("perf_frames_without_header.txt", "perf_script", {}, 1, "before the stack frames"),
     ("perf_frames_without_header.txt", None, {}, 1, "perf script output or folded stacks"),  # unsniffable
     ("perf_empty.txt", "perf_script", {}, 1, "at least one perf sample"),
@@ -82,9 +83,9 @@ def test_bad_input_message(name, fmt, opts, line, expectation):
     assert msg.count("expected") >= 1
 
 
-@pytest.mark.parametrize("name, fmt", [(c[0], c[1]) for c in CASES[::4]])
-def test_cli_exit_code_2_without_traceback(name, fmt, capsys):
-    argv = ["summary", str(BAD / name)] + (["--format", fmt] if fmt else [])
+@pytest.mark.parametrize("name, fmt, opts", [(c[0], c[1], c[2]) for c in CASES[::4]])
+def test_cli_exit_code_2_without_traceback(name, fmt, opts, capsys):
+    argv = ["summary", str(BAD / name)] + (["--format", fmt] if fmt else []) + (["--strict"] if opts.get("strict") else [])
     if name == "folded_process_only.folded":
         argv.append("--root-is-process")
     assert main(argv) == 2

@@ -59,7 +59,7 @@ def test_diff(capsys):
 def test_collapse_stdout_and_file(capsys, tmp_path):
     code, out, _ = run(capsys, "collapse", FIX / "folded" / "small.folded")
     assert code == 0 and out == (FIX / "folded" / "small.folded").read_text()
-    code, out, _ = run(capsys, "collapse", PERF, "--process-root", "-o", tmp_path / "x.folded.gz")
+    code, out, _ = run(capsys, "collapse", PERF, "--process-root", "--weight", "samples", "-o", tmp_path / "x.folded.gz")
     assert code == 0 and out == ""
     assert (tmp_path / "x.folded.gz").read_bytes() == (FIX / "folded" / "postgres_update_pidtid.folded.gz").read_bytes()
 

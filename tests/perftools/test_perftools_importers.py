@@ -250,7 +250,8 @@ def test_xperf_dumper_fixture():
 def test_perf_script_postgres_capture():
     p = load(PERF / "postgres_update.perf-script.txt")
     s = p.samples
-    assert len(s) == 160 and p.total_weight == 160
+    # weighted by period (1001001 ns of cpu-clock each), as perf report weighs
+    assert len(s) == 160 and p.total_weight == 160 * 1001001
     assert set(s["thread"]) == {4771, 4772}
     assert set(s["cpu"]) <= {0, 1}
     assert s["time"].iloc[0] == pytest.approx(229.248454)
@@ -287,6 +288,7 @@ def test_perf_script_comm_with_space_and_no_callchain():
 def test_perf_script_weight_period():
     p = perf_script.load(PERF / "postgres_update.perf-script.txt", weight="period")
     assert p.total_weight == pytest.approx(160 * 1001001)
+    assert perf_script.load(PERF / "postgres_update.perf-script.txt", weight="samples").total_weight == 160
 
 
 def test_perf_script_chunk_boundaries(tmp_path, monkeypatch):

@@ -16,33 +16,42 @@ one :class:`Profile`, and answers the same questions on it.
 Command line: ``perftools --help``.
 """
 
-from .analysis import callees, callers, diff, inclusive_weights, top_functions, top_modules
-from .errors import FormatError
-from .flame import build_tree, flame_figure, write_svg
-from .importers import load
-from .importers.folded import dumps as to_folded
-from .importers.folded import write as write_folded
-from .model import Profile, ProfileBuilder, frame_name, split_frame_name
-from .sniff import FORMATS, sniff
+from __future__ import annotations
 
-__all__ = [
-    "load",
-    "sniff",
-    "FORMATS",
-    "Profile",
-    "ProfileBuilder",
-    "FormatError",
-    "frame_name",
-    "split_frame_name",
-    "top_functions",
-    "top_modules",
-    "inclusive_weights",
-    "callers",
-    "callees",
-    "diff",
-    "to_folded",
-    "write_folded",
-    "flame_figure",
-    "write_svg",
-    "build_tree",
-]
+import importlib
+
+#: name -> (submodule, attribute): imported on first use, so that
+#: ``perftools --help`` and ``--version`` answer without loading pandas.
+_LAZY = {
+    "callees": ("analysis", "callees"), "callers": ("analysis", "callers"), "diff": ("analysis", "diff"),
+    "inclusive_weights": ("analysis", "inclusive_weights"), "top_functions": ("analysis", "top_functions"),
+    "top_modules": ("analysis", "top_modules"),
+    "FormatError": ("errors", "FormatError"),
+    "build_tree": ("flame", "build_tree"), "flame_figure": ("flame", "flame_figure"), "write_svg": ("flame", "write_svg"),
+    "load": ("importers", "load"),
+    "to_folded": ("importers.folded", "dumps"), "write_folded": ("importers.folded", "write"),
+    "Profile": ("model", "Profile"), "ProfileBuilder": ("model", "ProfileBuilder"),
+    "frame_name": ("model", "frame_name"), "split_frame_name": ("model", "split_frame_name"),
+    "to_speedscope": ("export", "to_speedscope"), "write_speedscope": ("export", "write_speedscope"),
+    "to_pprof": ("export", "to_pprof"), "write_pprof": ("export", "write_pprof"),
+}
+
+# ``sniff`` is both a submodule and a function: bind the function now (the
+# module is light), so that importing the submodule later cannot shadow it.
+from .sniff import FORMATS, sniff  # noqa: E402
+
+__all__ = sorted(_LAZY) + ["FORMATS", "sniff"]
+
+
+def __getattr__(name: str):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,22 +1,30 @@
-"""Command line: ``perftools summary|callers|diff|collapse|flame``.
+"""Command line: ``perftools summary|callers|diff|collapse|flame|export``.
 
 The same questions as the library, for a reader at a shell with an export
 in hand.  Bad input ends with one line naming the file, the line and what
-was expected, and exit status 2; never a traceback.
+was expected, and exit status 2; never a traceback.  ``-`` reads standard
+input and ``-o -`` writes standard output, so perftools sits in a pipe
+(``perf script | perftools collapse - | inferno-flamegraph``).  Heavy
+modules (pandas, pyarrow, matplotlib) load only when a command needs them,
+so ``--help`` and ``--version`` answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from . import analysis
-from .errors import FormatError
-from .importers import folded, load
-from .model import Profile
-from .sniff import canonical_format, sniff
-
 __all__ = ["main"]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("contention-book")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -29,10 +37,19 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--module", action="append", help="keep samples whose stack has a frame in this module; repeatable")
     g.add_argument("--start", type=float, help="keep samples at or after this time (seconds)")
     g.add_argument("--end", type=float, help="keep samples at or before this time (seconds)")
+    g.add_argument("--weight", choices=("period", "samples"),
+                   help="perf script: weigh each sample by its event period (default when the headers carry one, "
+                        "as perf report does) or count samples")
+    g.add_argument("--event", help="perf script: keep this event (default: the first in the file; "
+                                   "the others are listed on stderr)")
+    g.add_argument("--strict", action="store_true",
+                   help="perf script: a malformed line is an error (default: skip it, count it, report on stderr)")
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="perftools", description="Sampled CPU stacks from WPA, xperf and perf exports.")
+    ap = argparse.ArgumentParser(prog="perftools", description="Sampled CPU stacks from WPA, xperf and perf exports. "
+                                 "FILE may be '-' for standard input.")
+    ap.add_argument("--version", action="version", version=f"perftools (contention-book) {_version()}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     s = sub.add_parser("summary", help="top functions and modules by exclusive and inclusive weight")
@@ -60,29 +77,80 @@ def _parser() -> argparse.ArgumentParser:
     f = sub.add_parser("collapse", help="print folded stacks (root;...;leaf weight)")
     f.add_argument("file")
     f.add_argument("--process-root", action="store_true", help="write the process as the first frame")
-    f.add_argument("-o", "--output", help="write here instead of stdout (.gz: gzip'd)")
+    f.add_argument("--scale", type=float,
+                   help="multiply weights by this and round to integers (inferno-flamegraph truncates fractional "
+                        "counts: WPA's ms weights with --scale 1000 are whole microseconds)")
+    f.add_argument("-o", "--output", help="write here instead of stdout (.gz: gzip'd; '-': stdout)")
     _common(f)
 
     g = sub.add_parser("flame", help="draw a flame graph (.png, .pdf via matplotlib; .svg interactive)")
     g.add_argument("file")
-    g.add_argument("-o", "--output", required=True)
+    g.add_argument("-o", "--output", required=True, help="FILE.png, .pdf or .svg, or '-' for SVG on stdout")
     g.add_argument("--title")
     g.add_argument("--min-fraction", type=float, default=None, help="merge boxes under this share (default 0.005 png, 0.001 svg)")
     g.add_argument("--icicle", action="store_true", help="root at the top, as WPA draws it")
     g.add_argument("--process-root", action="store_true", help="a level per process under the root")
     _common(g)
+
+    e = sub.add_parser("export", help="write the profile for another viewer: speedscope JSON, pprof, folded")
+    e.add_argument("file")
+    e.add_argument("--to", choices=("speedscope", "pprof", "folded"), required=True)
+    e.add_argument("-o", "--output", default="-", help="where to write (default '-': stdout)")
+    _common(e)
     return ap
 
 
-def _load(path: str, args) -> Profile:
+_SPOOLED: dict[str, str] = {}  # temporary copy of stdin or a pipe -> the name the user gave
+
+
+def _input(path: str) -> str:
+    """A path the importers can read (twice if they must): stdin and pipes are spooled first."""
+    from .source import is_stream_path, spool
+
+    if not is_stream_path(path):
+        return path
+    tmp = spool(path)
+    _SPOOLED[tmp] = "<stdin>" if path == "-" else path
+    return tmp
+
+
+def _resolve(path: str, args) -> tuple[str, str, dict]:
+    """The readable path, its format and the importer's options from the command line."""
+    from .sniff import canonical_format, sniff
+
+    path = _input(path)
+    fmt = canonical_format(args.format) if args.format else sniff(path)
     opts = {}
     if args.root_is_process:
-        fmt = canonical_format(args.format) if args.format else sniff(path)
         if fmt != "folded":
             raise ValueError(f"--root-is-process applies to folded stacks; {path} is {fmt}")
         opts["process_root"] = True
-    p = load(path, args.format, **opts)
-    if any(v is not None for v in (args.process, args.thread, args.module, args.start, args.end)):
+    perf_opts = {"weight": args.weight, "event": args.event}
+    if fmt == "perf_script":
+        opts.update(perf_opts, strict=args.strict)
+    elif any(v is not None for v in perf_opts.values()):
+        raise ValueError(f"--weight and --event apply to perf script captures; {path} is {fmt}")
+    return path, fmt, opts
+
+
+def _filtered(args) -> bool:
+    return any(v is not None for v in (args.process, args.thread, args.module, args.start, args.end))
+
+
+def _warn(meta: dict) -> None:
+    for w in meta.get("warnings", ()):
+        print(f"perftools: warning: {_unspool(w)}", file=sys.stderr)
+
+
+def _load(path: str, args):
+    from .importers import load
+
+    path, fmt, opts = _resolve(path, args)
+    p = load(path, fmt, **opts)
+    if path in _SPOOLED:
+        p.meta["source"] = _SPOOLED[path]
+    _warn(p.meta)
+    if _filtered(args):
         p = p.filter(process=args.process, thread=args.thread, module=args.module, start=args.start, end=args.end)
     return p
 
@@ -91,7 +159,13 @@ def _num(w: float) -> str:
     return f"{w:,.0f}" if float(w).is_integer() else f"{w:,.3f}"
 
 
-def _head(p: Profile, label: str = "") -> str:
+def _unspool(text: str) -> str:
+    for tmp, name in _SPOOLED.items():
+        text = text.replace(tmp, name)
+    return text
+
+
+def _head(p, label: str = "") -> str:
     unit = p.meta.get("weight_unit", "")
     return (
         f"{label}{p.meta.get('source', '')} [{p.meta.get('format', '?')}]: {len(p.samples):,} sample rows, "
@@ -109,6 +183,8 @@ def _table(df, name_col: str, title: str) -> list[str]:
 
 
 def _summary(args) -> list[str]:
+    from . import analysis
+
     p = _load(args.file, args)
     out = [_head(p), ""]
     out += _table(analysis.top_functions(p, args.top, sort=args.sort), "function", f"Top functions by {args.sort} weight")
@@ -117,6 +193,8 @@ def _summary(args) -> list[str]:
 
 
 def _callers(args) -> list[str]:
+    from . import analysis
+
     p = _load(args.file, args)
     fn = analysis.callees if args.callees else analysis.callers
     df = fn(p, args.function, depth=args.depth)
@@ -130,6 +208,8 @@ def _callers(args) -> list[str]:
 
 
 def _diff(args) -> list[str]:
+    from . import analysis
+
     a, b = _load(args.a, args), _load(args.b, args)
     df = analysis.diff(a, b, by=args.by, measure=args.measure, n=args.top)
     out = [_head(a, "A: "), _head(b, "B: "), "",
@@ -141,11 +221,42 @@ def _diff(args) -> list[str]:
 
 
 def _collapse(args) -> list[str]:
-    p = _load(args.file, args)
-    if args.output:
-        folded.write(p, args.output, process_root=args.process_root)
+    from .importers import folded
+
+    scale = getattr(args, "scale", None)
+    path, fmt, opts = _resolve(args.file, args)
+    if fmt == "perf_script" and not _filtered(args) and not scale:
+        # the common pipe: straight from the parsed capture to folded lines, no Profile (no pandas)
+        from .importers import perf_script
+        from .source import gzip_errors_named
+
+        lines, meta = gzip_errors_named(perf_script.collapse)(path, process_root=args.process_root, **opts)
+        _warn(meta)
+    else:
+        p = _load(path, args)
+        if scale:
+            s = p.samples.copy()
+            s["weight"] = s["weight"] * scale
+            p = type(p)(p.frames, p.stack_offsets, p.stack_frames, s, dict(p.meta))
+        lines = folded.lines(p, process_root=args.process_root, integer=bool(scale))
+    if not scale and any("." in ln[ln.rfind(" "):] for ln in lines):
+        print("perftools: warning: some folded weights are fractional; inferno-flamegraph truncates them "
+              "(flamegraph.pl keeps them): --scale 1000 writes whole thousandths", file=sys.stderr)
+    if args.output and args.output != "-":
+        folded.write_lines(lines, args.output)
         return []
-    return folded.lines(p, process_root=args.process_root)
+    return lines
+
+
+def _export(args) -> list[str]:
+    from . import export
+
+    if args.to == "folded":
+        args.process_root = False
+        return _collapse(args)
+    p = _load(args.file, args)
+    export.write(p, args.to, sys.stdout.buffer if args.output == "-" else args.output)
+    return [] if args.output == "-" else [f"wrote {args.output}"]
 
 
 def _flame(args) -> list[str]:
@@ -154,6 +265,13 @@ def _flame(args) -> list[str]:
     p = _load(args.file, args)
     if not len(p.samples):
         raise ValueError("no samples left to draw after filtering")
+    if args.output == "-":
+        import io
+
+        buf = io.StringIO()
+        flame.write_svg(p, buf, title=args.title, icicle=args.icicle, process_root=args.process_root,
+                        min_fraction=0.001 if args.min_fraction is None else args.min_fraction)
+        return [buf.getvalue()]
     if args.output.lower().endswith(".svg"):
         flame.write_svg(p, args.output, title=args.title, icicle=args.icicle, process_root=args.process_root,
                         min_fraction=0.001 if args.min_fraction is None else args.min_fraction)
@@ -164,7 +282,8 @@ def _flame(args) -> list[str]:
     return [f"wrote {args.output}"]
 
 
-COMMANDS = {"summary": _summary, "callers": _callers, "diff": _diff, "collapse": _collapse, "flame": _flame}
+COMMANDS = {"summary": _summary, "callers": _callers, "diff": _diff, "collapse": _collapse, "flame": _flame,
+            "export": _export}
 
 
 def main(argv=None) -> int:
@@ -175,18 +294,22 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         lines = COMMANDS[args.cmd](args)
-    except FormatError as exc:
-        print(f"perftools: error: {exc}", file=sys.stderr)
-        return 2
     except KeyError as exc:  # unknown function name
-        print(f"perftools: error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"perftools: error: {_unspool(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as exc:
-        print(f"perftools: error: {exc}", file=sys.stderr)
+    except (OSError, ValueError) as exc:  # FormatError is a ValueError
+        print(f"perftools: error: {_unspool(str(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug, not bad input: say so, still no traceback
-        print(f"perftools: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"perftools: internal error: {type(exc).__name__}: {_unspool(str(exc))}", file=sys.stderr)
         return 1
+    finally:
+        for tmp in list(_SPOOLED):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            # keep the name for messages printed below
     try:
         for line in lines:
             print(line)

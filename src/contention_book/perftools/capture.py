@@ -248,7 +248,9 @@ class StackRecorder:
             st.why = "perf recorded no samples (were the processes idle or gone?)"
             return
         try:
-            profile = perf_script.load(script)
+            # Stored as sample counts: the recordings' folded stacks and the
+            # chapters' prose count samples ("n of N samples").
+            profile = perf_script.load(script, weight="samples")
         except FormatError as exc:
             st.why = f"could not parse perf script output: {exc}"
             return

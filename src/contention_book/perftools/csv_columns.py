@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
+
+# WPA writes a whole stack into one cell: 3,000 frames of a deep SQL Server
+# plan pass the csv module's default 128 KB field limit.  Exports have no
+# such limit, so neither do we (the limit is per process; nothing else here
+# relies on it).
+csv.field_size_limit(sys.maxsize)
 
 from .numbers import split_unit
 

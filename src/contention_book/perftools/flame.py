@@ -248,5 +248,8 @@ def write_svg(
         out.append(f'<rect x="{lx}" y="{lyy - 10}" width="10" height="10" fill="{c}"/>'
                    f'<text x="{lx + 14}" y="{lyy}">{html.escape(m or "(no module)")}</text>')
     out.append("</svg>\n")
+    if hasattr(path, "write"):  # a text stream, e.g. stdout
+        path.write("\n".join(out))
+        return
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(out))

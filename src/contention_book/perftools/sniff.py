@@ -11,8 +11,7 @@ pass ``format=`` and skip this.
 from __future__ import annotations
 
 from .errors import FormatError
-from .importers import folded, perf_script, wpa_csv, wpa_tree, xperf_dumper
-from .source import display_name, read_head
+from .source import display_name, gzip_errors_named, read_head
 
 __all__ = ["sniff", "FORMATS", "ALIASES", "canonical_format"]
 
@@ -26,8 +25,7 @@ ALIASES = {
 }
 # In order of precedence: each format's tell is checked only where the ones before found nothing.
 # A WPA tree is a CSV with a Stack column too, so it goes before the plain CSV.
-PRECEDENCE = (("xperf_dumper", xperf_dumper), ("wpa_tree", wpa_tree), ("wpa_csv", wpa_csv),
-              ("perf_script", perf_script), ("folded", folded))
+PRECEDENCE = ("xperf_dumper", "wpa_tree", "wpa_csv", "perf_script", "folded")
 
 
 def canonical_format(name: str) -> str:
@@ -38,6 +36,7 @@ def canonical_format(name: str) -> str:
     return key
 
 
+@gzip_errors_named
 def sniff(path) -> str:
     """Name of the format of ``path`` (one of :data:`FORMATS`)."""
     name = display_name(path)
@@ -48,8 +47,10 @@ def sniff(path) -> str:
     content = [ln for ln in lines if ln.strip()]
     if not content:
         raise FormatError(name, 1, "a stack export (the file is empty)", "an empty file")
-    for fmt, importer in PRECEDENCE:
-        if importer.looks_like(content):
+    from importlib import import_module
+
+    for fmt in PRECEDENCE:
+        if import_module(f"{__package__}.importers.{fmt}").looks_like(content):
             return fmt
     first = content[0]
     raise FormatError(

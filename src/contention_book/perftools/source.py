@@ -17,8 +17,6 @@ import queue
 import threading
 from typing import BinaryIO
 
-import pyarrow as pa
-
 __all__ = [
     "open_binary", "open_text", "read_head", "detect_encoding", "display_name",
     "arrow_pool", "arrow_pool_scope", "prefetch", "prefetch_many",
@@ -82,6 +80,8 @@ def arrow_pool():
     without jemalloc.  While a file is read it is also made the default
     pool (:func:`arrow_pool_scope`), since not every Arrow allocation on the
     way takes a pool argument."""
+    import pyarrow as pa
+
     if not _POOL:
         try:
             _POOL.append(pa.jemalloc_memory_pool())
@@ -93,6 +93,8 @@ def arrow_pool():
 @contextlib.contextmanager
 def arrow_pool_scope():
     """Make :func:`arrow_pool` Arrow's default pool while a big file is read."""
+    import pyarrow as pa
+
     pool = arrow_pool()
     if pool is None:
         yield
@@ -155,3 +157,77 @@ def prefetch_many(iterables, depth: int = 2):
                     q.get(timeout=0.05)
                 except queue.Empty:
                     pass
+
+
+STDIN_NAMES = ("-", "/dev/stdin")
+
+
+def is_stream_path(path) -> bool:
+    """``-``, ``/dev/stdin``, a named pipe or a process substitution: input
+    that can be read only once."""
+    if hasattr(path, "read"):
+        return False
+    p = os.fspath(path)
+    if p in STDIN_NAMES:
+        return True
+    try:
+        import stat
+
+        return stat.S_ISFIFO(os.stat(p).st_mode) or stat.S_ISCHR(os.stat(p).st_mode)
+    except OSError:
+        return False
+
+
+def spool(path, directory=None) -> str:
+    """Copy a once-only input (see :func:`is_stream_path`) to a temporary
+    file and return its path; the caller deletes it.
+
+    Three of the five importers read their file more than once (sniffing
+    reads its head, the CSV reader re-opens it by name), so a pipe is made
+    a file first; a gzip'd stream stays gzip'd and is unpacked on reading."""
+    import shutil
+    import sys
+    import tempfile
+
+    p = os.fspath(path)
+    src = sys.stdin.buffer if p == "-" else open(p, "rb")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="perftools-stdin-", dir=directory)
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    finally:
+        if src is not sys.stdin.buffer:
+            src.close()
+    return tmp
+
+
+def gzip_errors_named(fn):
+    """Decorator: a truncated or corrupt ``.gz`` becomes a FormatError that
+    names the file, instead of zlib's or Arrow's anonymous EOF error."""
+    import functools
+    import zlib
+
+    @functools.wraps(fn)
+    def wrapper(path, *args, **kwargs):
+        try:
+            return fn(path, *args, **kwargs)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            err = exc
+        except OSError as exc:  # Arrow: "Truncated compressed stream"
+            if "compress" not in str(exc).lower() or not _is_gzip(path):
+                raise
+            err = exc
+        from .errors import FormatError
+
+        raise FormatError(display_name(path), None, "a complete gzip stream",
+                          f"a truncated or damaged .gz ({err})") from None
+
+    return wrapper
+
+
+def _is_gzip(path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == _GZIP_MAGIC
+    except (OSError, TypeError):
+        return False

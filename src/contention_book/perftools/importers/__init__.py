@@ -7,19 +7,23 @@ documents the reference it follows, and knows nothing of the others.
 
 from __future__ import annotations
 
-from . import folded, perf_script, wpa_csv, wpa_tree, xperf_dumper
+from importlib import import_module
+
+from ..source import gzip_errors_named
 
 __all__ = ["load", "IMPORTERS", "folded", "perf_script", "wpa_csv", "wpa_tree", "xperf_dumper"]
 
-IMPORTERS = {
-    "wpa_csv": wpa_csv.load,
-    "wpa_tree": wpa_tree.load,
-    "xperf_dumper": xperf_dumper.load,
-    "perf_script": perf_script.load,
-    "folded": folded.load,
-}
+#: format -> its module here; imported on first use (wpa_csv brings pandas, which a perf pipe does not need)
+IMPORTERS = {name: name for name in ("wpa_csv", "wpa_tree", "xperf_dumper", "perf_script", "folded")}
 
 
+def __getattr__(name: str):
+    if name in IMPORTERS:
+        return import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@gzip_errors_named
 def load(path, format: str | None = None, **options):
     """Read ``path`` into a :class:`~perftools.model.Profile`.
 
@@ -32,4 +36,4 @@ def load(path, format: str | None = None, **options):
     from ..sniff import canonical_format, sniff
 
     fmt = canonical_format(format) if format else sniff(path)
-    return IMPORTERS[fmt](path, **options)
+    return import_module(f"{__name__}.{IMPORTERS[fmt]}").load(path, **options)

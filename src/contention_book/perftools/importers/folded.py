@@ -23,7 +23,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..errors import FormatError
-from ..model import Profile, ProfileBuilder, split_frame_name
+from ..builder import ProfileBuilder, split_frame_name
 from ..source import display_name, open_text
 
 __all__ = ["load", "dumps", "write", "format_weight"]
@@ -118,20 +118,43 @@ def _clean(name: str) -> str:
     return name.replace(";", ":").replace("\n", " ")
 
 
-def lines(profile: Profile, *, process_root: bool = False) -> list[str]:
-    """Folded lines (sorted, one per distinct stack) without newlines."""
-    names = [_clean(n) for n in profile.frame_names()]
+def lines(profile: Profile, *, process_root: bool = False, integer: bool = False) -> list[str]:
+    """Folded lines (sorted, one per distinct stack) without newlines;
+    ``integer``: weights rounded to whole numbers (lines that round to 0 dropped)."""
     s = profile.samples
-    keys = ["process", "stack_id"] if process_root else ["stack_id"]
-    grouped = s.groupby(keys, observed=True, sort=False)["weight"].sum()
-    off, vals = profile.stack_offsets, profile.stack_frames
+    proc = s["process"].astype("category") if process_root else None
+    return lines_from(
+        profile.frame_names().tolist(), profile.stack_offsets, profile.stack_frames,
+        s["stack_id"].to_numpy(), s["weight"].to_numpy(),
+        proc.cat.codes.to_numpy() if proc is not None else None,
+        [str(c) for c in proc.cat.categories] if proc is not None else None,
+        integer=integer,
+    )
+
+
+def lines_from(names, offsets, frames, stack_id, weight, proc_codes=None, proc_names=None, *,
+               integer: bool = False) -> list[str]:
+    """:func:`lines` from the raw arrays of a profile (no pandas needed):
+    frame names, stack offsets and frame ids, and per sample its stack id,
+    weight and (optionally) process code into ``proc_names``."""
+    names = [_clean(n) for n in names]
+    n_stacks = len(offsets) - 1
+    key = np.asarray(stack_id, dtype=np.int64)
+    if proc_codes is not None:
+        key = np.asarray(proc_codes, dtype=np.int64) * n_stacks + key
+    uniq, inv = np.unique(key, return_inverse=True)
+    sums = np.bincount(inv, weights=weight, minlength=len(uniq))
+    off = offsets.tolist()
+    vals = frames.tolist()
     totals: dict[str, float] = defaultdict(float)
-    for key, x in grouped.items():
-        proc, i = (key if process_root else ("", key))
-        t = ";".join(names[f] for f in vals[off[i] : off[i + 1]])
-        if proc:
-            t = _clean(str(proc)) + ";" + t
+    for k, x in zip(uniq.tolist(), sums.tolist()):
+        proc, i = divmod(k, n_stacks) if proc_codes is not None else (-1, k)
+        t = ";".join([names[f] for f in vals[off[i] : off[i + 1]]])
+        if proc >= 0 and proc_names[proc]:
+            t = _clean(proc_names[proc]) + ";" + t
         totals[t] += x
+    if integer:
+        return [f"{t} {round(v)}" for t, v in sorted(totals.items()) if round(v)]
     return [f"{t} {format_weight(v)}" for t, v in sorted(totals.items())]
 
 
@@ -143,7 +166,12 @@ def dumps(profile: Profile, *, process_root: bool = False) -> str:
 
 def write(profile: Profile, dest, *, process_root: bool = False) -> None:
     """Write folded text to a path (gzip'd if it ends in ``.gz``) or file."""
-    text = dumps(profile, process_root=process_root)
+    write_lines(lines(profile, process_root=process_root), dest)
+
+
+def write_lines(out: list[str], dest) -> None:
+    """Write folded lines (from :func:`lines`) to a path (gzip'd if ``.gz``) or file."""
+    text = "".join(line + "\n" for line in out)
     if hasattr(dest, "write"):
         dest.write(text)
         return

@@ -7,7 +7,13 @@ Weight (in view), TimeStamp, % Weight) run as ``wpaexporter trace.etl
 ``bin/xperf_to_collapsedstacks.py`` for what the frames look like.  With no
 grouping each row is one sample; the Stack cell is the whole stack as
 ``/``-separated ``module!function`` frames, root first (an optional
-leading ``[Root]`` is dropped); ``n/a`` means the sample has no stack and
+leading ``[Root]`` is dropped).  Function names may contain ``/`` too
+(``operator/``, ``std::ratio<1/1000>``), so the cell is split only at a
+``/`` whose following text starts a new frame: a module name (no ``/``,
+``!``, spaces, brackets or parentheses) and ``!``, or one of the frames WPA
+writes without a module (``Unknown``, ``?``, ``n/a``, ``[...]``) up to the
+next ``/`` or the end: ``a.dll!operator//b.dll!f`` is ``a.dll!operator/``
+then ``b.dll!f``; ``n/a`` means the sample has no stack and
 ``module!<PDB_not_found>`` an unresolved frame, both kept as frames so
 percentages match WPA's.  Header names may carry units (``Weight (in
 view) (ms)``, ``TimeStamp (s)``); numbers follow the exporting machine's
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 
 import numpy as np
@@ -48,6 +55,11 @@ __all__ = ["load", "looks_like"]
 _PLAIN = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 _NONE = "\x00"  # stands for "no stack" while stack strings are split on '/'
+#: A '/' that separates frames: the text after it is a module name and '!'
+#: (RE2 has no look-ahead, so the separator is rewritten to _CUT first).
+_CUT = "\x01"
+_FRAME_START = r"/([^/!\s<>()\[\]{},;]+!)"
+_BARE_FRAME = r"/(Unknown|\?|n/a|\[[^\]/]*\])(/|\x01|$)"  # twice: matches may not overlap
 
 
 def looks_like(lines: list[str]) -> bool:
@@ -98,18 +110,22 @@ def load(path, *, weight_column: str | None = None):
         h.cols["weight"] = (idx[0], h.names[idx[0]], split_unit(h.names[idx[0]])[1])
         h.plain.setdefault("weight", False)
     err: Exception
-    try:
-        return _read(path, h, all_strings=False)
-    except _BadNumber as exc:
-        err = exc
-    except pa.ArrowInvalid as exc:
-        err = exc
-        if "conversion error" in str(exc).lower():
-            # a number further down is not plain: read those columns as text
-            try:
-                return _read(path, h, all_strings=True)
-            except (pa.ArrowInvalid, _BadNumber) as exc2:
-                err = exc2
+    all_strings, block = False, 1 << 20
+    while True:
+        try:
+            return _read(path, h, all_strings=all_strings, block=block)
+        except _BadNumber as exc:
+            err = exc
+        except pa.ArrowInvalid as exc:
+            err = exc
+            text = str(exc).lower()
+            if "conversion error" in text and not all_strings:
+                all_strings = True  # a number further down is not plain: read those columns as text
+                continue
+            if "straddling" in text and block < (1 << 30):
+                block *= 16  # a row (a very deep stack) longer than a block
+                continue
+        break
     _diagnose(path, h)
     raise FormatError(h.name, None, "a well-formed CSV table", str(err))
 
@@ -118,12 +134,12 @@ class _BadNumber(Exception):
     pass
 
 
-def _read(path, h: _Header, all_strings: bool):
+def _read(path, h: _Header, all_strings: bool, block: int = 1 << 20):
     with arrow_pool_scope():
-        return _read_in_pool(path, h, all_strings)
+        return _read_in_pool(path, h, all_strings, block)
 
 
-def _read_in_pool(path, h: _Header, all_strings: bool):
+def _read_in_pool(path, h: _Header, all_strings: bool, block: int):
     wanted = {f: h.cols[f] for f in ("stack", "process", "thread", "time", "cpu", "weight", "count") if f in h.cols}
     if "weight" in wanted:
         wanted.pop("count", None)
@@ -146,7 +162,7 @@ def _read_in_pool(path, h: _Header, all_strings: bool):
     )
     encoding = "utf-16" if enc == "utf-16" else "utf8"
     src = pa.input_stream(str(path), compression="gzip") if gz else str(path)
-    reader = pacsv.open_csv(src, read_options=pacsv.ReadOptions(block_size=1 << 20, encoding=encoding),
+    reader = pacsv.open_csv(src, read_options=pacsv.ReadOptions(block_size=block, encoding=encoding),
                             parse_options=parse, convert_options=convert)
     # One streaming reader: splitting the file between two readers parses
     # faster alone but loses to GIL contention with the interning (measured).
@@ -198,7 +214,10 @@ def _consume(batches, h: _Header, wanted, path):
         arr = texts if isinstance(texts, pa.Array) else pa.array(texts, type=pa.string())
         # no stack: n/a (which contains the separator), empty, or [Root] alone
         arr = pc.if_else(pc.is_in(pc.utf8_trim_whitespace(arr), value_set=pa.array(["", "[Root]", NO_STACK])), _NONE, arr)
-        lists = pc.split_pattern(arr, "/")
+        cut = pc.replace_substring_regex(arr, _FRAME_START, _CUT + r"\1")
+        for _ in range(2):
+            cut = pc.replace_substring_regex(cut, _BARE_FRAME, _CUT + r"\1\2")
+        lists = pc.split_pattern(cut, _CUT)
         flat = pc.utf8_trim_whitespace(lists.flatten())
         offsets = lists.offsets.to_numpy()
         starts = offsets[:-1]
@@ -252,6 +271,8 @@ def _consume(batches, h: _Header, wanted, path):
         return np.concatenate(pieces) if pieces else None
 
     weight = cat("weight") if "weight" in wanted else (cat("count") if "count" in wanted else None)
+    if weight is not None and not (np.isfinite(weight) & (weight >= 0)).all():
+        raise _BadNumber("a negative, empty or non-finite weight")
     unit = wanted["weight"][2] if "weight" in wanted else None
     weight_unit = (unit or "ms") if "weight" in wanted else ("samples" if "count" in wanted else "rows")
     time = cat("time")
@@ -284,6 +305,8 @@ def _diagnose(path, h: _Header) -> None:
     """Raise FormatError at the first row that does not fit the header."""
     ncols = len(h.names)
     numeric = {h.cols[f][0]: h.cols[f][1] for f in NUMERIC if f in h.cols}
+    weights = {h.cols[f][1] for f in ("weight", "count") if f in h.cols}
+    weights = {h.cols["weight"][1]} if "weight" in h.cols else weights
     with open_text(path) as f:
         reader = csv.reader(f, delimiter=h.delimiter)
         next(reader, None)
@@ -297,9 +320,12 @@ def _diagnose(path, h: _Header) -> None:
                 )
             for i, col in numeric.items():
                 v = row[i]
-                if not v.strip() and col != h.cols.get("weight", (None, None))[1]:
+                if not v.strip() and col not in weights:
                     continue
                 try:
-                    parse_number(v, h.decimal)
+                    x = parse_number(v, h.decimal)
                 except ValueError:
-                    raise FormatError(h.name, line, f"a number in column {col!r}", v) from None
+                    raise FormatError(h.name, line, f"a number in column {col!r} (column {i + 1})", v) from None
+                if col in weights and not (math.isfinite(x) and x >= 0):
+                    raise FormatError(h.name, line, f"a finite, non-negative weight in column {col!r} (column {i + 1})",
+                                      v)
