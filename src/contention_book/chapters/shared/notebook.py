@@ -23,6 +23,7 @@ from myst_nb import glue
 
 from contention_book.harness.params import is_empty
 
+from . import display as book_display
 from .stacks import StackSection
 
 __all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure"]
@@ -49,6 +50,7 @@ def live_params(chapter, params: Mapping[str, Any]) -> dict[str, str]:
 def start(chapter, params: Mapping[str, Any]):
     """Everything before a chapter's prose: run live if asked, then load, glue and introduce."""
     sns.set_theme(style="whitegrid", context="notebook")
+    book_display.install()
     pd.set_option("display.max_colwidth", None)
     warnings.filterwarnings("ignore", category=UserWarning, module="seaborn")
     source = params.get("source", "recorded")
