@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..shared.spread import ratio_spread
 from .spec import BACKOFF_FUNCTIONS, BASELINE, LABELS, RELIEVED
-from ..shared.stacks import StackSection, share_of
+from ..shared.stacks import StackSection, share_of, flame
 from .recordings import LogcacheRecording
 
 NAN = float("nan")
@@ -451,8 +451,7 @@ def stack_section(shown, top: int = 10) -> StackSection:
             else:
                 texts.append(f"*{rid}, {LABELS.get(variant, variant)}*: no spin-wait frame "
                              f"({', '.join(needles)}) in the samples")
-            out.figures.append(perftools.flame_figure(prof, title=f"{rid}: {LABELS.get(variant, variant)}",
-                                                         min_fraction=0.01))
+            out.figures.append(flame(prof, f"{rid}: {LABELS.get(variant, variant)}", min_fraction=0.01))
         base = [v for v in profiles if role(v) == "baseline"]
         rel = [v for v in profiles if role(v) == "relieved"]
         if base and rel:

@@ -12,6 +12,7 @@ chapter shows, glues its key numbers and shows the note on its recordings.
 """
 from __future__ import annotations
 
+import itertools
 import warnings
 from typing import Any, Mapping
 
@@ -24,6 +25,7 @@ from myst_nb import glue
 from contention_book.harness.params import is_empty
 
 from . import display as book_display
+from . import style
 from .stacks import StackSection
 
 __all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure"]
@@ -88,16 +90,26 @@ def run_summary(chapter: str, recording: str) -> str:
 
 
 def show_figure(name: str, fig) -> None:
-    """Glue a figure for a ``{glue:figure}`` block and free it."""
-    glue(name, fig, display=False)
+    """Glue a figure, sized for the text column, for a ``{glue:figure}`` block and free it."""
+    glue(name, style.fit_width(fig), display=False)
     plt.close(fig)
 
 
+FLAME_CAPTION = ("Flame graph of the CPU samples, {title}. Each box is a function; its width is its share of the "
+                 "samples, and the boxes above it are the functions it called. The colour is the code module, the same "
+                 "colour for a module in every chapter; boxes under the size limit are merged.")
+_flames = itertools.count(1)
+
+
 def show_section(part: StackSection) -> None:
-    """A stacks section: its text, then its figures and tables."""
+    """A stacks section: its text, then its figures (numbered, captioned) and tables."""
     display(Markdown(part.text))
     for fig in part.figures:
-        display(fig)
+        key = f"fig_flame_{next(_flames)}"
+        title = fig.axes[0].get_title(loc="left") if fig.axes else ""
+        glue(key, style.fit_width(fig), display=False)
         plt.close(fig)
+        display(Markdown(f"```{{glue:figure}} {key}\n:name: {key.replace('_', '-')}\n\n"
+                         f"{FLAME_CAPTION.format(title=title)}\n```"))
     for table in part.tables:
         display(table)
