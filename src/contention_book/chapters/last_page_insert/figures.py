@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import tables as an
+from ..shared.style import legend_below
 
 
 def _empty(ax, text: str) -> None:
@@ -24,7 +25,7 @@ def plot_throughput(published: list, measured) -> "object":
         axes[0].set_xlabel("throughput, × the source's own 'before'")
         axes[0].set_ylabel("")
         axes[0].set_title("Published (other systems: 32-128 cores)")
-        axes[0].legend(fontsize=8, title=None, loc="lower right")
+        legend_below(axes[0])
     else:
         _empty(axes[0], "no published points")
     t = an.throughput_table(measured)
@@ -41,7 +42,7 @@ def plot_throughput(published: list, measured) -> "object":
         axes[1].set_ylabel("rows inserted per second")
         axes[1].set_xlabel("inserting sessions")
         axes[1].set_title(f"Measured: {measured.label}, {measured.cpus or '?'} logical CPUs")
-        axes[1].legend(fontsize=8, title=None)
+        legend_below(axes[1])
     else:
         _empty(axes[1], "no measured runs")
     fig.tight_layout()
@@ -95,7 +96,7 @@ def plot_hot_pages(measured, top: int = 8) -> "object":
         ax.set_xlabel("share of samples")
         ax.set_ylabel("")
         ax.tick_params(axis="y", labelsize=7)
-        ax.legend(fontsize=7, title=None)
+        legend_below(ax)
     fig.tight_layout()
     return fig
 
@@ -115,7 +116,7 @@ def plot_read_cost(measured) -> "object":
         sns.barplot(data=r, y="query", x=col, hue="setting", ax=ax, orient="h")
         ax.set_xlabel(title)
         ax.set_ylabel("")
-        ax.legend(fontsize=8, title=None)
+        legend_below(ax)
     axes[1].set_yticklabels([])
     fig.tight_layout()
     return fig

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from .spec import KIND_LABELS, KINDS, VARIANT_LABELS
+from ..shared.style import legend_below
 
 PALETTE = {"fair": "#c0392b", "unfair": "#2e86c1", "spin_then_park": "#27ae60", "eventual": "#8e44ad"}
 
@@ -47,7 +48,7 @@ def plot_published(metrics: pd.DataFrame):
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     if axes.flat[0].get_legend():
-        axes.flat[0].legend(fontsize=7, title=None, loc="lower right", framealpha=0.9)
+        legend_below(axes.flat[0])
     fig.tight_layout()
     return fig
 
@@ -89,7 +90,7 @@ def plot_throughput(summary: pd.DataFrame | None, cpus: int | None):
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_title("Throughput of one hot lock, by hand-off policy (median; band: spread of repetitions)")
-    ax.legend(title=None, fontsize=8)
+    legend_below(ax)
     fig.tight_layout()
     return fig
 
@@ -108,7 +109,7 @@ def plot_latency(summary: pd.DataFrame | None, cpus: int | None):
     axes[0].set_title("99th percentile wait for the lock")
     _kind_lines(axes[1], s, "max_ms", cpus, "ms (log scale)")
     axes[1].set_title("Longest single wait (worst repetition)")
-    axes[0].legend(title=None, fontsize=7)
+    legend_below(axes[0])
     axes[1].get_legend().remove()
     fig.tight_layout()
     return fig
@@ -132,6 +133,6 @@ def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
         ax.set_title(title)
         if ax is not axes[0]:
             ax.get_legend().remove()
-    axes[0].legend(title=None, fontsize=7)
+    legend_below(axes[0])
     fig.tight_layout()
     return fig

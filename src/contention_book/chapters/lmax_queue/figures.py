@@ -5,6 +5,7 @@ import pandas as pd
 
 from . import tables as analysis
 from .recordings import LmaxRecording
+from ..shared.style import legend_below
 
 
 def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
@@ -34,7 +35,7 @@ def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
     ax.set_xlabel("producer sessions (log scale)")
     ax.set_ylabel("messages pushed per second (log scale)")
     ax.set_title(f"Queue designs: {db.label} against the article's points")
-    ax.legend(fontsize=8, title=None, loc="lower right")
+    legend_below(ax)
     fig.tight_layout()
     return fig
 
@@ -109,7 +110,7 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     axes[0].set_xlabel("producers (one consumer)")
     axes[0].set_ylabel("messages per second (log)")
     axes[0].set_title(f"Measured: {native.label}")
-    axes[0].legend(fontsize=8, title=None)
+    legend_below(axes[0])
     lat = t.melt(id_vars=["design", "sessions"], value_vars=["p50_us", "p99_us"], var_name="percentile",
                  value_name="us")
     lat["series"] = lat["design"].str.split(" ").str[0] + " " + lat["percentile"].str.replace("_us", "")
@@ -118,7 +119,7 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     axes[1].set_xlabel("producers (one consumer)")
     axes[1].set_ylabel("enqueue to dequeue, µs (log)")
     axes[1].set_title("Latency percentiles (measured)")
-    axes[1].legend(fontsize=7, title=None)
+    legend_below(axes[1])
     pub = lmax.runs.assign(design=[analysis.label(v) for v in lmax.runs["variant"]])
     sns.barplot(data=pub, x="topology", y="throughput", hue="design", ax=axes[2])
     axes[2].set_yscale("log")
@@ -126,7 +127,7 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     axes[2].set_ylabel("operations per second (log)")
     axes[2].set_title("Published: LMAX paper (Java)")
     axes[2].tick_params(axis="x", labelsize=8)
-    axes[2].legend(fontsize=8, title=None)
+    legend_below(axes[2])
     fig.tight_layout()
     return fig
 

@@ -153,7 +153,7 @@ def placement_text(lc: pd.DataFrame, workers: int) -> str:
         if v in at.index:
             wc, lw = str(at.loc[v, "worker_cpus"]), int(at.loc[v, "writer_cpu"])
             shared = str(lw) in wc.split()
-            parts.append(f"{name} ran the {workers} worker(s) on {_cpus_text(wc)} and the writer on CPU {lw}"
+            parts.append(f"{name} ran the {workers} worker{'' if workers == 1 else 's'} on {_cpus_text(wc)} and the writer on CPU {lw}"
                          + (" with them" if shared else " alone"))
     text = "In this recording, " + "; ".join(parts) + "." if parts else "The recording does not say where each thread ran."
     if "writer_alone" in at.index and len(str(at.loc["writer_alone", "worker_cpus"]).split()) < workers:

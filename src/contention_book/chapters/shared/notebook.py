@@ -51,8 +51,10 @@ def live_params(chapter, params: Mapping[str, Any]) -> dict[str, str]:
 
 def start(chapter, params: Mapping[str, Any]):
     """Everything before a chapter's prose: run live if asked, then load, glue and introduce."""
-    sns.set_theme(style="whitegrid", context="notebook")
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
+    plt.rcParams["figure.dpi"] = 100
     book_display.install()
+    _page["chapter"] = chapter.SPEC.chapter
     pd.set_option("display.max_colwidth", None)
     warnings.filterwarnings("ignore", category=UserWarning, module="seaborn")
     source = params.get("source", "recorded")
@@ -99,6 +101,7 @@ FLAME_CAPTION = ("Flame graph of the CPU samples, {title}. Each box is a functio
                  "samples, and the boxes above it are the functions it called. The colour is the code module, the same "
                  "colour for a module in every chapter; boxes under the size limit are merged.")
 _flames = itertools.count(1)
+_page = {"chapter": "chapter"}  # figure labels must be unique in the whole book: they carry the chapter's name
 
 
 def show_section(part: StackSection) -> None:
@@ -109,7 +112,7 @@ def show_section(part: StackSection) -> None:
         title = fig.axes[0].get_title(loc="left") if fig.axes else ""
         glue(key, style.fit_width(fig), display=False)
         plt.close(fig)
-        display(Markdown(f"```{{glue:figure}} {key}\n:name: {key.replace('_', '-')}\n\n"
+        display(Markdown(f"```{{glue:figure}} {key}\n:name: fig-{_page['chapter']}-{key.replace('_', '-')}\n\n"
                          f"{FLAME_CAPTION.format(title=title)}\n```"))
     for table in part.tables:
         display(table)
