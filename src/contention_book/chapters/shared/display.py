@@ -152,11 +152,14 @@ def _header_html(label: Any, glossary: str) -> str:
     return body
 
 
-def table_html(frame: pd.DataFrame, glossary: str = "../") -> str:
-    """One data frame as the book shows it (see the module's docstring)."""
+def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] = ()) -> str:
+    """One data frame as the book shows it (see the module's docstring); columns in ``raw`` hold HTML already."""
     df = frame.copy()
     missing = bool(df.map(is_missing).to_numpy().any()) if df.size else False
-    df = df.map(lambda v: MISSING if is_missing(v) else html.escape(number_text(v)))
+    for col in df.columns:
+        keep = col in raw
+        df[col] = df[col].map(lambda v, keep=keep: MISSING if is_missing(v) else
+                              (str(v) if keep else html.escape(number_text(v))))
 
     def labels(index: pd.Index) -> pd.Index:
         if isinstance(index, pd.MultiIndex):

@@ -28,7 +28,7 @@ from . import display as book_display
 from . import style
 from .stacks import StackSection
 
-__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure"]
+__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "show_verdicts"]
 
 # The runner's lines worth keeping on a page: its plan, the guard's actions and its outcome.
 SUMMARY_PREFIXES = ("[run]", "[guard]", "[harness]")
@@ -116,3 +116,12 @@ def show_section(part: StackSection) -> None:
                          f"{FLAME_CAPTION.format(title=title)}\n```"))
     for table in part.tables:
         display(table)
+
+
+def show_verdicts(chapter, shown) -> None:
+    """The chapter's verdict table, and the same rows saved for the book's Findings page (never typed twice)."""
+    from contention_book.harness.book_pages import save_verdicts
+
+    rows = chapter.verdicts(shown)
+    save_verdicts(chapter.SPEC.chapter, rows)
+    display(rows.set_index("claim"))
