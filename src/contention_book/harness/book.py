@@ -111,10 +111,20 @@ def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
     nb = nbformat.read(source, as_version=4)
     title = next((line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()
                   if line.startswith("# ")), f"# {chapter}")
+    import json
+
+    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), title)
+    sources = []
+    for manifest in sorted((repo_root() / "data" / chapter).glob("published-*/manifest.json")):
+        c = json.loads(manifest.read_text(encoding="utf-8")).get("citation") or {}
+        if str(c.get("url", "")).startswith("http") and c["url"] not in [u for _, u in sources]:
+            sources.append((c.get("title", c["url"]), c["url"]))
+    links = "".join(f"\n- [{t}]({u})" for t, u in sources)
     page = nbformat.v4.new_notebook()
     page.cells = [nbformat.v4.new_markdown_cell(
-        f"{title}\n\n```{{warning}}\nThis chapter did not build: {message}\n```\n\n"
-        f"Run `make chapter CH={chapter}` to see the whole error.")]
+        f"{first}\n\n```{{warning}}\nThis chapter did not build: {message}\n```\n\n"
+        f"Run `make chapter CH={chapter}` to see the whole error."
+        + (f"\n\nThe chapter's sources:{links}" if links else ""))]
     page.metadata = nb.metadata
     nbformat.write(page, out)
 

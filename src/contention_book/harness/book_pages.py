@@ -43,6 +43,7 @@ def findings_frame(notebooks: dict[str, Path]) -> pd.DataFrame:
         saved = repo_root() / VERDICTS_DIR / f"{chapter}.json"
         link = f'<a href="chapters/{nb.stem}.html#{CLAIMS_ANCHOR}">{_title(nb)}</a>'
         if not saved.exists():
+            link = f'<a href="chapters/{nb.stem}.html">{_title(nb)}</a>'
             rows.append({"chapter": link, "claim": "(this chapter did not build, so its verdicts are missing)",
                          "published": None, "measured": None, "verdict": None, "rule": None})
             continue
