@@ -81,7 +81,8 @@ def site():
 def visited(site):
     """Visit every page once: overflow, images, links, screenshot."""
     base, page = site
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
     out = {}
     for path in pages():
         rel = path.relative_to(HTML).as_posix()
@@ -156,3 +157,14 @@ def test_search_finds_logcache_access(site):
     page.wait_for_selector("#search-results li", timeout=30_000)
     hits = page.eval_on_selector_all("#search-results li a", "els => els.map(e => e.href)")
     assert any("logcache-spinlock" in h for h in hits), hits
+
+
+def test_no_drawn_figure_has_a_legend_or_title_over_its_data(site):
+    """The chapters measure each figure as they draw it (shared.style.record_check); nothing may overlap."""
+    import json
+
+    checks = sorted((ROOT / "book" / "chapters" / "figure-checks").glob("*.json"))
+    assert checks, "no figure checks: build the book"
+    bad = {f"{c.stem}/{name}": problems for c in checks
+           for name, problems in json.loads(c.read_text()).items() if problems}
+    assert not bad, bad

@@ -51,7 +51,6 @@ def plot_elapsed(table: pd.DataFrame):
     from matplotlib.patches import Patch
 
     colours = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
-    fig.tight_layout()
     fig.legend([Patch(color=c) for c in colours.values()], list(colours), loc="upper center",
                bbox_to_anchor=(0.5, 0.0), ncol=min(len(colours), 3), frameon=False, fontsize="small")
     return fig
@@ -95,5 +94,4 @@ def plot_curve(curve: pd.DataFrame, title: str):
     ax.set_title(title)
     ax.set_ylim(bottom=0)
     legend_below(ax)
-    fig.tight_layout()
     return fig

@@ -16,7 +16,7 @@ def plot_throughput(published: list, measured) -> "object":
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
+    fig, axes = plt.subplots(2, 1, figsize=(7.6, 8.4))
     pts = an.published_points(published)
     if len(pts):
         pts = pts.assign(what=pts["source"].str.replace(" (published)", "", regex=False) + ": " + pts["case"])
@@ -45,7 +45,6 @@ def plot_throughput(published: list, measured) -> "object":
         legend_below(axes[1])
     else:
         _empty(axes[1], "no measured runs")
-    fig.tight_layout()
     return fig
 
 
@@ -69,7 +68,6 @@ def plot_waits(measured) -> "object":
     ax.set_ylabel("")
     ax.set_title(f"Where the inserting sessions were, sampled at ~{measured.runs.get('wait_sampler_hz', pd.Series([20])).median():.0f} Hz")
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left", title=None)
-    fig.tight_layout()
     return fig
 
 
@@ -97,7 +95,6 @@ def plot_hot_pages(measured, top: int = 8) -> "object":
         ax.set_ylabel("")
         ax.tick_params(axis="y", labelsize=7)
         legend_below(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -118,7 +115,6 @@ def plot_read_cost(measured) -> "object":
         ax.set_ylabel("")
         legend_below(ax)
     axes[1].set_yticklabels([])
-    fig.tight_layout()
     return fig
 
 
@@ -140,5 +136,4 @@ def plot_density(measured) -> "object":
         ax.set_ylabel("")
     for ax in axes[1:]:
         ax.set_yticklabels([])
-    fig.tight_layout()
     return fig

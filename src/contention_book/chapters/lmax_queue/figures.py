@@ -36,7 +36,6 @@ def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
     ax.set_ylabel("messages pushed per second (log scale)")
     ax.set_title(f"Queue designs: {db.label} against the article's points")
     legend_below(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -94,8 +93,7 @@ def plot_delivery(db: LmaxRecording):
         ax.set_xlabel("producers (and as many consumers)")
     axes[0].get_legend().remove()
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=4, frameon=False)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=4, frameon=False)
     return fig
 
 
@@ -128,7 +126,6 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     axes[2].set_title("Published: LMAX paper (Java)")
     axes[2].tick_params(axis="x", labelsize=8)
     legend_below(axes[2])
-    fig.tight_layout()
     return fig
 
 
@@ -152,7 +149,6 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     axes[1].set_xlabel("ns per increment (log)")
     axes[1].set_ylabel("")
     axes[1].set_title("Published: LMAX paper, 500M increments")
-    fig.tight_layout()
     return fig
 
 
@@ -177,5 +173,4 @@ def plot_pressure(db: LmaxRecording):
     ax.set_title(f"Where the sessions were: {db.label}")
     ax.legend(fontsize=7, title=None, bbox_to_anchor=(1.01, 1), loc="upper left")
     ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
     return fig

@@ -30,14 +30,12 @@ def heatmap(matrix: pd.DataFrame, title: str):
         ax.set_xlabel("one-way latency, median (ns)")
         ax.set_xlim(0, pairs.max() * 1.3)
         ax.set_title(title)
-        fig.tight_layout()
         return fig
     n = len(matrix)
     fig, ax = plt.subplots(figsize=(min(11, 2.5 + 0.35 * n), min(9, 2 + 0.3 * n)))
     sns.heatmap(matrix, annot=n <= 16, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": "one-way ns (median)"},
                 mask=matrix.isna())
     ax.set_title(title)
-    fig.tight_layout()
     return fig
 
 
@@ -54,7 +52,6 @@ def c2c_compare(table: pd.DataFrame):
     ax.set_ylabel("")
     ax.set_title("Cache-line transfer by distance: published machines and this one")
     legend_below(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -73,7 +70,6 @@ def ladder(table: pd.DataFrame, title: str):
         ax.text(v * 1.08, i, f"{v:,.1f}" if v < 100 else f"{v:,.0f}", va="center", fontsize=8)
     ax.set_title(title)
     legend_below(ax)
-    fig.tight_layout()
     return fig
 
 
@@ -99,7 +95,6 @@ def throughput(curve: pd.DataFrame):
             for r in part.itertuples(index=False):
                 ax.annotate(f"{r.throughput:,.0f}", (r.sessions, r.throughput), textcoords="offset points",
                             xytext=(4, 6), fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -147,7 +142,6 @@ def waits(table: pd.DataFrame, title: str):
     ax.set_xlabel("% of samples of active client backends")
     ax.set_title(title)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
-    fig.tight_layout()
     return fig
 
 
@@ -168,7 +162,6 @@ def stack_shares(shares: pd.DataFrame, published: pd.DataFrame):
     for i, v in enumerate(data["pct"]):
         ax.text(v + 0.3, i, f"{v:.2f}%", va="center", fontsize=8)
     legend_below(ax)
-    fig.tight_layout()
     return fig
 
 

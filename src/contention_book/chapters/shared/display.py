@@ -130,7 +130,7 @@ def number_text(value: Any) -> str:
         if a >= 100:
             return f"{v:,.0f}"
         if a >= 0.001:
-            return f"{v:,.3g}" if a < 1 else f"{v:,.{max(0, 2 - int(math.floor(math.log10(a))))}f}"
+            return f"{v:.3g}"
         return f"{v:.2e}"
     return str(value)
 
@@ -167,9 +167,13 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
             return pd.MultiIndex.from_tuples(list(out), names=[human(n) for n in index.names])
         return pd.Index([_header_html(x, glossary) for x in index], name=human(index.name))
 
+    plain_index = isinstance(df.index, pd.RangeIndex)
+    wordy = bool(df.size) and bool(df.map(lambda v: len(str(v)) > 40).to_numpy().any())
     df.columns = labels(df.columns)
-    df.index = labels(df.index)
-    body = df.to_html(escape=False, na_rep=MISSING, border=0, classes="dataframe book-table")
+    if not plain_index:
+        df.index = labels(df.index)
+    classes = "book-table" + (" text-table" if wordy else "")
+    body = df.to_html(escape=False, na_rep=MISSING, border=0, classes=classes, index=not plain_index)
     note = f'<p class="table-note">{MISSING_NOTE}</p>' if missing else ""
     return f'<div class="table-wrap">{body}</div>{note}'
 

@@ -53,8 +53,10 @@ def start(chapter, params: Mapping[str, Any]):
     """Everything before a chapter's prose: run live if asked, then load, glue and introduce."""
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
     plt.rcParams["figure.dpi"] = 100
+    plt.rcParams["figure.constrained_layout.use"] = True  # lays out titles, labels and outside legends together
     book_display.install()
     _page["chapter"] = chapter.SPEC.chapter
+    style.reset_checks(chapter.SPEC.chapter)
     pd.set_option("display.max_colwidth", None)
     warnings.filterwarnings("ignore", category=UserWarning, module="seaborn")
     source = params.get("source", "recorded")
@@ -94,6 +96,7 @@ def run_summary(chapter: str, recording: str) -> str:
 def show_figure(name: str, fig) -> None:
     """Glue a figure, sized for the text column, for a ``{glue:figure}`` block and free it."""
     glue(name, style.fit_width(fig), display=False)
+    style.record_check(_page["chapter"], name, fig)
     plt.close(fig)
 
 
@@ -111,6 +114,7 @@ def show_section(part: StackSection) -> None:
         key = f"fig_flame_{next(_flames)}"
         title = fig.axes[0].get_title(loc="left") if fig.axes else ""
         glue(key, style.fit_width(fig), display=False)
+        style.record_check(_page["chapter"], key, fig)
         plt.close(fig)
         display(Markdown(f"```{{glue:figure}} {key}\n:name: fig-{_page['chapter']}-{key.replace('_', '-')}\n\n"
                          f"{FLAME_CAPTION.format(title=title)}\n```"))

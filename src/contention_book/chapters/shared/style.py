@@ -55,7 +55,7 @@ def fit_width(fig, width_in: float = TEXT_WIDTH_IN):
     w, h = fig.get_size_inches()
     if w > width_in:
         fig.set_size_inches(width_in, h * width_in / w)
-    return fig
+    return thousands(fig)
 
 
 def legend_below(ax, ncol: int | None = None, **kwargs):
@@ -63,9 +63,40 @@ def legend_below(ax, ncol: int | None = None, **kwargs):
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return None
-    ncol = ncol or min(len(handles), 3)
+    ncol = ncol or columns_for(labels)
     return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=ncol,
                      frameon=False, fontsize="small", **kwargs)
+
+
+def legend_under_figure(fig, ax):
+    """One legend for the whole figure, taken from ``ax``, under every panel (needs constrained layout)."""
+    handles, labels = ax.get_legend_handles_labels()
+    for a in fig.axes:
+        if a.get_legend():
+            a.get_legend().remove()
+    if not handles:
+        return None
+    return fig.legend(handles, labels, loc="outside lower center", ncol=columns_for(labels), frameon=False,
+                      fontsize="small")
+
+
+def columns_for(labels, room_chars: int = 90) -> int:
+    """As many legend columns as fit across the text column, given the longest label."""
+    longest = max((len(str(t)) for t in labels), default=1) + 4
+    return max(1, min(len(labels), 4, room_chars // longest))
+
+
+def thousands(fig):
+    """Thousands separators on every linear axis that reaches 1,000, as the tables have them."""
+    from matplotlib.ticker import FuncFormatter
+
+    fmt = FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 1000 or float(v).is_integer() else f"{v:g}")
+    for ax in fig.axes:
+        for axis, scale, lim in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()), (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
+            if scale == "linear" and max(abs(lim[0]), abs(lim[1])) >= 1000 and \
+                    type(axis.get_major_formatter()).__name__ == "ScalarFormatter":
+                axis.set_major_formatter(fmt)
+    return fig
 
 
 def legend_right(ax, **kwargs):
@@ -80,8 +111,11 @@ def legend_right(ax, **kwargs):
 def overlaps(fig) -> list[str]:
     """Every legend or title that overlaps a data area or another title, as drawn: the test of this module's
     promise.  Empty when nothing overlaps."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
     axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
     legends = [(f"legend of axes {i}", ax.get_legend()) for i, ax in enumerate(fig.axes) if ax.get_legend()]
     legends += [(f"figure legend {i}", lg) for i, lg in enumerate(fig.legends)]
@@ -97,3 +131,33 @@ def overlaps(fig) -> list[str]:
             if titles[a][1].overlaps(titles[b][1]):
                 found.append(f"titles of axes {titles[a][0]} and {titles[b][0]} overlap")
     return found
+
+
+# -- the figures a chapter drew, checked as drawn ----------------------------------------------------------------
+
+def checks_path(chapter: str):
+    from contention_book.harness.recording import repo_root
+
+    return repo_root() / "book" / "chapters" / "figure-checks" / f"{chapter}.json"
+
+
+def reset_checks(chapter: str) -> None:
+    path = checks_path(chapter)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}", encoding="utf-8")
+
+
+def record_check(chapter: str, name: str, fig) -> list[str]:
+    """Measure one drawn figure (:func:`overlaps`, and its width) and add the result to the chapter's checks file,
+    which the book's tests read."""
+    import json
+
+    problems = overlaps(fig)
+    width = float(fig.get_size_inches()[0])
+    if width > TEXT_WIDTH_IN + 0.01:
+        problems.append(f"{width:.1f} in wide, wider than the text column ({TEXT_WIDTH_IN} in)")
+    path = checks_path(chapter)
+    found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    found[name] = problems
+    path.write_text(json.dumps(found, indent=1), encoding="utf-8")
+    return problems
