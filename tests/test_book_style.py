@@ -90,3 +90,12 @@ def test_a_module_has_one_colour_everywhere():
     assert style.module_colour("postgres") == style.module_colour("postgres")
     assert style.module_colour("some.dll") == style.module_colour("some.dll")
     assert style.module_colour("postgres") != style.module_colour("[kernel.kallsyms]")
+
+
+def test_a_layout_that_collapses_is_found():
+    fig, axes = plt.subplots(1, 6, figsize=(2, 1), layout="constrained")
+    for ax in axes:
+        ax.set_ylabel("a long label\nover lines\nand lines")
+        ax.set_title("title")
+    assert any("layout" in p for p in style.overlaps(fig))
+    plt.close(fig)

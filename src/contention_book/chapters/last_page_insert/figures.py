@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import tables as an
-from ..shared.style import legend_below
+from ..shared.style import legend_below, legend_under_figure
 
 
 def _empty(ax, text: str) -> None:
@@ -107,14 +107,13 @@ def plot_read_cost(measured) -> "object":
         fig, ax = plt.subplots(figsize=(8, 1.5))
         _empty(ax, "this recording has no read-cost measurements")
         return fig
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    fig, axes = plt.subplots(2, 1, figsize=(7.6, 2 * (0.3 * len(r) + 1.4) + 0.6), sharey=True)
     for ax, col, title in ((axes[0], "logical_reads", "pages read (buffers / logical reads)"),
                            (axes[1], "partitions_touched", "partitions touched")):
         sns.barplot(data=r, y="query", x=col, hue="setting", ax=ax, orient="h")
         ax.set_xlabel(title)
         ax.set_ylabel("")
-        legend_below(ax)
-    axes[1].set_yticklabels([])
+    legend_under_figure(fig, axes[0])
     return fig
 
 
@@ -127,13 +126,11 @@ def plot_density(measured) -> "object":
         fig, ax = plt.subplots(figsize=(8, 1.5))
         _empty(ax, "this recording has no index statistics")
         return fig
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, axes = plt.subplots(3, 1, figsize=(7.6, 3 * (0.3 * d["setting"].nunique() + 1.0)), sharey=True)
     for ax, col, title in ((axes[0], "avg_leaf_density", "average leaf density (%)"),
                            (axes[1], "rows_per_leaf", "rows per leaf page"),
                            (axes[2], "leaf_fragmentation", "leaf fragmentation (%)")):
         sns.barplot(data=d, y="setting", x=col, ax=ax, orient="h", hue="setting", legend=False)
         ax.set_xlabel(title)
         ax.set_ylabel("")
-    for ax in axes[1:]:
-        ax.set_yticklabels([])
     return fig

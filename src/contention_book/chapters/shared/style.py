@@ -113,13 +113,17 @@ def overlaps(fig) -> list[str]:
     promise.  Empty when nothing overlaps."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    import warnings
+
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    canvas.draw()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        canvas.draw()
     renderer = canvas.get_renderer()
+    found = [f"layout failed: {w.message}" for w in caught if "layout" in str(w.message)]
     axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
     legends = [(f"legend of axes {i}", ax.get_legend()) for i, ax in enumerate(fig.axes) if ax.get_legend()]
     legends += [(f"figure legend {i}", lg) for i, lg in enumerate(fig.legends)]
-    found = []
     for name, legend in legends:
         box = legend.get_window_extent(renderer)
         for j, ax in enumerate(axes):
