@@ -63,7 +63,7 @@ def plot_delivery(db: LmaxRecording):
     import seaborn as sns
 
     t = analysis.scaling(db)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(3, 1, figsize=(7.6, 10))
     if "dequeue_per_s" not in t or not (t.get("consumers", 0) > 0).any():
         for ax in axes:
             ax.axis("off")
@@ -102,7 +102,7 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     import seaborn as sns
 
     t = analysis.scaling(native)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(3, 1, figsize=(7.6, 10))
     sns.barplot(data=t, x="sessions", y="throughput", hue="design", ax=axes[0])
     axes[0].set_yscale("log")
     axes[0].set_xlabel("producers (one consumer)")
