@@ -99,9 +99,18 @@ def write_data_page() -> Path:
             machine += f" ({host['logical_cpus']} logical CPUs)"
         date = (m.get("started") or (m.get("citation") or {}).get("date") or "")[:10]
         engine = m.get("engine") or {}
+        run_s = None
+        if m.get("kind") == "measured" and m.get("started") and m.get("ended"):
+            from datetime import datetime
+
+            try:
+                run_s = (datetime.fromisoformat(m["ended"].replace("Z", "+00:00"))
+                         - datetime.fromisoformat(m["started"].replace("Z", "+00:00"))).total_seconds()
+            except ValueError:
+                run_s = None
         rows.append({"chapter": chapter, "recording": folder.name, "kind": m.get("kind", "?"),
                      "engine": f"{engine.get('name', '')} {engine.get('version', '')}".strip(),
-                     "machine": machine, "date": date, "size (KB)": round(_size(folder) / 1024),
+                     "machine": machine, "date": date, "run time (s)": run_s, "size (KB)": round(_size(folder) / 1024),
                      "download": f'<a href="{DATA_URL}/{zip_name(chapter, folder)}">zip</a>'})
     from contention_book.chapters.shared.display import table_html
 

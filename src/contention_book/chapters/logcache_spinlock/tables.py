@@ -143,6 +143,11 @@ def _cpus_text(cpus: str) -> str:
     return f"CPU {c[0]}" if len(c) == 1 else "CPUs " + ", ".join(c[:-1]) + f" and {c[-1]}"
 
 
+def plural(count: int, noun: str) -> str:
+    """'1 worker', '4 workers': prose without "(s)"."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def placement_text(lc: pd.DataFrame, workers: int) -> str:
     """Where the recording put the workers and the writer in each variant, in words."""
     if lc.empty or "worker_cpus" not in lc:
@@ -274,6 +279,9 @@ def key_numbers(shown) -> dict[str, Any]:
     n["nat_c2c_min_ns"] = _f(pairs["median_one_way_ns"].min()) if len(pairs) else NAN
     n["nat_c2c_max_ns"] = _f(pairs["median_one_way_ns"].max()) if len(pairs) else NAN
     n["nat_c2c_relations"] = ", ".join(sorted(pairs["relation"].unique())) if len(pairs) else "none"
+    n["nat_c2c_pairs_text"] = plural(len(pairs), "measured pair")
+    n["nat_c2c_relations_text"] = ("the relation" if len(pairs) and pairs["relation"].nunique() == 1
+                                   else "the relations")
     n["nat_c2c_handoffs_per_s"] = 1e9 / n["nat_c2c_median_ns"] if n["nat_c2c_median_ns"] == n["nat_c2c_median_ns"] else NAN
     chase = nat.table("chase") if nat else None
     if chase is not None and len(chase):
@@ -309,6 +317,7 @@ def key_numbers(shown) -> dict[str, Any]:
                         "writer_wait_p50_ns"):
                 n[f"nat_{tag}_{col}"] = NAN
     n["nat_b_vs_a_x"] = n["nat_b_throughput"] / n["nat_a_throughput"]
+    n["nat_b_workers_text"] = plural(n["nat_b_workers"], "worker")
     if len(lc) and n["nat_b_workers"]:
         frame = nat.runs[nat.runs["workers"] == n["nat_b_workers"]]
         n["nat_b_vs_a_text"] = ratio_spread(frame, "throughput", "writer_alone", "writer_shared").text(".2f", "×")
