@@ -252,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     failures: list[str] = []
+    if not getattr(args, "output", None):  # the book's own copies feed the Findings page and the figure checks
+        from .book_pages import PAGE_DATA_ENV
+
+        os.environ[PAGE_DATA_ENV] = str(repo_root() / "book" / "chapters")
     if args.command == "build":
         from concurrent.futures import ThreadPoolExecutor
 

@@ -7,6 +7,7 @@ gathers what the chapters saved, so the page shows exactly the rows the chapters
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -15,11 +16,23 @@ import pandas as pd
 from .recording import data_root, repo_root
 
 VERDICTS_DIR = Path("book") / "chapters" / "verdicts"
+# Set by the book builder for the book's own executed copies only: a notebook executed elsewhere (a test, a
+# reader's --output) must not change what the Findings page and the figure checks say.
+PAGE_DATA_ENV = "CONTENTION_BOOK_PAGE_DATA"
+
+
+def page_data_dir() -> Path | None:
+    value = os.environ.get(PAGE_DATA_ENV, "")
+    return Path(value) if value else None
 CLAIMS_ANCHOR = "the-article-s-claims-checked"  # the id Sphinx gives the heading "The article's claims, checked"
 DATA_URL = "data"  # zips go to book/_build/html/data/
+GENERATED = ("findings", "data")  # pages of book/_toc.yml that this module writes
 
 
-def save_verdicts(chapter: str, rows: pd.DataFrame) -> Path:
+def save_verdicts(chapter: str, rows: pd.DataFrame) -> Path | None:
+    """Keep a chapter's verdict rows for the Findings page, when this execution is the book's own copy."""
+    if page_data_dir() is None:
+        return None
     out = repo_root() / VERDICTS_DIR / f"{chapter}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(rows.to_json(orient="records", force_ascii=False, indent=1), encoding="utf-8")

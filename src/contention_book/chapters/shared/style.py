@@ -145,7 +145,15 @@ def checks_path(chapter: str):
     return repo_root() / "book" / "chapters" / "figure-checks" / f"{chapter}.json"
 
 
+def _book_copy() -> bool:
+    from contention_book.harness.book_pages import page_data_dir
+
+    return page_data_dir() is not None
+
+
 def reset_checks(chapter: str) -> None:
+    if not _book_copy():
+        return
     path = checks_path(chapter)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{}", encoding="utf-8")
@@ -160,6 +168,8 @@ def record_check(chapter: str, name: str, fig) -> list[str]:
     width = float(fig.get_size_inches()[0])
     if width > TEXT_WIDTH_IN + 0.01:
         problems.append(f"{width:.1f} in wide, wider than the text column ({TEXT_WIDTH_IN} in)")
+    if not _book_copy():
+        return problems
     path = checks_path(chapter)
     found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     found[name] = problems
