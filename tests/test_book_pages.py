@@ -51,7 +51,7 @@ def test_findings_are_the_chapters_saved_verdict_rows(checkout, monkeypatch):
     book_pages.save_verdicts("demo", rows)
     page = book_pages.write_findings(book.notebooks()).read_text()
     assert "Fair hand-off is slower" in page and "Spins rise" in page
-    assert 'href="chapters/01-demo.html#the-article-s-claims-checked"' in page
+    assert 'href="chapters/01-demo.html#verdicts-demo"' in page
     assert "1 agrees, 1 inconclusive" in page
     assert "&lt;b&gt;" in page  # measured text is escaped, only the chapter link is HTML
 

@@ -24,7 +24,11 @@ PAGE_DATA_ENV = "CONTENTION_BOOK_PAGE_DATA"
 def page_data_dir() -> Path | None:
     value = os.environ.get(PAGE_DATA_ENV, "")
     return Path(value) if value else None
-CLAIMS_ANCHOR = "the-article-s-claims-checked"  # the id Sphinx gives the heading "The article's claims, checked"
+
+
+def claims_anchor(chapter: str) -> str:
+    """The id of the anchor placed just before a chapter's verdict table (see shared.notebook.show_verdicts)."""
+    return f"verdicts-{chapter}"
 DATA_URL = "data"  # zips go to book/_build/html/data/
 GENERATED = ("findings", "data")  # pages of book/_toc.yml that this module writes
 
@@ -54,7 +58,7 @@ def findings_frame(notebooks: dict[str, Path]) -> pd.DataFrame:
     rows = []
     for chapter, nb in notebooks.items():
         saved = repo_root() / VERDICTS_DIR / f"{chapter}.json"
-        link = f'<a href="chapters/{nb.stem}.html#{CLAIMS_ANCHOR}">{_title(nb)}</a>'
+        link = f'<a href="chapters/{nb.stem}.html#{claims_anchor(chapter)}">{_title(nb)}</a>'
         if not saved.exists():
             link = f'<a href="chapters/{nb.stem}.html">{_title(nb)}</a>'
             rows.append({"chapter": link, "claim": "(this chapter did not build, so its verdicts are missing)",

@@ -124,8 +124,11 @@ def show_section(part: StackSection) -> None:
 
 def show_verdicts(chapter, shown) -> None:
     """The chapter's verdict table, and the same rows saved for the book's Findings page (never typed twice)."""
-    from contention_book.harness.book_pages import save_verdicts
+    from IPython.display import HTML
+
+    from contention_book.harness.book_pages import claims_anchor, save_verdicts
 
     rows = chapter.verdicts(shown)
     save_verdicts(chapter.SPEC.chapter, rows)
+    display(HTML(f'<span id="{claims_anchor(chapter.SPEC.chapter)}"></span>'))  # the Findings page links here
     display(rows.set_index("claim"))
