@@ -94,7 +94,12 @@ def visited(site):
                 "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"),
             "links": page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)"),
         }
-        page.screenshot(path=str(SHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+        # The whole page at once: a viewport as tall as the page (Playwright's full_page stitching shifts the
+        # theme's sticky sidebar), then back to the ordinary viewport for the next page.
+        height = min(page.evaluate("() => document.documentElement.scrollHeight"), 30_000)
+        page.set_viewport_size({"width": 1400, "height": height})
+        page.screenshot(path=str(SHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")))
+        page.set_viewport_size({"width": 1400, "height": 900})
     return out
 
 

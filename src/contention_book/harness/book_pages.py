@@ -76,7 +76,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
     frame = findings_frame(notebooks)
     counts = frame["verdict"].dropna().map(lambda v: str(v).split(":")[0]).value_counts()
     summary = ", ".join(f"{n} {v}" for v, n in counts.items()) or "no verdicts yet"
-    html = table_html(frame, glossary="", raw=("chapter",)).replace('<table border="0"', '<table border="0" id="findings"')
+    html = table_html(frame, glossary="", raw=("chapter",), table_id="findings")
     page = ("# Findings\n\n"
             "Every claim the chapters check, in one table: what the article reported, what the recording shown in "
             "the chapter measured, the verdict and the rule that decides it. The rows are the chapters' own verdict "

@@ -152,7 +152,7 @@ def _header_html(label: Any, glossary: str) -> str:
     return body
 
 
-def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] = ()) -> str:
+def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] = (), table_id: str | None = None) -> str:
     """One data frame as the book shows it (see the module's docstring); columns in ``raw`` hold HTML already."""
     df = frame.copy()
     missing = bool(df.map(is_missing).to_numpy().any()) if df.size else False
@@ -173,7 +173,8 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
     if not plain_index:
         df.index = labels(df.index)
     classes = "book-table" + (" text-table" if wordy else "")
-    body = df.to_html(escape=False, na_rep=MISSING, border=0, classes=classes, index=not plain_index)
+    body = df.to_html(escape=False, na_rep=MISSING, border=0, classes=classes, index=not plain_index,
+                      table_id=table_id)
     note = f'<p class="table-note">{MISSING_NOTE}</p>' if missing else ""
     return f'<div class="table-wrap">{body}</div>{note}'
 
