@@ -112,7 +112,7 @@ def write_data_page() -> Path:
     for chapter, folder, m in recordings():
         host = m.get("host") or {}
         machine = host.get("description") or host.get("cpu_model") or "—"
-        if host.get("logical_cpus"):
+        if host.get("logical_cpus") and "logical" not in machine:
             machine += f" ({host['logical_cpus']} logical CPUs)"
         date = (m.get("started") or (m.get("citation") or {}).get("date") or "")[:10]
         engine = m.get("engine") or {}
@@ -131,8 +131,8 @@ def write_data_page() -> Path:
                      "download": f'<a href="{DATA_URL}/{zip_name(chapter, folder)}">zip</a>'})
     from contention_book.chapters.shared.display import table_html
 
-    frame = pd.DataFrame(rows).set_index(["chapter", "recording"])
-    html = table_html(frame, glossary="", raw=("download",))
+    frame = pd.DataFrame(rows)
+    html = table_html(frame, glossary="", raw=("download",), table_id="recordings")
     page = ("# Data\n\n"
             "Every recording this book renders, published (an article's numbers, transcribed with their citation) or "
             "measured (a run of this code, with its command and machine). Each zip holds the recording's directory "
