@@ -196,9 +196,15 @@ def test_lmax_cache_line_claims_both_ways(lmax, claim, layout, base):
     ("A non-durable table helps", "ring_unlogged", "ring"),
 ])
 def test_lmax_durability_claims_both_ways(lmax, claim, fast, slow):
-    pick = lambda v: lambda t: t["variant"] == v  # noqa: E731
-    ahead = scaled(lmax.db, "runs", pick(fast), "throughput", 10)
-    behind = scaled(lmax.db, "runs", pick(fast), "throughput", 0.1)
+    other = lmax.db.runs[lmax.db.runs["variant"] == slow].set_index(["sessions", "repetition"])["throughput"]
+
+    def times_slow(f):  # the faster design's rate as f times its twin's, point by point
+        return lambda rows: f * np.asarray([other[k] for k in zip(rows["sessions"], rows["repetition"])]) \
+            / rows["throughput"].to_numpy()
+
+    mine = lambda t: t["variant"] == fast  # noqa: E731
+    ahead = scaled(lmax.db, "runs", mine, "throughput", times_slow(3.0))
+    behind = scaled(lmax.db, "runs", mine, "throughput", times_slow(0.5))
     assert verdict(_lmax(lmax, db=ahead), claim) == "agrees"
     assert verdict(_lmax(lmax, db=behind), claim) == "differs"
 

@@ -41,13 +41,13 @@ MIN_REPETITIONS = 3  # fewer paired repetitions than this and no verdict is draw
 
 def rule_above(threshold: float, what: str = "the ratio") -> str:
     """The words of :func:`above`'s rule, for a Claim's ``rule``."""
-    return (f"agrees when {what}'s interval over repetitions lies above {threshold:g}; differs when it lies "
+    return (f"agrees when the interval over repetitions of {what} lies above {threshold:g}; differs when it lies "
             f"below; inconclusive when it straddles {threshold:g} or fewer than {MIN_REPETITIONS} repetitions ran")
 
 
 def rule_below(threshold: float, what: str = "the ratio") -> str:
     """The words of :func:`below`'s rule."""
-    return (f"agrees when {what}'s interval over repetitions lies below {threshold:g}; differs when it lies "
+    return (f"agrees when the interval over repetitions of {what} lies below {threshold:g}; differs when it lies "
             f"above; inconclusive when it straddles {threshold:g} or fewer than {MIN_REPETITIONS} repetitions ran")
 
 
