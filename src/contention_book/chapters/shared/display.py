@@ -172,7 +172,7 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
     df.columns = labels(df.columns)
     if not plain_index:
         df.index = labels(df.index)
-    classes = "book-table" + (" text-table" if wordy else "")
+    classes = "book-table" + (" text-table" if wordy else "") + (" dense" if df.shape[1] > 7 else "")
     body = df.to_html(escape=False, na_rep=MISSING, border=0, classes=classes, index=not plain_index,
                       table_id=table_id)
     note = f'<p class="table-note">{MISSING_NOTE}</p>' if missing else ""
