@@ -14,7 +14,7 @@ RECORD_TO ?=
 ALLOW_SERVER_CHANGES ?=
 PARAMS ?=
 
-.PHONY: setup book chapter record test lab bench-perftools bench-driver native clean clean-pg help
+.PHONY: setup book chapter record test lab bench-perftools bench-driver bench-book native clean clean-pg help
 
 # Native microbenchmarks: every native/<name>.c becomes native/build/<name>.
 CC ?= cc
@@ -30,6 +30,7 @@ help:
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench-perftools   parse-speed and memory benchmark of the stack importers"
 	@echo "make bench-driver      the sessions driver against pgbench on the same single-row insert"
+	@echo "make bench-book        make book: a full rebuild, then with nothing changed"
 	@echo "make native    build the C microbenchmarks in native/ (chapters build them on demand too)"
 
 # Every package at its locked version, checked against its hash; then this project itself.
@@ -67,6 +68,9 @@ bench-perftools: setup
 
 bench-driver: setup
 	$(BIN)/python benchmarks/bench_driver.py
+
+bench-book: setup
+	$(BIN)/python benchmarks/bench_book.py
 
 native: $(NATIVE_BIN)
 

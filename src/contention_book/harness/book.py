@@ -29,6 +29,60 @@ from .recording import repo_root
 from .redaction import redact
 
 RECORDED_TIMEOUT_S = 600
+PARALLEL_CHAPTERS = 2  # chapters execute two at a time (each is one kernel; the machine has two cores)
+
+
+def chapter_inputs(chapter: str, notebook: Path) -> list[Path]:
+    """What a chapter's executed page depends on: its notebook, its recordings, and the code it imports (its own
+    package, the shared chapter pieces, the harness and perftools)."""
+    root = repo_root()
+    src = root / "src" / "contention_book"
+    package = chapter.replace("-", "_")
+    trees = [root / "data" / chapter, src / "chapters" / package, src / "chapters" / "shared", src / "harness",
+             src / "perftools"]
+    files = [notebook]
+    for tree in trees:
+        files += sorted(p for p in tree.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files += [src / "chapters" / "__init__.py", src / "__init__.py"]
+    return [f for f in files if f.exists()]
+
+
+def content_stamp(chapter: str, notebook: Path) -> str:
+    """A SHA-256 over the names and contents of every input of a chapter."""
+    import hashlib
+
+    h = hashlib.sha256()
+    root = repo_root()
+    for f in chapter_inputs(chapter, notebook):
+        h.update(str(f.relative_to(root)).encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def stamp_path(notebook: Path) -> Path:
+    return repo_root() / "book" / "chapters" / ".stamps" / f"{notebook.stem}.sha256"
+
+
+def up_to_date(chapter: str, notebook: Path) -> bool:
+    """True when the executed copy exists and was made from exactly the inputs there are now."""
+    stamp = stamp_path(notebook)
+    return (executed_path(notebook).exists() and stamp.exists()
+            and stamp.read_text().strip() == content_stamp(chapter, notebook))
+
+
+def execute_if_changed(chapter: str, *, force: bool = False) -> bool:
+    """Execute a chapter's notebook unless its stamp says nothing it depends on changed; True if executed."""
+    nb = notebooks()[chapter]
+    if not force and up_to_date(chapter, nb):
+        print(f"[book] {chapter}: unchanged, not re-executed", flush=True)
+        return False
+    stamp = stamp_path(nb)
+    stamp.unlink(missing_ok=True)
+    before = content_stamp(chapter, nb)
+    execute(chapter, {})
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(before + "\n")
+    return True
 
 
 def notebooks() -> dict[str, Path]:
@@ -57,10 +111,20 @@ def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
     nb = nbformat.read(source, as_version=4)
     title = next((line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()
                   if line.startswith("# ")), f"# {chapter}")
+    import json
+
+    first = next((c.source for c in nb.cells if c.cell_type == "markdown"), title)
+    sources = []
+    for manifest in sorted((repo_root() / "data" / chapter).glob("published-*/manifest.json")):
+        c = json.loads(manifest.read_text(encoding="utf-8")).get("citation") or {}
+        if str(c.get("url", "")).startswith("http") and c["url"] not in [u for _, u in sources]:
+            sources.append((c.get("title", c["url"]), c["url"]))
+    links = "".join(f"\n- [{t}]({u})" for t, u in sources)
     page = nbformat.v4.new_notebook()
     page.cells = [nbformat.v4.new_markdown_cell(
-        f"{title}\n\n```{{warning}}\nThis chapter did not build: {message}\n```\n\n"
-        f"Run `make chapter CH={chapter}` to see the whole error.")]
+        f"{first}\n\n```{{warning}}\nThis chapter did not build: {message}\n```\n\n"
+        f"Run `make chapter CH={chapter}` to see the whole error."
+        + (f"\n\nThe chapter's sources:{links}" if links else ""))]
     page.metadata = nb.metadata
     nbformat.write(page, out)
 
@@ -75,6 +139,8 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     source = books[chapter]
     out = output or executed_path(source)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if output is None:  # the book's copy is about to change: whatever made the old one no longer describes it
+        stamp_path(source).unlink(missing_ok=True)
     print(f"[book] executing {source.relative_to(repo_root())} -> {out.relative_to(repo_root()) if out.is_relative_to(repo_root()) else out}"
           + (f" with {parameters}" if parameters else ""), flush=True)
     started = time.perf_counter()
@@ -99,13 +165,18 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
 
 
 def build_html() -> Path:
+    from .book_pages import write_data_page, write_findings, write_zips
+
     root = repo_root()
+    write_findings(notebooks())
+    write_data_page()
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root / "book"), "--config", str(root / "_config.yml"),
            "--toc", str(root / "book" / "_toc.yml"), "--path-output", str(root / "book"), "-W", "-n", "--keep-going", "--quiet"]
     proc = subprocess.run(cmd, cwd=root)
     if proc.returncode != 0:
         raise SystemExit(f"[book] jupyter-book build failed (exit {proc.returncode})")
     index = root / "book" / "_build" / "html" / "index.html"
+    write_zips(index.parent)
     print(f"[book] HTML: {index}")
     return index
 
@@ -160,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="execute every chapter on its recorded data, then build the HTML")
     b.add_argument("--no-html", action="store_true", help="execute only")
+    b.add_argument("--force", action="store_true", help="re-execute every chapter, changed or not")
     c = sub.add_parser("chapter", help="execute one chapter (recorded or live), then build the HTML")
     c.add_argument("chapter")
     c.add_argument("--source", choices=("recorded", "live"), default="recorded")
@@ -180,13 +252,22 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     failures: list[str] = []
+    if not getattr(args, "output", None):  # the book's own copies feed the Findings page and the figure checks
+        from .book_pages import PAGE_DATA_ENV
+
+        os.environ[PAGE_DATA_ENV] = str(repo_root() / "book" / "chapters")
     if args.command == "build":
-        for chapter in notebooks():  # one failed chapter does not stop the others
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(chapter: str) -> None:  # one failed chapter does not stop the others
             try:
-                execute(chapter, {})
+                execute_if_changed(chapter, force=args.force)
             except ChapterFailed as exc:
                 print(exc, flush=True)
                 failures.append(chapter)
+
+        with ThreadPoolExecutor(max_workers=PARALLEL_CHAPTERS) as pool:
+            list(pool.map(one, notebooks()))
     else:
         params: dict[str, Any] = {}
         if args.recording:

@@ -202,7 +202,10 @@ class Recording:
         origin = ""
         if self.kind == "published":
             c = self.manifest["citation"]
-            origin = f"; transcribed from {c['author']}, “{c['title']}” ({c['date']})"
+            title = f"“{c['title']}”"
+            if str(c.get("url", "")).startswith(("https://", "http://")):
+                title = f"[{title}]({c['url']})"
+            origin = f"; transcribed from {c['author']}, {title} ({c['date']})"
         else:
             origin = f"; recorded {self.manifest['started'][:10]} with `{self.manifest['measured']['command']}`"
         where = "" if self.path.name == self.id else f" (read from {self.path})"

@@ -104,13 +104,18 @@ def _layout(root: FlameNode, min_weight: float, max_depth: int | None):
     return boxes
 
 
-def module_colors(boxes, max_modules: int = 12) -> dict[str, str]:
-    """Colour per module, the widest modules first; the rest share grey."""
+def module_colors(boxes, max_modules: int = 12, colour_of=None) -> dict[str, str]:
+    """Colour per module, the widest modules first; the rest share grey.
+
+    ``colour_of(module)`` fixes each module's colour (a book keeps one per module on every page);
+    without it the palette is dealt out by width."""
     width: dict[str, float] = {}
     for _, depth, w, node in boxes:
         if depth and not node.merged and node.module != "(process)":
             width[node.module] = width.get(node.module, 0.0) + w
     ranked = sorted(width, key=lambda m: (-width[m], m))
+    if colour_of is not None:
+        return {m: colour_of(m) for m in ranked[:max_modules]}
     return {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(ranked[:max_modules])}
 
 
@@ -134,6 +139,7 @@ def flame_figure(
     width: float = 12.0,
     row_height: float = 0.24,
     fontsize: float = 7.5,
+    colour_of=None,
 ):
     """Draw a flame graph (or icicle) and return the matplotlib Figure."""
     # A bare Figure (no pyplot): no GUI backend, nothing global to clean up.
@@ -143,7 +149,7 @@ def flame_figure(
     root = build_tree(p, process_root=process_root)
     total = root.weight or 1.0
     boxes = _layout(root, min_fraction * total, max_depth)
-    colors = module_colors(boxes, max_modules)
+    colors = module_colors(boxes, max_modules, colour_of)
     depth = max(d for _, d, _, _ in boxes) + 1
     fig_h = min(2.0 + row_height * depth, 40.0)
     fig = Figure(figsize=(width, fig_h), layout="constrained")

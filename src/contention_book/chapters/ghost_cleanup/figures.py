@@ -6,6 +6,7 @@ import pandas as pd
 
 
 from .spec import LABELS
+from ..shared.style import legend_below
 
 
 def _bars(ax, rows: pd.DataFrame, value: str, low: str, high: str) -> None:
@@ -50,8 +51,8 @@ def plot_elapsed(table: pd.DataFrame):
     from matplotlib.patches import Patch
 
     colours = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
-    axes[0].legend([Patch(color=c) for c in colours.values()], list(colours), loc="lower right", fontsize=8)
-    fig.tight_layout()
+    fig.legend([Patch(color=c) for c in colours.values()], list(colours), loc="upper center",
+               bbox_to_anchor=(0.5, 0.0), ncol=min(len(colours), 3), frameon=False, fontsize="small")
     return fig
 
 
@@ -61,7 +62,8 @@ def plot_storage(frames: pd.DataFrame):
 
     frames = frames.copy()
     frames["phase"] = frames["phase"].map({"after_run": "right after the run", "after_cleanup": "after cleanup"})
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    n = frames.assign(what=frames["recording"] + frames["setting"])["what"].nunique()
+    fig, axes = plt.subplots(2, 1, figsize=(7.6, 2 * (0.45 * n + 1.6)), layout="constrained")
     for ax, col, title in ((axes[0], "pages", "Pages (all levels / heap + index)"),
                            (axes[1], "not_removed", "Ghosts / dead versions not yet removed")):
         data = frames.dropna(subset=[col])
@@ -71,9 +73,10 @@ def plot_storage(frames: pd.DataFrame):
         ax.set_xlabel(f"{col.replace('_', ' ')} (log scale)")
         ax.set_ylabel("")
         ax.set_title(title)
-        ax.legend(fontsize=8, title=None)
-    axes[1].set_yticklabels([])
-    fig.tight_layout()
+        if ax.get_legend():
+            ax.get_legend().remove()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False, fontsize="small")
     return fig
 
 
@@ -90,6 +93,5 @@ def plot_curve(curve: pd.DataFrame, title: str):
     ax.set_ylabel("µs per update in the chunk")
     ax.set_title(title)
     ax.set_ylim(bottom=0)
-    ax.legend(title=None, fontsize=8)
-    fig.tight_layout()
+    legend_below(ax)
     return fig

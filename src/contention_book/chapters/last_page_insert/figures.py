@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import tables as an
+from ..shared.style import legend_below, legend_under_figure
 
 
 def _empty(ax, text: str) -> None:
@@ -15,7 +16,7 @@ def plot_throughput(published: list, measured) -> "object":
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.3]})
+    fig, axes = plt.subplots(2, 1, figsize=(7.6, 8.4))
     pts = an.published_points(published)
     if len(pts):
         pts = pts.assign(what=pts["source"].str.replace(" (published)", "", regex=False) + ": " + pts["case"])
@@ -24,7 +25,7 @@ def plot_throughput(published: list, measured) -> "object":
         axes[0].set_xlabel("throughput, × the source's own 'before'")
         axes[0].set_ylabel("")
         axes[0].set_title("Published (other systems: 32-128 cores)")
-        axes[0].legend(fontsize=8, title=None, loc="lower right")
+        legend_below(axes[0])
     else:
         _empty(axes[0], "no published points")
     t = an.throughput_table(measured)
@@ -41,10 +42,9 @@ def plot_throughput(published: list, measured) -> "object":
         axes[1].set_ylabel("rows inserted per second")
         axes[1].set_xlabel("inserting sessions")
         axes[1].set_title(f"Measured: {measured.label}, {measured.cpus or '?'} logical CPUs")
-        axes[1].legend(fontsize=8, title=None)
+        legend_below(axes[1])
     else:
         _empty(axes[1], "no measured runs")
-    fig.tight_layout()
     return fig
 
 
@@ -68,7 +68,6 @@ def plot_waits(measured) -> "object":
     ax.set_ylabel("")
     ax.set_title(f"Where the inserting sessions were, sampled at ~{measured.runs.get('wait_sampler_hz', pd.Series([20])).median():.0f} Hz")
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left", title=None)
-    fig.tight_layout()
     return fig
 
 
@@ -95,8 +94,7 @@ def plot_hot_pages(measured, top: int = 8) -> "object":
         ax.set_xlabel("share of samples")
         ax.set_ylabel("")
         ax.tick_params(axis="y", labelsize=7)
-        ax.legend(fontsize=7, title=None)
-    fig.tight_layout()
+        legend_below(ax)
     return fig
 
 
@@ -109,15 +107,13 @@ def plot_read_cost(measured) -> "object":
         fig, ax = plt.subplots(figsize=(8, 1.5))
         _empty(ax, "this recording has no read-cost measurements")
         return fig
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    fig, axes = plt.subplots(2, 1, figsize=(7.6, 2 * (0.3 * len(r) + 1.4) + 0.6), sharey=True)
     for ax, col, title in ((axes[0], "logical_reads", "pages read (buffers / logical reads)"),
                            (axes[1], "partitions_touched", "partitions touched")):
         sns.barplot(data=r, y="query", x=col, hue="setting", ax=ax, orient="h")
         ax.set_xlabel(title)
         ax.set_ylabel("")
-        ax.legend(fontsize=8, title=None)
-    axes[1].set_yticklabels([])
-    fig.tight_layout()
+    legend_under_figure(fig, axes[0])
     return fig
 
 
@@ -130,14 +126,11 @@ def plot_density(measured) -> "object":
         fig, ax = plt.subplots(figsize=(8, 1.5))
         _empty(ax, "this recording has no index statistics")
         return fig
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, axes = plt.subplots(3, 1, figsize=(7.6, 3 * (0.3 * d["setting"].nunique() + 1.0)), sharey=True)
     for ax, col, title in ((axes[0], "avg_leaf_density", "average leaf density (%)"),
                            (axes[1], "rows_per_leaf", "rows per leaf page"),
                            (axes[2], "leaf_fragmentation", "leaf fragmentation (%)")):
         sns.barplot(data=d, y="setting", x=col, ax=ax, orient="h", hue="setting", legend=False)
         ax.set_xlabel(title)
         ax.set_ylabel("")
-    for ax in axes[1:]:
-        ax.set_yticklabels([])
-    fig.tight_layout()
     return fig

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from .spec import KIND_LABELS, KINDS, VARIANT_LABELS
+from ..shared.style import legend_below, legend_under_figure
 
 PALETTE = {"fair": "#c0392b", "unfair": "#2e86c1", "spin_then_park": "#27ae60", "eventual": "#8e44ad"}
 
@@ -20,9 +21,9 @@ def plot_published(metrics: pd.DataFrame):
     import seaborn as sns
 
     names = list(dict.fromkeys(metrics["metric"]))
-    cols = 4
+    cols = 2
     rows = int(np.ceil(len(names) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(13, 3.2 * rows))
+    fig, axes = plt.subplots(rows, cols, figsize=(7.6, 2.6 * rows + 0.4), squeeze=False)
     palette = {VARIANT_LABELS["fair"]: PALETTE["fair"], VARIANT_LABELS["unfair"]: PALETTE["unfair"]}
     for ax, name in zip(axes.flat, names):
         part = metrics[metrics["metric"] == name].dropna(subset=["value"])
@@ -47,8 +48,9 @@ def plot_published(metrics: pd.DataFrame):
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     if axes.flat[0].get_legend():
-        axes.flat[0].legend(fontsize=7, title=None, loc="lower right", framealpha=0.9)
-    fig.tight_layout()
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        axes.flat[0].get_legend().remove()
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False, fontsize="small")
     return fig
 
 
@@ -91,15 +93,14 @@ def plot_throughput(summary: pd.DataFrame | None, cpus: int | None):
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_title("Throughput of one hot lock, by hand-off policy (median; band: spread of repetitions)")
-    ax.legend(title=None, fontsize=8)
-    fig.tight_layout()
+    legend_below(ax)
     return fig
 
 
 def plot_latency(summary: pd.DataFrame | None, cpus: int | None):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=False)
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.8), sharey=False)
     if summary is None or summary.empty:
         for ax in axes:
             _empty(ax, "this recording holds no native sweep")
@@ -109,19 +110,17 @@ def plot_latency(summary: pd.DataFrame | None, cpus: int | None):
                        p99_us_high=summary["wait_p99_ns_high"].clip(lower=1) / 1e3,
                        max_ms=summary["wait_max_ns"].clip(lower=1) / 1e6)
     _kind_lines(axes[0], s, "p99_us", cpus, "µs (log scale)", band=("p99_us_low", "p99_us_high"))
-    axes[0].set_title("99th percentile wait for the lock (median; band: spread of repetitions)")
     _kind_lines(axes[1], s, "max_ms", cpus, "ms (log scale)")
-    axes[1].set_title("Longest single wait (worst repetition)")
-    axes[0].legend(title=None, fontsize=7)
-    axes[1].get_legend().remove()
-    fig.tight_layout()
+    axes[1].set_title("Longest single wait\n(worst repetition)", fontsize="medium")
+    axes[0].set_title("99th percentile wait\n(median; band: repetitions)", fontsize="medium")
+    legend_under_figure(fig, axes[0])
     return fig
 
 
 def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(7.6, 3.6))
     if summary is None or summary.empty:
         for ax in axes:
             _empty(ax, "this recording holds no native sweep")
@@ -131,13 +130,11 @@ def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
     for short, col in (("w", "waits_per_record"), ("sp", "spins_per_record"), ("cs", "cs_per_record")):
         for suffix in ("", "_low", "_high"):
             s[short + suffix] = summary[col + suffix].clip(lower=floor)
-    for ax, col, title in ((axes[0], "w", "Waits (joined the queue) per record"),
-                           (axes[1], "sp", "Spins (PAUSE) per record"),
-                           (axes[2], "cs", "Context switches per record")):
-        _kind_lines(ax, s, col, cpus, f"per record (log scale; {floor:g} = none)", band=(col + "_low", col + "_high"))
-        ax.set_title(title)
-        if ax is not axes[0]:
-            ax.get_legend().remove()
-    axes[0].legend(title=None, fontsize=7)
-    fig.tight_layout()
+    for ax, col, title in ((axes[0], "w", "Waits\n(joined the queue)"),
+                           (axes[1], "sp", "Spins\n(PAUSE)"),
+                           (axes[2], "cs", "Context\nswitches")):
+        _kind_lines(ax, s, col, cpus, f"per record (log; {floor:g} = none)" if ax is axes[0] else "",
+                    band=(col + "_low", col + "_high"))
+        ax.set_title(title, fontsize="medium")
+    legend_under_figure(fig, axes[0])
     return fig

@@ -5,6 +5,7 @@ import pandas as pd
 
 from . import tables as analysis
 from .recordings import LmaxRecording
+from ..shared.style import legend_below
 
 
 def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
@@ -34,8 +35,7 @@ def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
     ax.set_xlabel("producer sessions (log scale)")
     ax.set_ylabel("messages pushed per second (log scale)")
     ax.set_title(f"Queue designs: {db.label} against the article's points")
-    ax.legend(fontsize=8, title=None, loc="lower right")
-    fig.tight_layout()
+    legend_below(ax)
     return fig
 
 
@@ -63,7 +63,7 @@ def plot_delivery(db: LmaxRecording):
     import seaborn as sns
 
     t = analysis.scaling(db)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(3, 1, figsize=(7.6, 10))
     if "dequeue_per_s" not in t or not (t.get("consumers", 0) > 0).any():
         for ax in axes:
             ax.axis("off")
@@ -98,8 +98,7 @@ def plot_delivery(db: LmaxRecording):
         ax.set_xlabel("producers (and as many consumers)")
     axes[0].get_legend().remove()
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=4, frameon=False)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=4, frameon=False)
     return fig
 
 
@@ -108,13 +107,13 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     import seaborn as sns
 
     t = analysis.scaling(native)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(3, 1, figsize=(7.6, 10))
     sns.barplot(data=t, x="sessions", y="throughput", hue="design", ax=axes[0])
     axes[0].set_yscale("log")
     axes[0].set_xlabel("producers (one consumer)")
     axes[0].set_ylabel("messages per second (log)")
     axes[0].set_title(f"Measured: {native.label}")
-    axes[0].legend(fontsize=8, title=None)
+    legend_below(axes[0])
     lat = t.melt(id_vars=["design", "sessions"], value_vars=["p50_us", "p99_us"], var_name="percentile",
                  value_name="us")
     lat["series"] = lat["design"].str.split(" ").str[0] + " " + lat["percentile"].str.replace("_us", "")
@@ -123,7 +122,7 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     axes[1].set_xlabel("producers (one consumer)")
     axes[1].set_ylabel("enqueue to dequeue, µs (log)")
     axes[1].set_title("Latency percentiles (measured)")
-    axes[1].legend(fontsize=7, title=None)
+    legend_below(axes[1])
     pub = lmax.runs.assign(design=[analysis.label(v) for v in lmax.runs["variant"]])
     sns.barplot(data=pub, x="topology", y="throughput", hue="design", ax=axes[2])
     axes[2].set_yscale("log")
@@ -131,8 +130,7 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     axes[2].set_ylabel("operations per second (log)")
     axes[2].set_title("Published: LMAX paper (Java)")
     axes[2].tick_params(axis="x", labelsize=8)
-    axes[2].legend(fontsize=8, title=None)
-    fig.tight_layout()
+    legend_below(axes[2])
     return fig
 
 
@@ -156,7 +154,6 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     axes[1].set_xlabel("ns per increment (log)")
     axes[1].set_ylabel("")
     axes[1].set_title("Published: LMAX paper, 500M increments")
-    fig.tight_layout()
     return fig
 
 
@@ -181,5 +178,4 @@ def plot_pressure(db: LmaxRecording):
     ax.set_title(f"Where the sessions were: {db.label}")
     ax.legend(fontsize=7, title=None, bbox_to_anchor=(1.01, 1), loc="upper left")
     ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
     return fig

@@ -124,7 +124,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
 
         r = ratio("throughput")
         add(claim1 + " (toy log cache: records/s and the writer's flushes/s)", pub_aff, nat.id,
-            f"{r.text('.2f', '×')} the records/s with {wmax} worker(s); writer flushes "
+            f"{r.text('.2f', '×')} the records/s with {wmax} worker{'' if wmax == 1 else 's'}; writer flushes "
             f"{get('writer_shared', 'writer_flushes_per_s'):,.0f} -> {get('writer_alone', 'writer_flushes_per_s'):,.0f} "
             "per s (medians)", above(r, 1.05))
     if pg is not None:
@@ -165,7 +165,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         r = ratio("spins_per_record")
         add(claim2 + " (toy log cache: spins per record)", pub_bo, nat.id,
             f"{get('writer_shared', 'spins_per_record'):.3f} -> {get('writer_alone', 'spins_per_record'):.3f} spins "
-            f"per record with {wmax} worker(s) ({r.text('.2f', '×')})", below(r, 0.8))
+            f"per record with {wmax} worker{'' if wmax == 1 else 's'} ({r.text('.2f', '×')})", below(r, 0.8))
         # Takeaway 2: LOGCACHE_ACCESS spins about the same in both masks while the rate more than doubled.
         # Both toy variants run for the same time, so spins per second compare totals as the article does.
         frame = nat.runs[nat.runs["workers"] == wmax]
@@ -174,7 +174,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         verdict = _both(above(r, 0.5), below(r, 2.0))  # differs only when the interval lies wholly outside
         add("The spinlock's spins stay about the same while throughput rises (toy log cache: spins per second)",
             "LOGCACHE_ACCESS spins 'relatively static' across both masks (outliers aside)", nat.id,
-            f"spins per second, alone over shared: {r.text('.2f', '×')} with {wmax} worker(s)", verdict)
+            f"spins per second, alone over shared: {r.text('.2f', '×')} with {wmax} worker{'' if wmax == 1 else 's'}", verdict)
     claim3 = "A context switch costs far more than a cache-line transfer or a memory access"
     if nat is not None:
         cs = nat.table("ctxswitch")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pandas as pd
+from ..shared.style import legend_below
 
 
 def _empty(text: str):
@@ -19,12 +20,22 @@ def heatmap(matrix: pd.DataFrame, title: str):
 
     if matrix.empty:
         return _empty("no core-to-core measurement in this recording")
+    pairs = matrix.stack().dropna()
+    if len(pairs) <= 2:  # a two-CPU machine: one or two numbers, not a map
+        fig, ax = plt.subplots(figsize=(7.6, 0.5 * len(pairs) + 1.4))
+        labels = [f"CPU {a} → CPU {b}" for a, b in pairs.index]
+        ax.barh(labels, pairs.to_numpy(), color="#4c72b0")
+        for y, v in enumerate(pairs.to_numpy()):
+            ax.text(v, y, f" {v:,.0f} ns", va="center")
+        ax.set_xlabel("one-way latency, median (ns)")
+        ax.set_xlim(0, pairs.max() * 1.3)
+        ax.set_title(title)
+        return fig
     n = len(matrix)
     fig, ax = plt.subplots(figsize=(min(11, 2.5 + 0.35 * n), min(9, 2 + 0.3 * n)))
     sns.heatmap(matrix, annot=n <= 16, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": "one-way ns (median)"},
                 mask=matrix.isna())
     ax.set_title(title)
-    fig.tight_layout()
     return fig
 
 
@@ -40,8 +51,7 @@ def c2c_compare(table: pd.DataFrame):
     ax.set_xlabel("median one-way latency, ns")
     ax.set_ylabel("")
     ax.set_title("Cache-line transfer by distance: published machines and this one")
-    ax.legend(fontsize=8, title=None, loc="lower right")
-    fig.tight_layout()
+    legend_below(ax)
     return fig
 
 
@@ -59,8 +69,7 @@ def ladder(table: pd.DataFrame, title: str):
     for i, v in enumerate(table["ns"]):
         ax.text(v * 1.08, i, f"{v:,.1f}" if v < 100 else f"{v:,.0f}", va="center", fontsize=8)
     ax.set_title(title)
-    ax.legend(fontsize=8, title=None, loc="lower right")
-    fig.tight_layout()
+    legend_below(ax)
     return fig
 
 
@@ -73,20 +82,19 @@ def throughput(curve: pd.DataFrame):
         return _empty("no insert-rate data")
     pub, meas = curve[curve["kind"] == "published"], curve[curve["kind"] == "measured"]
     panels = [p for p in (pub, meas) if len(p)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
-    for ax, part in zip(axes[0], panels):
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 3.6 * len(panels)), squeeze=False)
+    for ax, part in zip(axes[:, 0], panels):
         sns.lineplot(data=part.assign(what=part["recording"] + ": " + part["setting"]), x="sessions", y="throughput",
                      hue="what", marker="o", ax=ax)
         ax.set_ylim(bottom=0)
         ax.set_xlabel("sessions (threads)")
         ax.set_ylabel("inserts per second")
         ax.set_title("published (article)" if part is pub else "measured")
-        ax.legend(fontsize=7, title=None, loc="lower right")
+        legend_below(ax)
         if part is pub:
             for r in part.itertuples(index=False):
                 ax.annotate(f"{r.throughput:,.0f}", (r.sessions, r.throughput), textcoords="offset points",
                             xytext=(4, 6), fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -96,12 +104,17 @@ def spins(summary: pd.DataFrame):
 
     if summary.empty:
         return _empty("no log-cache runs in this recording")
-    data = summary.assign(workers=summary["workers"].astype(str) + " worker(s)")
+    data = summary.assign(workers=summary["workers"].map(lambda n: f"{n:g} worker" + ("" if n == 1 else "s")))
     panels = [("throughput", "records per second", False), ("spins_per_record", "spins per record", False),
               ("backoffs_per_million_records", "backoffs per million records", False),
               ("writer_flushes_per_s", "log writer flushes per second", True)]
     panels = [p for p in panels if p[0] in data]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
+    cols = 2 if len(panels) > 2 else len(panels)
+    rows = -(-len(panels) // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(7.6, 2.9 * rows + 0.6), squeeze=False, layout="constrained")
+    axes = list(grid.flat)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     for ax, (col, title, log) in zip(axes, panels):
         sns.barplot(data=data, x="workers", y=col, hue="setting", ax=ax)
         ax.set_title(title)
@@ -109,10 +122,10 @@ def spins(summary: pd.DataFrame):
         ax.set_ylabel("")
         if log:
             ax.set_yscale("log")
-        ax.legend(fontsize=7, title=None)
-    for ax in axes[1:]:
-        ax.get_legend().remove()
-    fig.tight_layout()
+        if ax.get_legend():
+            ax.get_legend().remove()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), frameon=False, fontsize="small")
     return fig
 
 
@@ -129,7 +142,6 @@ def waits(table: pd.DataFrame, title: str):
     ax.set_xlabel("% of samples of active client backends")
     ax.set_title(title)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
-    fig.tight_layout()
     return fig
 
 
@@ -149,8 +161,7 @@ def stack_shares(shares: pd.DataFrame, published: pd.DataFrame):
     ax.set_ylabel("")
     for i, v in enumerate(data["pct"]):
         ax.text(v + 0.3, i, f"{v:.2f}%", va="center", fontsize=8)
-    ax.legend(fontsize=8, title=None, loc="lower right")
-    fig.tight_layout()
+    legend_below(ax)
     return fig
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..shared.spread import ratio_spread
 from .spec import BACKOFF_FUNCTIONS, BASELINE, LABELS, RELIEVED
-from ..shared.stacks import StackSection, share_of
+from ..shared.stacks import StackSection, share_of, flame
 from .recordings import LogcacheRecording
 
 NAN = float("nan")
@@ -143,6 +143,11 @@ def _cpus_text(cpus: str) -> str:
     return f"CPU {c[0]}" if len(c) == 1 else "CPUs " + ", ".join(c[:-1]) + f" and {c[-1]}"
 
 
+def plural(count: int, noun: str) -> str:
+    """'1 worker', '4 workers': prose without "(s)"."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def placement_text(lc: pd.DataFrame, workers: int) -> str:
     """Where the recording put the workers and the writer in each variant, in words."""
     if lc.empty or "worker_cpus" not in lc:
@@ -153,7 +158,7 @@ def placement_text(lc: pd.DataFrame, workers: int) -> str:
         if v in at.index:
             wc, lw = str(at.loc[v, "worker_cpus"]), int(at.loc[v, "writer_cpu"])
             shared = str(lw) in wc.split()
-            parts.append(f"{name} ran the {workers} worker(s) on {_cpus_text(wc)} and the writer on CPU {lw}"
+            parts.append(f"{name} ran the {workers} worker{'' if workers == 1 else 's'} on {_cpus_text(wc)} and the writer on CPU {lw}"
                          + (" with them" if shared else " alone"))
     text = "In this recording, " + "; ".join(parts) + "." if parts else "The recording does not say where each thread ran."
     if "writer_alone" in at.index and len(str(at.loc["writer_alone", "worker_cpus"]).split()) < workers:
@@ -274,6 +279,9 @@ def key_numbers(shown) -> dict[str, Any]:
     n["nat_c2c_min_ns"] = _f(pairs["median_one_way_ns"].min()) if len(pairs) else NAN
     n["nat_c2c_max_ns"] = _f(pairs["median_one_way_ns"].max()) if len(pairs) else NAN
     n["nat_c2c_relations"] = ", ".join(sorted(pairs["relation"].unique())) if len(pairs) else "none"
+    n["nat_c2c_pairs_text"] = plural(len(pairs), "measured pair")
+    n["nat_c2c_relations_text"] = ("the relation" if len(pairs) and pairs["relation"].nunique() == 1
+                                   else "the relations")
     n["nat_c2c_handoffs_per_s"] = 1e9 / n["nat_c2c_median_ns"] if n["nat_c2c_median_ns"] == n["nat_c2c_median_ns"] else NAN
     chase = nat.table("chase") if nat else None
     if chase is not None and len(chase):
@@ -309,6 +317,7 @@ def key_numbers(shown) -> dict[str, Any]:
                         "writer_wait_p50_ns"):
                 n[f"nat_{tag}_{col}"] = NAN
     n["nat_b_vs_a_x"] = n["nat_b_throughput"] / n["nat_a_throughput"]
+    n["nat_b_workers_text"] = plural(n["nat_b_workers"], "worker")
     if len(lc) and n["nat_b_workers"]:
         frame = nat.runs[nat.runs["workers"] == n["nat_b_workers"]]
         n["nat_b_vs_a_text"] = ratio_spread(frame, "throughput", "writer_alone", "writer_shared").text(".2f", "×")
@@ -451,8 +460,7 @@ def stack_section(shown, top: int = 10) -> StackSection:
             else:
                 texts.append(f"*{rid}, {LABELS.get(variant, variant)}*: no spin-wait frame "
                              f"({', '.join(needles)}) in the samples")
-            out.figures.append(perftools.flame_figure(prof, title=f"{rid}: {LABELS.get(variant, variant)}",
-                                                         min_fraction=0.01))
+            out.figures.append(flame(prof, f"{rid}: {LABELS.get(variant, variant)}", min_fraction=0.01))
         base = [v for v in profiles if role(v) == "baseline"]
         rel = [v for v in profiles if role(v) == "relieved"]
         if base and rel:

@@ -12,6 +12,7 @@ chapter shows, glues its key numbers and shows the note on its recordings.
 """
 from __future__ import annotations
 
+import itertools
 import warnings
 from typing import Any, Mapping
 
@@ -23,9 +24,11 @@ from myst_nb import glue
 
 from contention_book.harness.params import is_empty
 
+from . import display as book_display
+from . import style
 from .stacks import StackSection
 
-__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure"]
+__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "show_verdicts"]
 
 # The runner's lines worth keeping on a page: its plan, the guard's actions and its outcome.
 SUMMARY_PREFIXES = ("[run]", "[guard]", "[harness]")
@@ -48,7 +51,12 @@ def live_params(chapter, params: Mapping[str, Any]) -> dict[str, str]:
 
 def start(chapter, params: Mapping[str, Any]):
     """Everything before a chapter's prose: run live if asked, then load, glue and introduce."""
-    sns.set_theme(style="whitegrid", context="notebook")
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
+    plt.rcParams["figure.dpi"] = 100
+    plt.rcParams["figure.constrained_layout.use"] = True  # lays out titles, labels and outside legends together
+    book_display.install()
+    _page["chapter"] = chapter.SPEC.chapter
+    style.reset_checks(chapter.SPEC.chapter)
     pd.set_option("display.max_colwidth", None)
     warnings.filterwarnings("ignore", category=UserWarning, module="seaborn")
     source = params.get("source", "recorded")
@@ -86,16 +94,41 @@ def run_summary(chapter: str, recording: str) -> str:
 
 
 def show_figure(name: str, fig) -> None:
-    """Glue a figure for a ``{glue:figure}`` block and free it."""
-    glue(name, fig, display=False)
+    """Glue a figure, sized for the text column, for a ``{glue:figure}`` block and free it."""
+    glue(name, style.fit_width(fig), display=False)
+    style.record_check(_page["chapter"], name, fig)
     plt.close(fig)
 
 
+FLAME_CAPTION = ("Flame graph of the CPU samples, {title}. Each box is a function; its width is its share of the "
+                 "samples, and the boxes above it are the functions it called. The colour is the code module, the same "
+                 "colour for a module in every chapter; boxes under the size limit are merged.")
+_flames = itertools.count(1)
+_page = {"chapter": "chapter"}  # figure labels must be unique in the whole book: they carry the chapter's name
+
+
 def show_section(part: StackSection) -> None:
-    """A stacks section: its text, then its figures and tables."""
+    """A stacks section: its text, then its figures (numbered, captioned) and tables."""
     display(Markdown(part.text))
     for fig in part.figures:
-        display(fig)
+        key = f"fig_flame_{next(_flames)}"
+        title = fig.axes[0].get_title(loc="left") if fig.axes else ""
+        glue(key, style.fit_width(fig), display=False)
+        style.record_check(_page["chapter"], key, fig)
         plt.close(fig)
+        display(Markdown(f"```{{glue:figure}} {key}\n:name: fig-{_page['chapter']}-{key.replace('_', '-')}\n\n"
+                         f"{FLAME_CAPTION.format(title=title)}\n```"))
     for table in part.tables:
         display(table)
+
+
+def show_verdicts(chapter, shown) -> None:
+    """The chapter's verdict table, and the same rows saved for the book's Findings page (never typed twice)."""
+    from IPython.display import HTML
+
+    from contention_book.harness.book_pages import claims_anchor, save_verdicts
+
+    rows = chapter.verdicts(shown)
+    save_verdicts(chapter.SPEC.chapter, rows)
+    display(HTML(f'<span id="{claims_anchor(chapter.SPEC.chapter)}"></span>'))  # the Findings page links here
+    display(rows.set_index("claim"))

@@ -123,8 +123,10 @@ def diff_table(before, after, before_label: str, after_label: str, top: int = 10
 def flame(profile, title: str, min_fraction: float | None = None):
     from contention_book import perftools
 
+    from .style import FLAME_WIDTH_IN, module_colour
+
     kw = {} if min_fraction is None else {"min_fraction": min_fraction}
-    return perftools.flame_figure(profile, title=title, **kw)
+    return perftools.flame_figure(profile, title=title, width=FLAME_WIDTH_IN, colour_of=module_colour, **kw)
 
 
 def hottest(profiles: Mapping[str, Any], label: Callable[[str], str]) -> str:

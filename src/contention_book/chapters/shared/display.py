@@ -1,0 +1,194 @@
+"""Every table the book shows goes through :func:`table_html`, so all of them read alike.
+
+A chapter builds plain data frames with the column names its code finds
+convenient (``waits_per_record``, ``jain_index``).  On the page a reader sees
+human names with units, numbers with thousands separators and no float
+artefacts ("271,609", not "271609.0"), "—" for a missing value with a footnote
+saying so, a link to the glossary for every measure this book coined, and a
+table that scrolls inside the text column when it is wider than the column.
+
+:func:`install` makes this the HTML form of every ``DataFrame`` a notebook
+displays, so notebooks keep calling ``display(frame)``.
+"""
+from __future__ import annotations
+
+import html
+import math
+import numbers
+import re
+from typing import Any
+
+import pandas as pd
+
+MISSING = "—"
+MISSING_NOTE = "— : not measured, or not applicable to this row."
+GLOSSARY_PAGE = "glossary.html"
+
+# Coined or engine-specific measures: a glossary term each (book/glossary.md defines them).
+GLOSSARY_TERMS = {
+    "Jain fairness index": "Jain fairness index",
+    "waits / record": "waits per record",
+    "spins / record": "spins per record",
+    "context switches / record": "context switches per record",
+    "collisions / record": "collisions per record",
+    "back-offs / million records": "back-off",
+    "spins / collision": "spins per collision",
+    "ghost versions": "ghost version",
+    "versions": "row version",
+    "ghosts": "ghost record",
+    "change (points)": "percentage point",
+    "exclusive %": "exclusive share",
+    "inclusive %": "inclusive share",
+    "back-offs": "back-off",
+    "collisions": "collision",
+    "spins": "spin",
+    "verdict": "verdict",
+    "rule": "verdict",
+}
+
+# Code names as a reader should see them, with their units.
+NAMES = {
+    "waits_per_record": "waits / record",
+    "spins_per_record": "spins / record",
+    "cs_per_record": "context switches / record",
+    "collisions_per_record": "collisions / record",
+    "jain_index": "Jain fairness index",
+    "max_wait_time_ms": "longest wait (ms)",
+    "wait_time_ms": "wait time (ms)",
+    "signal_wait_time_ms": "signal wait (ms)",
+    "sleep_time": "sleep time (ms)",
+    "spins_per_collision": "spins / collision",
+    "backoffs": "back-offs",
+    "backoffs_per_million_records": "back-offs / million records",
+    "writer_backoffs_per_s": "writer back-offs / s",
+    "writer_flushes_per_s": "writer flushes / s",
+    "writer_wait_p50_ns": "writer wait, median (ns)",
+    "writer_wait_p99_ns": "writer wait, p99 (ns)",
+    "worker_cpus": "worker CPUs",
+    "writer_cpu": "writer CPU",
+    "throughput": "records / s",
+    "wal_buffers_full": "WAL buffers full",
+    "rcsi": "RCSI",
+    "rcsi_open_txn": "RCSI, open transaction",
+    "read_committed": "read committed",
+    "after_run": "after the run",
+    "after_cleanup": "after clean-up",
+    "walwriter_alone": "walwriter alone",
+    "legacy_bottleneck": "legacy bottleneck",
+    "cannot_retry": "cannot retry",
+    "elapsed_s": "elapsed (s)",
+    "p50_ms": "p50 (ms)",
+    "p95_ms": "p95 (ms)",
+    "p99_ms": "p99 (ms)",
+}
+
+UNIT_SUFFIXES = (("_pct", "%"), ("_ms", "ms"), ("_us", "µs"), ("_ns", "ns"), ("_s", "s"), ("_mb", "MB"),
+                 ("_kb", "KB"), ("_bytes", "bytes"))
+CODE_NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+
+
+def human(name: Any) -> Any:
+    """A column or row label as a reader should see it: ``waits_per_record`` -> ``waits / record``.
+
+    Labels that are already prose, SQL Server names in capitals and numbers pass unchanged.
+    """
+    if not isinstance(name, str):
+        return name
+    if name in NAMES:
+        return NAMES[name]
+    if "/" in name and all(part in NAMES or CODE_NAME.match(part) for part in name.split("/")):
+        return ", ".join(str(human(part)) for part in name.split("/"))
+    if not CODE_NAME.match(name):
+        return name
+    unit = ""
+    for suffix, u in UNIT_SUFFIXES:
+        if name.endswith(suffix):
+            name, unit = name[: -len(suffix)], u
+            break
+    words = name.replace("_per_", " / ").replace("_", " ")
+    return f"{words} ({unit})" if unit else words
+
+
+def number_text(value: Any) -> str:
+    """A number as a table cell: separators for thousands, no trailing ``.0``, three significant digits
+    below 100."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if math.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        if v == 0:
+            return "0"
+        if v.is_integer() and abs(v) >= 1:
+            return f"{v:,.0f}"
+        a = abs(v)
+        if a >= 100:
+            return f"{v:,.0f}"
+        if a >= 0.001:
+            return f"{v:.3g}"
+        return f"{v:.2e}"
+    return str(value)
+
+
+def is_missing(value: Any) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _header_html(label: Any, glossary: str) -> str:
+    text = str(human(label))
+    term = GLOSSARY_TERMS.get(text)
+    body = html.escape(text)
+    if term and glossary:
+        anchor = "term-" + re.sub(r"[^A-Za-z0-9]+", "-", term).strip("-")
+        body = f'<a class="glossary-link" href="{glossary}{GLOSSARY_PAGE}#{anchor}" title="glossary: {html.escape(term)}">{body}</a>'
+    return body
+
+
+def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] = (), table_id: str | None = None) -> str:
+    """One data frame as the book shows it (see the module's docstring); columns in ``raw`` hold HTML already."""
+    df = frame.copy()
+    missing = bool(df.map(is_missing).to_numpy().any()) if df.size else False
+    for col in df.columns:
+        keep = col in raw
+        df[col] = df[col].map(lambda v, keep=keep: MISSING if is_missing(v) else
+                              (str(v) if keep else html.escape(number_text(v))))
+
+    def labels(index: pd.Index) -> pd.Index:
+        if isinstance(index, pd.MultiIndex):
+            out = index.map(lambda t: tuple(_header_html(x, glossary) if str(x) != "" else "" for x in t))
+            return pd.MultiIndex.from_tuples(list(out), names=[human(n) for n in index.names])
+        return pd.Index([_header_html(x, glossary) for x in index], name=human(index.name))
+
+    plain_index = isinstance(df.index, pd.RangeIndex)
+    wordy = bool(df.size) and bool(df.map(lambda v: len(str(v)) > 40).to_numpy().any())
+    df.columns = labels(df.columns)
+    if not plain_index:
+        df.index = labels(df.index)
+    classes = "book-table" + (" text-table" if wordy else "") + (" dense" if df.shape[1] > 7 else "")
+    body = df.to_html(escape=False, na_rep=MISSING, border=0, classes=classes, index=not plain_index,
+                      table_id=table_id)
+    note = f'<p class="table-note">{MISSING_NOTE}</p>' if missing else ""
+    return f'<div class="table-wrap">{body}</div>{note}'
+
+
+def install() -> None:
+    """Make :func:`table_html` the HTML form of every DataFrame displayed in this kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # outside IPython there is nothing to install
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    formatter = ip.display_formatter.formatters["text/html"]
+    formatter.for_type(pd.DataFrame, lambda df: table_html(df))
+    plain = ip.display_formatter.formatters["text/plain"]
+    plain.for_type(pd.DataFrame, lambda df, p, cycle: p.text(df.map(number_text).to_string()))

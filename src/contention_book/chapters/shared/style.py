@@ -1,0 +1,177 @@
+"""One look for every figure in the book: sized for the text column, legends outside the data, and one
+colour per code module wherever a flame graph shows it.
+
+The text column of the HTML book is about 780 px wide at 100 dpi; a figure drawn wider is shrunk by the
+browser until its tick labels are unreadable, so :func:`fit_width` caps every figure at
+:data:`TEXT_WIDTH_IN`.  A legend inside an axes covers data sooner or later, so :func:`legend_below` puts
+it under the axes, and :func:`overlaps` (used by the tests) measures whether a drawn legend touches any
+axes' data area.
+"""
+from __future__ import annotations
+
+import zlib
+from typing import Iterable
+
+TEXT_WIDTH_IN = 7.6  # the book's text column, in inches at the figure's own dpi of 100
+FLAME_WIDTH_IN = TEXT_WIDTH_IN
+
+# Modules that appear in the book's stacks, each with its own colour on every page.
+MODULE_COLOURS = {
+    "postgres": "#4c72b0",
+    "[kernel.kallsyms]": "#dd8452",
+    "libc.so.6": "#55a868",
+    "plpgsql.so": "#c44e52",
+    "[unknown]": "#8c8c8c",
+    "[vdso]": "#937860",
+    "ld-linux-x86-64.so.2": "#da8bc3",
+    "libcrypto.so.3": "#ccb974",
+    "libsasl2.so.2.0.25": "#64b5cd",
+    "sqlmin.dll": "#4c72b0",
+    "sqllang.dll": "#8172b3",
+    "sqldk.dll": "#2ca02c",
+    "sqltses.dll": "#17becf",
+    "ntoskrnl.exe": "#dd8452",
+    "latch_convoy": "#1f77b4",
+    "logcache_toy": "#1f77b4",
+}
+_SPARE = ("#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a",
+          "#ff9896", "#c5b0d5", "#c49c94")
+
+
+def module_colour(module: str) -> str:
+    """The book-wide colour of a module: a fixed one for known modules, else one picked by the name's hash,
+    so the same module is the same colour in every chapter."""
+    if module in MODULE_COLOURS:
+        return MODULE_COLOURS[module]
+    return _SPARE[zlib.crc32(module.encode()) % len(_SPARE)]
+
+
+def module_colours(modules: Iterable[str]) -> dict[str, str]:
+    return {m: module_colour(m) for m in modules}
+
+
+def fit_width(fig, width_in: float = TEXT_WIDTH_IN):
+    """Scale a figure down (keeping its aspect) so that it is no wider than the text column."""
+    w, h = fig.get_size_inches()
+    if w > width_in:
+        fig.set_size_inches(width_in, h * width_in / w)
+    return thousands(fig)
+
+
+def legend_below(ax, ncol: int | None = None, **kwargs):
+    """A legend centred under ``ax``, outside its data area (after its x label)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    ncol = ncol or columns_for(labels)
+    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=ncol,
+                     frameon=False, fontsize="small", **kwargs)
+
+
+def legend_under_figure(fig, ax):
+    """One legend for the whole figure, taken from ``ax``, under every panel (needs constrained layout)."""
+    handles, labels = ax.get_legend_handles_labels()
+    for a in fig.axes:
+        if a.get_legend():
+            a.get_legend().remove()
+    if not handles:
+        return None
+    return fig.legend(handles, labels, loc="outside lower center", ncol=columns_for(labels), frameon=False,
+                      fontsize="small")
+
+
+def columns_for(labels, room_chars: int = 90) -> int:
+    """As many legend columns as fit across the text column, given the longest label."""
+    longest = max((len(str(t)) for t in labels), default=1) + 4
+    return max(1, min(len(labels), 4, room_chars // longest))
+
+
+def thousands(fig):
+    """Thousands separators on every linear axis that reaches 1,000, as the tables have them."""
+    from matplotlib.ticker import FuncFormatter
+
+    fmt = FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 1000 or float(v).is_integer() else f"{v:g}")
+    for ax in fig.axes:
+        for axis, scale, lim in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()), (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
+            if scale == "linear" and max(abs(lim[0]), abs(lim[1])) >= 1000 and \
+                    type(axis.get_major_formatter()).__name__ == "ScalarFormatter":
+                axis.set_major_formatter(fmt)
+    return fig
+
+
+def legend_right(ax, **kwargs):
+    """A legend to the right of ``ax``, outside its data area."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
+                     fontsize="small", **kwargs)
+
+
+def overlaps(fig) -> list[str]:
+    """Every legend or title that overlaps a data area or another title, as drawn: the test of this module's
+    promise.  Empty when nothing overlaps."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    import warnings
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        canvas.draw()
+    renderer = canvas.get_renderer()
+    found = [f"layout failed: {w.message}" for w in caught if "layout" in str(w.message)]
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    legends = [(f"legend of axes {i}", ax.get_legend()) for i, ax in enumerate(fig.axes) if ax.get_legend()]
+    legends += [(f"figure legend {i}", lg) for i, lg in enumerate(fig.legends)]
+    for name, legend in legends:
+        box = legend.get_window_extent(renderer)
+        for j, ax in enumerate(axes):
+            if box.overlaps(ax.get_window_extent(renderer)):
+                found.append(f"{name} overlaps the data area of axes {j}")
+    titles = [(i, ax.title.get_window_extent(renderer)) for i, ax in enumerate(fig.axes) if ax.get_title()]
+    for a in range(len(titles)):
+        for b in range(a + 1, len(titles)):
+            if titles[a][1].overlaps(titles[b][1]):
+                found.append(f"titles of axes {titles[a][0]} and {titles[b][0]} overlap")
+    return found
+
+
+# -- the figures a chapter drew, checked as drawn ----------------------------------------------------------------
+
+def checks_path(chapter: str):
+    from contention_book.harness.recording import repo_root
+
+    return repo_root() / "book" / "chapters" / "figure-checks" / f"{chapter}.json"
+
+
+def _book_copy() -> bool:
+    from contention_book.harness.book_pages import page_data_dir
+
+    return page_data_dir() is not None
+
+
+def reset_checks(chapter: str) -> None:
+    if not _book_copy():
+        return
+    path = checks_path(chapter)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}", encoding="utf-8")
+
+
+def record_check(chapter: str, name: str, fig) -> list[str]:
+    """Measure one drawn figure (:func:`overlaps`, and its width) and add the result to the chapter's checks file,
+    which the book's tests read."""
+    import json
+
+    problems = overlaps(fig)
+    width = float(fig.get_size_inches()[0])
+    if width > TEXT_WIDTH_IN + 0.01:
+        problems.append(f"{width:.1f} in wide, wider than the text column ({TEXT_WIDTH_IN} in)")
+    if not _book_copy():
+        return problems
+    path = checks_path(chapter)
+    found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    found[name] = problems
+    path.write_text(json.dumps(found, indent=1), encoding="utf-8")
+    return problems

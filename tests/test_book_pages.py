@@ -1,0 +1,99 @@
+"""The generated pages and the incremental build, on a small checkout of our own (no notebook is executed)."""
+from __future__ import annotations
+
+import json
+import zipfile
+
+import nbformat
+import pandas as pd
+import pytest
+
+from contention_book.harness import book, book_pages
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    """notebooks/01-demo.ipynb, data/demo/measured-x/manifest.json, and the code trees a chapter depends on."""
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A demo chapter"), nbformat.v4.new_code_cell("x = 1")]
+    nbformat.write(nb, tmp_path / "notebooks" / "01-demo.ipynb")
+    rec = tmp_path / "data" / "demo" / "measured-x"
+    rec.mkdir(parents=True)
+    (rec / "manifest.json").write_text(json.dumps({
+        "kind": "measured", "engine": {"name": "native", "version": "cc 12"},
+        "host": {"cpu_model": "Test CPU", "logical_cpus": 2},
+        "started": "2026-11-21T10:00:00Z", "ended": "2026-11-21T10:01:30Z"}))
+    (rec / "runs.csv").write_text("variant,elapsed_s\na,1.0\n")
+    code = tmp_path / "src" / "contention_book" / "chapters" / "demo"
+    code.mkdir(parents=True)
+    (code / "tables.py").write_text("X = 1\n")
+    (tmp_path / "book" / "chapters").mkdir(parents=True)
+    monkeypatch.setenv("CONTENTION_BOOK_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def test_verdicts_are_saved_only_for_the_books_own_copy(checkout, monkeypatch):
+    rows = pd.DataFrame([{"claim": "c", "published": "p", "recording": "r", "measured": "m", "rule": "r",
+                          "verdict": "agrees"}])
+    monkeypatch.delenv(book_pages.PAGE_DATA_ENV, raising=False)
+    assert book_pages.save_verdicts("demo", rows) is None
+    monkeypatch.setenv(book_pages.PAGE_DATA_ENV, str(checkout / "book" / "chapters"))
+    assert book_pages.save_verdicts("demo", rows).exists()
+
+
+def test_findings_are_the_chapters_saved_verdict_rows(checkout, monkeypatch):
+    monkeypatch.setenv(book_pages.PAGE_DATA_ENV, str(checkout / "book" / "chapters"))
+    rows = pd.DataFrame([{"claim": "Fair hand-off is slower", "published": "4.5 s vs 5.5 s", "recording": "r",
+                          "measured": "0.031× <b>", "rule": "agrees when ...", "verdict": "agrees"},
+                         {"claim": "Spins rise", "published": "0 → 221,891,800", "recording": "r",
+                          "measured": "nothing", "rule": "agrees when ...", "verdict": "inconclusive: 2 repetitions"}])
+    book_pages.save_verdicts("demo", rows)
+    page = book_pages.write_findings(book.notebooks()).read_text()
+    assert "Fair hand-off is slower" in page and "Spins rise" in page
+    assert 'href="chapters/01-demo.html#verdicts-demo"' in page
+    assert "1 agrees, 1 inconclusive" in page
+    assert "&lt;b&gt;" in page  # measured text is escaped, only the chapter link is HTML
+
+
+def test_a_chapter_without_verdicts_is_said_to_have_failed(checkout):
+    page = book_pages.write_findings(book.notebooks()).read_text()
+    assert "did not build" in page and "#the-article" not in page
+
+
+def test_the_data_page_lists_every_recording_with_a_zip(checkout):
+    page = book_pages.write_data_page().read_text()
+    assert "measured-x" in page and "Test CPU (2 logical CPUs)" in page and "2026-11-21" in page
+    assert 'href="data/demo--measured-x.zip"' in page
+    assert "90" in page  # run time in seconds, from started and ended
+    html = checkout / "html"
+    made = book_pages.write_zips(html)
+    assert [p.name for p in made] == ["demo--measured-x.zip"]
+    with zipfile.ZipFile(made[0]) as z:
+        assert sorted(z.namelist()) == ["measured-x/manifest.json", "measured-x/runs.csv"]
+    assert book_pages.write_zips(html) == []  # unchanged recordings are not zipped again
+
+
+def test_a_chapter_is_up_to_date_until_its_notebook_data_or_code_changes(checkout):
+    nb = book.notebooks()["demo"]
+    stamp = book.content_stamp("demo", nb)
+    book.executed_path(nb).write_text("{}")
+    book.stamp_path(nb).parent.mkdir(parents=True)
+    book.stamp_path(nb).write_text(stamp)
+    assert book.up_to_date("demo", nb)
+    for changed in (checkout / "data" / "demo" / "measured-x" / "runs.csv",
+                    checkout / "src" / "contention_book" / "chapters" / "demo" / "tables.py", nb):
+        before = changed.read_bytes()
+        changed.write_bytes(before + b"\n")
+        assert not book.up_to_date("demo", nb), changed
+        changed.write_bytes(before)
+        assert book.up_to_date("demo", nb)
+
+
+def test_executing_the_books_copy_drops_its_stamp(checkout, monkeypatch):
+    nb = book.notebooks()["demo"]
+    book.stamp_path(nb).parent.mkdir(parents=True)
+    book.stamp_path(nb).write_text("old")
+    monkeypatch.setattr("papermill.execute_notebook", lambda *a, **k: None)
+    book.execute("demo", {})
+    assert not book.stamp_path(nb).exists()
