@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from load_checks import assert_load_tables
 from tsql_parse import problems
 
 from types import SimpleNamespace
@@ -324,10 +325,13 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     lines = []
     path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 0.7, "partitions": 2,
                                             "rows_per_call": 10, "database": "contention_test",
-                                            "capture_stacks": False},
+                                            "capture_stacks": False, "warmup_s": 0.1, "repetitions": 1},
                        engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
                        log=RunLog(lines.append))
     g = analysis.load(path)
+    assert_load_tables(g, len(g.runs))
+    assert g.by_repetition("load_points")["wait_source"].isin(["pg_wait_sampling", "polling"]).all()
+    assert any("[load]" in line and "waiting for the client" in line for line in lines)
     assert g.recording.manifest["measured"]["command"] and g.recording.parameters["rows_per_call"] == 10
     assert len(g.runs) == 6 and (g.runs["errors"] == 0).all() and (g.runs["operations"] > 0).all()
     assert (g.runs["operations"] == g.runs["calls"] * 10).all()

@@ -168,6 +168,7 @@ class InServerWaitSampler:
             self.error = redact(exc)
         end = process_cpu_s(self._collector)
         self.cpu_s = end - self._cpu0 if end is not None and self._cpu0 is not None else None
+        self.frame()  # counts the collector's ticks, for achieved_hz
         return self
 
     def __enter__(self) -> "InServerWaitSampler":
