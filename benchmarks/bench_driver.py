@@ -17,7 +17,15 @@ It prints inserts/s for each and the ratio to pgbench (goal: >= 0.9 at
 every point), a profile of where one session's time goes, and the observer
 effect of the 20 Hz wait-event sampler (goal <= 2% lost): the same run with
 it on and off, and the sampler's own CPU time counted directly, since on a
-small shared machine the A/B spread is larger than the effect.  These are figures for a reader, not timed unit tests.
+small shared machine the A/B spread is larger than the effect.
+
+Open loop: at 50% and 90% of pgbench's closed-loop rate at --open-sessions
+sessions, ``pgbench -R`` (per-transaction log, latency from each
+transaction's scheduled start) against the driver's ``rate`` (Poisson, the
+same definition); it prints the p99 latency ratio (goal <= 1.2).  Last, each
+wait sampler (pg_wait_sampling in the server, polling pg_stat_activity at
+20 Hz) with its observer cost in CPU per second of run.  These are figures
+for a reader, not timed unit tests.
 """
 from __future__ import annotations
 
@@ -37,6 +45,8 @@ from pathlib import Path
 from contention_book.harness import workloads
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.embedded_pg import EmbeddedPostgres
+from contention_book.harness import pg_waits
+from contention_book.harness.latency import LatencyHistogram
 from contention_book.harness.pg_waits import WaitSampler
 from contention_book.harness.targets import ensure_own_database, resolve_target
 
@@ -68,6 +78,29 @@ def pgbench(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, seconds
         tail = (proc.stderr or proc.stdout)[-400:].replace(pg.password, "***")
         raise SystemExit(f"bench-driver: pgbench failed (exit {proc.returncode}): {tail}")
     return float(m.group(1))
+
+
+def pgbench_rate(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, seconds: float, rate: float,
+                 workdir: Path) -> LatencyHistogram:
+    """``pgbench -R rate`` with a per-transaction log; the latencies (from the scheduled start) as a histogram."""
+    env = dict(os.environ, PGPASSWORD=pg.password, PGOPTIONS="-c synchronous_commit=off")
+    for old in workdir.glob("rate_log*"):
+        old.unlink()
+    cmd = [str(exe), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "book", "-n", "-M", "simple", "-f", str(script),
+           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-T", str(int(round(seconds))),
+           "-R", f"{rate:.0f}", "-l", "--log-prefix", str(workdir / "rate_log"), DATABASE]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 120, cwd=workdir)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout)[-400:].replace(pg.password, "***")
+        raise SystemExit(f"bench-driver: pgbench -R failed (exit {proc.returncode}): {tail}")
+    hist = LatencyHistogram()
+    for log in workdir.glob("rate_log*"):
+        # client_id transaction_no time_us script_no epoch epoch_us schedule_lag_us: time runs from the scheduled start
+        values = [int(line.split()[2]) * 1000 for line in log.read_text().splitlines() if line.strip()]
+        hist.record_many(values)
+    if not hist.total:
+        raise SystemExit("bench-driver: pgbench -R wrote no transaction log")
+    return hist
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -107,6 +140,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="seconds per measurement (default 5)")
     ap.add_argument("--sessions", default=",".join(map(str, SESSIONS)))
     ap.add_argument("--observer-repeats", type=int, default=3)
+    ap.add_argument("--open-sessions", type=int, default=4, help="sessions of the open-loop comparison (default 4)")
     args = ap.parse_args(argv)
     counts = [int(x) for x in args.sessions.split(",") if x.strip()]
     secs = args.seconds
@@ -229,6 +263,48 @@ def main(argv=None) -> int:
         print(f"The sampler's own CPU, measured directly (it alone, {cost['hz']:.1f} Hz for {cost['seconds']:.0f} s): "
               f"{cost['client_ms']:.2f} ms in this process and {cost['server_ms']:.2f} ms in its backend per sample, "
               f"{cost['machine_pct']:.2f}% of this machine's {os.cpu_count()} CPUs at 20 Hz (goal: at most 2% lost)")
+        # -- open loop: the driver's rate against pgbench -R ---------------------------------
+        n_open = args.open_sessions
+        truncate()
+        top = pgbench(pg, exe, script, n_open, secs)
+        print(f"\nOpen loop at {n_open} sessions, Poisson arrivals, latency from the scheduled start "
+              f"(pgbench's closed-loop maximum here: {top:,.0f}/s); ratio = driver p99 / pgbench -R p99, goal <= 1.2")
+        print(f"{'load':>5} {'rate/s':>8} {'pgbench p50':>11} {'p99 ms':>8} {'driver p50':>10} {'p99 ms':>8} "
+              f"{'ratio':>6} {'driver done/s':>13} {'lag p99':>8}")
+        open_rows = []
+        for share in (0.5, 0.9):
+            rate = top * share
+            truncate()
+            ref = pgbench_rate(pg, exe, script, n_open, secs, rate, script_dir)
+            truncate()
+            r = run_sessions(connect, lambda cur, _s, _o: cur.execute(insert), sessions=n_open, duration_s=secs,
+                             warmup_s=0.5, rate=rate, arrival="poisson", seed=1, progress=False)
+            ratio = r.latency["p99_ms"] / ref.percentile_ms(99)
+            open_rows.append(ratio)
+            print(f"{share:>5.0%} {rate:>8,.0f} {ref.percentile_ms(50):>11.3f} {ref.percentile_ms(99):>8.3f} "
+                  f"{r.latency['p50_ms']:>10.3f} {r.latency['p99_ms']:>8.3f} {ratio:>6.2f} {r.throughput:>13,.0f} "
+                  f"{r.lag.percentile_ms(99):>8.3f}", flush=True)
+        print(f"worst open-loop p99 ratio: {max(open_rows):.2f} ({'meets' if max(open_rows) <= 1.2 else 'misses'} "
+              "the 1.2 goal)")
+
+        # -- each wait sampler's observer cost -------------------------------------------------
+        print(f"\nWait samplers at {n_obs} sessions, closed loop: throughput and observer cost (CPU s per s of run)")
+        for source in ("pg_wait_sampling", "polling"):
+            try:
+                w = pg_waits.sampler(lambda: target.connect(DATABASE), DATABASE, hz=20, source=source)
+            except RuntimeError as exc:
+                print(f"  {source}: not available ({exc})")
+                continue
+            truncate()
+            r = run_sessions(connect, lambda cur, _s, _o: cur.execute(insert), sessions=n_obs, duration_s=secs,
+                             warmup_s=0.5, progress=False, on_ready=w.start)
+            w.stop()
+            frame = w.frame()
+            cb = pg_waits.client_bound(frame)
+            print(f"  {source:<17} {r.throughput:>9,.0f}/s  {w.cpu_per_s * 1e3:7.2f} ms CPU per s "
+                  f"({w.cpu_per_s / (os.cpu_count() or 1) * 100:.2f}% of {os.cpu_count()} CPUs) at "
+                  f"{w.achieved_hz:.0f} Hz; backends in the server {cb['server_share']:.0%}, waiting for the "
+                  f"client {cb['client_share']:.0%}", flush=True)
         conn.close()
         shutil.rmtree(script_dir, ignore_errors=True)
     finally:
