@@ -80,6 +80,16 @@ def pgbench(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, seconds
     return float(m.group(1))
 
 
+class _NoConnection:
+    """A connection whose cursor is never used: the driver's loop with nothing inside its call."""
+
+    def cursor(self):
+        return None
+
+    def close(self):
+        pass
+
+
 def pgbench_rate(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, seconds: float, rate: float,
                  workdir: Path) -> LatencyHistogram:
     """``pgbench -R rate`` with a per-transaction log; the latencies (from the scheduled start) as a histogram."""
@@ -241,6 +251,13 @@ def main(argv=None) -> int:
               f"1 session: {r.throughput:,.0f}/s ({1e6 / r.throughput:.1f} µs per call)")
         print("cProfile of that bare loop, top functions by own time:")
         pstats.Stats(prof).sort_stats("tottime").print_stats(5)
+        # the driver's own cost per call: the same loop, bookkeeping and all, around a call that does nothing
+        for n in (1, max(counts)):
+            idle = run_sessions(lambda: _NoConnection(), lambda _c, _s, _o: None, sessions=n, duration_s=1.0,
+                                progress=False)
+            print(f"The driver alone (a call that does nothing), {n} session(s): {idle.throughput:,.0f} calls/s, "
+                  f"{n / idle.throughput * 1e6:.2f} µs of driver time per call per session (the rest of a call's "
+                  f"{1e6 / max(r.throughput, 1):.0f} µs is pyodbc, psqlODBC, the socket and the server)")
 
         # -- observer effect of the wait-event sampler ------------------------------------
         n_obs = max(c for c in counts if c <= 4)
