@@ -104,3 +104,13 @@ def test_labels_and_rate_limits():
     assert pg_waits.delta({"a": 5.0}, {"a": 2.0}) == {"a": 2.0}  # reset: the after value
     with pytest.raises(ValueError, match="hz=0"):
         pg_waits.WaitSampler(lambda: None, "x", hz=0)
+
+
+def test_client_bound_counts_clientread_not_the_idle_state():
+    """Idle with no wait event is a backend finishing its statement on CPU: server time, not the client's."""
+    f = pd.DataFrame([(0.0, 1, "client backend", "idle", "Client", "ClientRead", 3),
+                      (0.0, 1, "client backend", "idle", "", "", 1),
+                      (0.0, 1, "client backend", "active", "LWLock", "WALInsert", 4),
+                      (0.0, 2, "walwriter", "", "Activity", "WalWriterMain", 9)], columns=pg_waits.COLUMNS)
+    assert pg_waits.client_bound(f) == {"server_share": 0.625, "client_share": 0.375}
+    assert pg_waits.client_bound(f, pids=[2])["client_share"] != pg_waits.client_bound(f, pids=[2])["client_share"]

@@ -30,7 +30,6 @@ from .redaction import redact
 
 COLUMNS = ["t_s", "pid", "backend_type", "state", "wait_event_type", "wait_event", "samples"]
 SOURCES = ("auto", "pg_wait_sampling", "polling")
-CLIENT_WAITS = ("idle", "Client:ClientRead")  # a backend waiting for its client's next statement
 # The sampler's own query is left out; background processes (walwriter, checkpointer...)
 # have no database, so they are kept whatever database is asked for.
 QUERY = """
@@ -265,14 +264,20 @@ def shares(frame: pd.DataFrame, backend_type: str | None = "client backend") -> 
 
 
 def client_bound(frame: pd.DataFrame, pids=None) -> dict[str, float]:
-    """Is the load client-bound?  Of the workload backends' samples: the share on CPU or waiting in the
-    server (any wait but the client's), and the share waiting for the client (ClientRead, or idle)."""
+    """Is the load client-bound?  Of the workload backends' samples: the share waiting for the client (the
+    ``Client:ClientRead`` wait event, whatever the session's state) and the share in the server (on CPU, or
+    waiting on anything else).
+
+    The wait event, not pg_stat_activity's ``idle`` state, marks the client's time: a backend is already
+    ``idle`` while it finishes a statement on CPU (commit, results, statistics) before it reads the next
+    one, and pg_wait_sampling knows no state at all.
+    """
     f = frame[frame["backend_type"] == "client backend"]
     if pids is not None:
         f = f[f["pid"].isin(set(pids))]
-    c = counts(f)
-    total = c["samples"].sum()
-    client = c.loc[c["wait"].isin(CLIENT_WAITS), "samples"].sum()
+    weight = f["samples"] if "samples" in f.columns else pd.Series(1, index=f.index)
+    client = weight[(f["wait_event_type"] == "Client") & (f["wait_event"] == "ClientRead")].sum()
+    total = weight.sum()
     if not total:
         return {"server_share": float("nan"), "client_share": float("nan")}
     return {"server_share": float((total - client) / total), "client_share": float(client / total)}
