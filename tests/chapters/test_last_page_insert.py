@@ -329,6 +329,9 @@ def test_a_recording_without_interval_rows_says_so_in_its_figure():
     assert g.table("intervals") is None and g.table("load_points") is None
     fig = figures.plot_throughput_over_time(g)
     assert any("no interval rows" in t.get_text() for ax in fig.axes for t in ax.texts)
+    from contention_book.harness.load_record import load_summary
+
+    assert "no load_points table" in load_summary(g)
 
 
 @pytest.mark.live
@@ -352,6 +355,10 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
 
     fig = figures.plot_throughput_over_time(g)
     assert not fig.axes[0].texts and len(fig.axes[0].lines) >= 3  # one line per design at 2 sessions
+    from contention_book.harness.load_record import load_summary
+
+    summary = load_summary(g)
+    assert len(summary) == 6 and ((summary["server_share"] + summary["client_share"]).round(6) == 1).all()
     assert g.recording.manifest["measured"]["command"] and g.recording.parameters["rows_per_call"] == 10
     assert len(g.runs) == 6 and (g.runs["errors"] == 0).all() and (g.runs["operations"] > 0).all()
     assert (g.runs["operations"] == g.runs["calls"] * 10).all()

@@ -86,3 +86,25 @@ def driver_options(params: dict[str, Any]) -> dict[str, Any]:
     """run_sessions keywords from a chapter's parsed parameters (harness.params.load)."""
     return {"warmup_s": params.get("warmup_s") or 0.0, "rate": params.get("rate"),
             "arrival": params.get("arrival") or "poisson"}
+
+
+NO_LOAD_POINTS = ("This recording has no load_points table: it was made before the driver kept per-point "
+                  "histograms, sampler costs and client-bound shares. A fresh live run writes them.")
+
+
+def load_summary(view) -> pd.DataFrame | str:
+    """Per variant and session count (medians over repetitions): calls/s, p99, the share of the workload
+    backends' samples in the server and waiting for the client, the sampler and its cost; or a note saying
+    the recording predates these columns."""
+    points = view.by_repetition("load_points") if view is not None else None
+    if points is None or points.empty:
+        return NO_LOAD_POINTS
+    cols = [c for c in ("throughput", "p99_ms", "lag_p99_ms", "server_share", "client_share", "observer_cpu_per_s",
+                        "retries", "errors") if c in points.columns]
+    out = points.groupby(["variant", "sessions"], sort=False)[cols].median()
+    if "wait_source" in points.columns:
+        out["wait_source"] = points.groupby(["variant", "sessions"], sort=False)["wait_source"].first()
+    if "observer_cpu_per_s" in out:
+        out["observer_cpu_per_s"] = out["observer_cpu_per_s"] * 1e3
+        out = out.rename(columns={"observer_cpu_per_s": "sampler CPU ms/s"})
+    return out.round(3)

@@ -21,6 +21,7 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from contention_book.harness import load_record
 from contention_book.harness.params import is_empty
 
 from .stacks import StackSection
@@ -99,3 +100,9 @@ def show_section(part: StackSection) -> None:
         plt.close(fig)
     for table in part.tables:
         display(table)
+
+
+def load_summary(view):
+    """The load check of a recording (harness.load_record.load_summary): a table, or a note where it has none."""
+    out = load_record.load_summary(view)
+    return Markdown(f"*{out}*") if isinstance(out, str) else out
