@@ -114,12 +114,6 @@ def pgbench_rate(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, se
     return hist
 
 
-def _cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def sampler_cpu(conn, connect, seconds: float) -> dict[str, float]:
     """CPU the 20 Hz wait sampler costs, counted rather than inferred from throughput.
 
@@ -135,9 +129,9 @@ def sampler_cpu(conn, connect, seconds: float) -> dict[str, float]:
     if len(new) != 1:
         sampler.stop()
         raise SystemExit(f"bench-driver: expected one new backend for the sampler, found {new}")
-    s0, c0, t0 = _cpu_seconds(new[0]), time.process_time(), sampler.ticks
+    s0, c0, t0 = pg_waits.process_cpu_s(new[0]), time.process_time(), sampler.ticks
     time.sleep(seconds)
-    s1, c1, t1 = _cpu_seconds(new[0]), time.process_time(), sampler.ticks
+    s1, c1, t1 = pg_waits.process_cpu_s(new[0]), time.process_time(), sampler.ticks
     sampler.stop()
     samples = max(t1 - t0, 1)
     per_sample = (c1 - c0 + s1 - s0) / samples
