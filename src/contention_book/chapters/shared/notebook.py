@@ -26,7 +26,7 @@ from contention_book.harness.params import is_empty
 
 from .stacks import StackSection
 
-__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure"]
+__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "load_summary"]
 
 # The runner's lines worth keeping on a page: its plan, the guard's actions and its outcome.
 SUMMARY_PREFIXES = ("[run]", "[guard]", "[harness]")
