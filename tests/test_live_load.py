@@ -31,7 +31,7 @@ def cluster_env():
 def test_128_connections_complete(cluster_env, chapter, params):
     env, home = cluster_env
     dest = home / "rec"
-    cmd = [sys.executable, "-m", "contention_book.run", chapter, "--engine", "postgres", "--param", "duration_s=1",
+    cmd = [sys.executable, "-m", "contention_book.run", chapter, "--engine", "postgres", "--param", "duration_s=1", "--param", "repetitions=1",
            "--record-to", str(dest)] + [arg for p in params for arg in ("--param", p)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

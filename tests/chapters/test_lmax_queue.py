@@ -197,12 +197,12 @@ def test_a_published_recording_is_refused_as_the_measured_one():
 def test_verdicts_on_the_references():
     native, db = lq.load_measured("")
     table = analysis.verdicts(*lq.load_published(), native, db)
-    assert set(table["verdict"]) <= {"agrees", "differs", "not testable here"}
-    # the SQL Server claims, and the UNLOGGED one where one client round trip per message bounds both rings
-    client_bound = analysis.pushes_per_call(db) == 1
-    assert (table["verdict"] == "not testable here").sum() == 4 + client_bound
-    unlogged = table[table["claim"].str.contains("durability")].iloc[0]
-    assert (unlogged["verdict"] == "not testable here") == client_bound
+    heads = table["verdict"].str.split(":").str[0]
+    assert set(heads) <= {"agrees", "differs", "inconclusive", "not testable here"}
+    assert table["rule"].str.len().min() > 20  # every row names its rule
+    # the four SQL Server claims cannot be decided on a PostgreSQL recording, whatever it measured
+    sql = table[table["claim"].str.startswith(("v1 ", "v2 ", "v3 ", "Latch-free"))]
+    assert len(sql) == 4 and (sql["verdict"].str.startswith("not testable here")).all()
 
 
 def test_call_notes_follow_the_recording():
@@ -285,8 +285,8 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
 
     lines = []
     path = run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", variants="ring,skip_locked",
-                       duration_s=0.6, queue_size=500, pushes_per_call=5, record_to=str(tmp_path / "rec"),
-                       database="contention_test", log=lines.append, repetitions=1, warmup_s=0.1)
+                       duration_s=0.6, queue_size=500, pushes_per_call=5, repetitions=1, record_to=str(tmp_path / "rec"),
+                       database="contention_test", log=lines.append, warmup_s=0.1)
     g = lq.load(path)
     assert_load_tables(g, 4)
     assert g.recording.parameters["pushes_per_call"] == 5 and analysis.pushes_per_call(g) == 5
@@ -308,7 +308,7 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
     assert any("(5 per call)" in line for line in lines)
     # one statement per message: the old path still runs
     old = lq.load(run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1", variants="ring,naive",
-                              duration_s=0.4, queue_size=200, pushes_per_call=1, record_to=str(tmp_path / "old"),
+                              duration_s=0.4, queue_size=200, pushes_per_call=1, repetitions=1, record_to=str(tmp_path / "old"),
                               database="contention_test", log=lines.append))
     assert (old.runs["calls"] == old.runs["operations"]).all() and (old.runs["errors"] == 0).all()
     assert (old.runs.loc[old.runs["variant"] == "naive", "dequeued"] > 0).all()

@@ -287,13 +287,15 @@ def fake_native(tmp_path, cpus=4, topo=None):
                                                               "ns_per_load": [1.0, 120.0]}))
         w.write_csv(spec.FILES["ctxswitch"], pd.DataFrame(
             {"method": ["futex", "futex"], "placement": ["same_cpu", "different_cpus"], "cpu_a": [0, 0],
-             "cpu_b": [0, 1], "median_ns_per_handoff": [2000.0, 5000.0]}))
-        w.write_csv("runs.csv", pd.DataFrame({
-            "variant": ["writer_shared", "writer_alone"] * 2, "sessions": [2, 2, 2, 2], "workers": [2, 2, 2, 2],
-            "repetition": [0, 0, 1, 1], "throughput": [1e6, 2e6, 1.2e6, 2.2e6], "spins_per_record": [1.0, 0.1, 1.1, 0.1],
-            "backoffs_per_record": [0.01, 0.0, 0.01, 0.0], "collisions_per_record": [0.1, 0.01, 0.1, 0.01],
-            "writer_flushes_per_s": [100.0, 5000.0, 120.0, 5100.0], "writer_wait_p50_ns": [1e7, 100.0, 1e7, 90.0],
-            "writer_wait_p99_ns": [1e8, 1e4, 1e8, 1e4]}))
+             "cpu_b": [0, 1], "batches": [100, 100], "median_ns_per_handoff": [2000.0, 5000.0],
+             "p10_ns_per_handoff": [1900.0, 4800.0], "p90_ns_per_handoff": [2200.0, 5400.0]}))
+        w.write_csv("runs.csv", pd.DataFrame({  # three repetitions, the least a verdict is drawn from
+            "variant": ["writer_shared", "writer_alone"] * 3, "sessions": [2] * 6, "workers": [2] * 6,
+            "repetition": [0, 0, 1, 1, 2, 2], "throughput": [1e6, 2e6, 1.2e6, 2.2e6, 1.1e6, 2.1e6],
+            "spins_per_record": [1.0, 0.1, 1.1, 0.1, 1.05, 0.1],
+            "backoffs_per_record": [0.01, 0.0] * 3, "collisions_per_record": [0.1, 0.01] * 3,
+            "writer_flushes_per_s": [100.0, 5000.0, 120.0, 5100.0, 110.0, 5050.0],
+            "writer_wait_p50_ns": [1e7, 100.0, 1e7, 90.0, 1e7, 95.0], "writer_wait_p99_ns": [1e8, 1e4] * 3}))
     return lc.load(dest)
 
 
@@ -313,7 +315,7 @@ def test_matrix_relations_and_ladder(tmp_path):
     assert distance["verdict"] == "agrees"  # SMT 5 ns < cross socket 40+ ns
     ctx = rows[rows["claim"].str.startswith("A context switch")].iloc[0]
     assert ctx["verdict"] == "agrees"
-    assert set(v["verdict"]) <= {"agrees", "differs", "not testable here"}
+    assert set(v["verdict"].str.split(":").str[0]) <= {"agrees", "differs", "not testable here"}
 
 
 def test_verdicts_can_differ(tmp_path):
@@ -325,7 +327,7 @@ def test_verdicts_can_differ(tmp_path):
     toy = rows[rows["claim"].str.contains("toy log cache: records")].iloc[0]
     assert toy["verdict"] == "differs"
     one = rows[rows["claim"].str.startswith("A line transfer")].iloc[0]
-    assert one["verdict"] == "not testable here" and "one distance" in one["measured"]
+    assert one["verdict"].startswith("not testable here") and "one distance" in one["measured"]
 
 
 def test_toy_sentences_and_spins_verdict_follow_the_data(tmp_path):
@@ -347,36 +349,22 @@ def test_toy_sentences_and_spins_verdict_follow_the_data(tmp_path):
     assert rows[rows["claim"].str.contains("spins per second")].iloc[0]["verdict"] == "agrees"
 
 
-def test_pinning_and_stack_verdicts_are_not_testable_on_two_cpus_but_can_be_on_more():
+def test_pinning_and_stack_verdicts_are_not_testable_on_two_cpus():
+    """On 2 CPUs pinning the walwriter takes half the machine; with more CPUs the verdicts turn on the data
+    (tests/chapters/test_verdicts_can_fail.py turns them both ways)."""
     pub, _ = published()
     pg = lc.load_measured(None)["postgres"]
     shares = pd.DataFrame({"recording": [pg.id, pg.id], "variant": ["default", "walwriter_alone"],
                            "role": ["baseline", "relieved"], "what": ["x", "x"], "pct": [12.0, 3.0]})
-    host = pg.recording.manifest["host"]
-    try:
-        host["logical_cpus"] = 2
-        rows = claims.verdicts(shown_of(pub, {"postgres": pg}), shares).set_index("claim")
-        pin = rows.loc[rows.index.str.contains("walwriter pinned")].iloc[0]
-        assert pin["verdict"] == "not testable here" and "2 CPUs" in pin["measured"]
-        assert rows.loc[rows.index.str.contains("stack samples"), "verdict"].tolist() == ["not testable here"]
-        host["logical_cpus"] = 16
-        rows = claims.verdicts(shown_of(pub, {"postgres": pg}), shares).set_index("claim")
-        c = throughput_curve_at_max(pg)
-        expect = "agrees" if c["walwriter_alone"] > 1.05 * c["default"] else "differs"
-        assert rows.loc[rows.index.str.contains("walwriter pinned"), "verdict"].tolist() == [expect]
-        assert rows.loc[rows.index.str.contains("stack samples"), "verdict"].tolist() == ["agrees"]  # 12% -> 3%
-        tiny = shares.assign(pct=[0.25, 0.13])
-        rows = claims.verdicts(shown_of(pub, {"postgres": pg}), tiny).set_index("claim")
-        stack = rows.loc[rows.index.str.contains("stack samples")].iloc[0]
-        assert stack["verdict"] == "not testable here" and "under 1%" in stack["measured"]
-    finally:
-        host["logical_cpus"] = 2
-
-
-def throughput_curve_at_max(g):
-    c = analysis.throughput_curve([g])
-    top = c["sessions"].max()
-    return c[c["sessions"] == top].set_index("variant")["throughput"]
+    assert pg.recording.manifest["host"]["logical_cpus"] == 2
+    rows = claims.verdicts(shown_of(pub, {"postgres": pg}), shares).set_index("claim")
+    pin = rows.loc[rows.index.str.contains("walwriter pinned")].iloc[0]
+    assert pin["verdict"] == "not testable here: 2 CPUs" and "2 CPUs" in pin["measured"]
+    assert rows.loc[rows.index.str.contains("stack samples"), "verdict"].tolist() == ["not testable here: 2 CPUs"]
+    tiny = shares.assign(pct=[0.25, 0.13])
+    rows = claims.verdicts(shown_of(pub, {"postgres": pg}), tiny).set_index("claim")
+    stack = rows.loc[rows.index.str.contains("stack samples")].iloc[0]
+    assert stack["verdict"].startswith("not testable here") and "under 1%" in stack["measured"]
 
 
 def test_postgres_prose_numbers_say_what_one_call_does():
@@ -492,9 +480,9 @@ def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path
     conn.close()
     before = os.sched_getaffinity(ww)
     mine = os.sched_getaffinity(0)
-    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 1.0, "batch": 50, "seed_rows": 100,
+    path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 1.0, "batch": 50, "seed_rows": 100, "repetitions": 1,
                                             "database": "contention_test", "capture_stacks": False,
-                                            "repetitions": 1, "warmup_s": 0.1, "rate": 300, "arrival": "fixed"},
+                                            "warmup_s": 0.1, "rate": 300, "arrival": "fixed"},
                        engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
                        log=RunLog(lambda *_: None))
     g = lc.load(path)

@@ -52,13 +52,17 @@ def plot_published(metrics: pd.DataFrame):
     return fig
 
 
-def _kind_lines(ax, summary, y, cpus, ylabel, log=True):
+def _kind_lines(ax, summary, y, cpus, ylabel, log=True, band=None):
+    """One line per lock kind (medians); ``band`` = (low, high) columns draws each kind's interval around it."""
     import seaborn as sns
 
     data = summary.assign(setting=summary["kind"].map(lambda k: KIND_LABELS.get(k, k)))
     palette = {KIND_LABELS[k]: PALETTE[k] for k in KINDS}
     order = [KIND_LABELS[k] for k in KINDS if k in set(summary["kind"])]
     sns.lineplot(data=data, x="threads", y=y, hue="setting", hue_order=order, palette=palette, marker="o", ax=ax)
+    if band:
+        for kind, part in summary.groupby("kind"):
+            ax.fill_between(part["threads"], part[band[0]], part[band[1]], color=PALETTE[kind], alpha=0.2, lw=0)
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(summary["threads"].unique()))
     ax.get_xaxis().set_major_formatter(__import__("matplotlib").ticker.ScalarFormatter())
@@ -79,11 +83,9 @@ def plot_throughput(summary: pd.DataFrame | None, cpus: int | None):
     if summary is None or summary.empty:
         _empty(ax, "this recording holds no native sweep")
         return fig
-    s = summary.assign(mrps=summary["records_per_s"] / 1e6)
-    _kind_lines(ax, s, "mrps", cpus, "million records / s (log scale)")
-    for kind, part in s.groupby("kind"):  # the interval over repetitions, as a band
-        ax.fill_between(part["threads"], part["records_per_s_low"] / 1e6, part["records_per_s_high"] / 1e6,
-                        color=PALETTE[kind], alpha=0.2, lw=0)
+    s = summary.assign(mrps=summary["records_per_s"] / 1e6, mrps_low=summary["records_per_s_low"] / 1e6,
+                       mrps_high=summary["records_per_s_high"] / 1e6)
+    _kind_lines(ax, s, "mrps", cpus, "million records / s (log scale)", band=("mrps_low", "mrps_high"))
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -103,9 +105,11 @@ def plot_latency(summary: pd.DataFrame | None, cpus: int | None):
             _empty(ax, "this recording holds no native sweep")
         return fig
     s = summary.assign(p99_us=summary["wait_p99_ns"].clip(lower=1) / 1e3,
+                       p99_us_low=summary["wait_p99_ns_low"].clip(lower=1) / 1e3,
+                       p99_us_high=summary["wait_p99_ns_high"].clip(lower=1) / 1e3,
                        max_ms=summary["wait_max_ns"].clip(lower=1) / 1e6)
-    _kind_lines(axes[0], s, "p99_us", cpus, "µs (log scale)")
-    axes[0].set_title("99th percentile wait for the lock")
+    _kind_lines(axes[0], s, "p99_us", cpus, "µs (log scale)", band=("p99_us_low", "p99_us_high"))
+    axes[0].set_title("99th percentile wait for the lock (median; band: spread of repetitions)")
     _kind_lines(axes[1], s, "max_ms", cpus, "ms (log scale)")
     axes[1].set_title("Longest single wait (worst repetition)")
     axes[0].legend(title=None, fontsize=7)
@@ -123,12 +127,14 @@ def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
             _empty(ax, "this recording holds no native sweep")
         return fig
     floor = 1e-5
-    s = summary.assign(w=summary["waits_per_record"].clip(lower=floor), sp=summary["spins_per_record"].clip(lower=floor),
-                       cs=summary["cs_per_record"].clip(lower=floor))
+    s = summary.copy()
+    for short, col in (("w", "waits_per_record"), ("sp", "spins_per_record"), ("cs", "cs_per_record")):
+        for suffix in ("", "_low", "_high"):
+            s[short + suffix] = summary[col + suffix].clip(lower=floor)
     for ax, col, title in ((axes[0], "w", "Waits (joined the queue) per record"),
                            (axes[1], "sp", "Spins (PAUSE) per record"),
                            (axes[2], "cs", "Context switches per record")):
-        _kind_lines(ax, s, col, cpus, f"per record (log scale; {floor:g} = none)")
+        _kind_lines(ax, s, col, cpus, f"per record (log scale; {floor:g} = none)", band=(col + "_low", col + "_high"))
         ax.set_title(title)
         if ax is not axes[0]:
             ax.get_legend().remove()

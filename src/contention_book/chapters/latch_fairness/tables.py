@@ -96,9 +96,10 @@ def native_summary(g: LatchRecording) -> pd.DataFrame:
     out = grouped[med_cols].median()
     out["records_per_s_min"] = grouped["records_per_s"].min()
     out["records_per_s_max"] = grouped["records_per_s"].max()
-    spreads = grouped["records_per_s"].apply(spread)
-    out["records_per_s_low"] = spreads.map(lambda x: x.low)
-    out["records_per_s_high"] = spreads.map(lambda x: x.high)
+    for col in ("records_per_s", "wait_p99_ns", "waits_per_record", "spins_per_record", "cs_per_record"):
+        spreads = grouped[col].apply(spread)  # the interval each figure draws as a band
+        out[f"{col}_low"] = spreads.map(lambda x: x.low)
+        out[f"{col}_high"] = spreads.map(lambda x: x.high)
     out["wait_max_ns"] = grouped["wait_max_ns"].max()
     out["repetitions"] = grouped.size()
     out = out.reset_index()

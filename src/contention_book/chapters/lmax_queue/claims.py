@@ -13,9 +13,10 @@ import pandas as pd
 from ..shared.claims import Claim, above, rule_above, table
 from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
-from .tables import key_numbers
+from .tables import finding, key_numbers
 
 LEAD, FALSE_SHARING, ATOMIC, HOT, DURABILITY, CEILING, V2 = 1.5, 1.5, 5.0, 0.9, 1.2, 10.0, 1.5
+KNEE_MIN_CPUS = 8  # with fewer logical CPUs "half of them" is one or two sessions: no knee to find
 C = {
     "ring_1p": "A pre-allocated ring beats a locked queue in process (1 producer, 1 consumer)",
     "ring_np": "The ring keeps its lead with several producers",
@@ -42,7 +43,10 @@ RULES = {
                                          "with commits that wait for the WAL flush, at the most sessions,"),
     C["non_durable"]: rule_above(DURABILITY, "the UNLOGGED ring's push rate over the logged ring's, both with "
                                              "asynchronous commits, at the most sessions,"),
-    C["v1_knee"]: "not decided here: the knee needs a SQL Server recording with many cores",
+    C["v1_knee"]: (f"SQL Server recordings whose sessions reach the logical CPUs, with at least {KNEE_MIN_CPUS}: "
+                   "agrees when v1's median rate peaks at between a quarter and three quarters of the logical "
+                   "CPUs and, in at least 3 repetitions, the most sessions run stay below 1.05 x that peak; "
+                   "differs otherwise; not testable on fewer CPUs or a shorter sweep"),
     C["v2"]: rule_above(V2, "v2's best rate over v1's (SQL Server recordings only)"),
     C["v3"]: "not decided here: one-thread rates depend on the reader's CPU",
     C["spinlock"]: "agrees when v2's most-spun spinlock at the most sessions is one the article names; differs "
@@ -89,6 +93,28 @@ def growth_verdict(db) -> tuple[str, str]:
     return text, both(above(hot, HOT), above(dead, 1.0))
 
 
+def knee_verdict(db) -> tuple[str, str]:
+    """Where v1 stops scaling, against the article's 'about half the logical CPUs' (measured text, verdict)."""
+    cpus = int(db.recording.host.get("logical_cpus") or 0) if db.recording.host else 0
+    v1 = db.runs[db.runs["variant"] == "imoltp_v1"]
+    if v1.empty:
+        return "v1 not in this recording", "not testable here: v1 not run"
+    most = int(v1["sessions"].max())
+    if cpus < KNEE_MIN_CPUS or most < cpus:
+        return (f"sessions up to {most} on {cpus or 'unknown'} logical CPUs",
+                f"not testable here: needs {KNEE_MIN_CPUS}+ CPUs and sessions up to their number")
+    medians = v1.groupby("sessions")["throughput"].median()
+    peak_n, peak = int(medians.idxmax()), float(medians.max())
+    last = v1[v1["sessions"] == most].set_index("repetition")["throughput"] / peak
+    flat = spread(last)
+    where = peak_n / cpus
+    text = (f"v1's median rate peaks at {peak_n} sessions ({where:.0%} of {cpus} logical CPUs); at {most} "
+            f"sessions {flat.text('.2f', '×')} that peak")
+    if flat.n < 3:
+        return text, f"inconclusive: {flat.n} repetitions, the rule needs 3"
+    return text, "agrees" if 0.25 <= where <= 0.75 and flat.high < 1.05 else "differs"
+
+
 def verdicts(shown) -> pd.DataFrame:
     """The article's and the paper's claims against the recordings shown, each with its rule."""
     native, db = shown.native, shown.db
@@ -132,15 +158,17 @@ def verdicts(shown) -> pd.DataFrame:
             "with asynchronous commits", above(s, DURABILITY))
     sql = db.engine == "sqlserver"
     knee = f"{n['pub_knee_threads']:.0f} threads of {n['pub_logical_cpus']} logical CPUs"
-    add("v1_knee", f"knee at {knee}", "needs a SQL Server recording with many cores" if not sql else
-        f"v1 best {n['db_imoltp_v1_best']:,.0f}/s at {n['db_imoltp_v1_best_n']:.0f} sessions",
-        "not testable here: the knee needs many cores")
+    add("v1_knee", f"knee at {knee}", *(knee_verdict(db) if sql else
+                                        ("needs a SQL Server recording with many cores",
+                                         "not testable here: needs SQL Server")))
+    said = finding(shown.adkin, "speedup", "imoltp_v2")
+    v2_published = said["statement"] if said is not None else "not printed in the article"
     if sql:
         best = db.runs.groupby(["variant", "repetition"], as_index=False)["throughput"].max()
         s = ratio_spread(best, "throughput", "imoltp_v2", "imoltp_v1")
-        add("v2", "nearly 2x (graph)", f"v2's best {s.text('.2f', '×')} v1's", above(s, V2))
+        add("v2", v2_published, f"v2's best {s.text('.2f', '×')} v1's", above(s, V2))
     else:
-        add("v2", "nearly 2x (graph)", "needs a SQL Server recording", "not testable here: needs SQL Server")
+        add("v2", v2_published, "needs a SQL Server recording", "not testable here: needs SQL Server")
     add("v3", f"{n['pub_v3_msgs']:,.0f} msgs/s", "needs a SQL Server recording" if not sql else
         f"{n['db_imoltp_v3_1']:,.0f} msgs/s", "not testable here: one-thread rates depend on the CPU")
     spin, spin_verdict = "needs a SQL Server recording with spinlock deltas", "not testable here: needs SQL Server"

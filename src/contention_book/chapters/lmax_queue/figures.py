@@ -82,12 +82,17 @@ def plot_delivery(db: LmaxRecording):
     _bands(axes[1], t, "age_p99_ms")
     axes[1].set_ylabel("p99 age when popped, ms (log)")
     axes[1].set_title("Enqueue to dequeue, 99th percentile")
-    sns.lineplot(data=t, x="sessions", y="backlog", hue="design", marker="o", ax=axes[2], legend=False,
-                 palette=colours)
+    if "backlog" in t:
+        sns.lineplot(data=t, x="sessions", y="backlog", hue="design", marker="o", ax=axes[2], legend=False,
+                     palette=colours)
+        axes[2].set_yscale("log")
+    else:  # recordings made before the backlog was counted
+        axes[2].text(0.5, 0.5, "this recording did not count the backlog", ha="center", transform=axes[2].transAxes)
     axes[2].set_ylabel("messages left unread (log)")
     axes[2].set_title("Backlog at the end of a point")
-    for ax in axes:
+    for ax in axes[:2]:
         ax.set_yscale("log")
+    for ax in axes:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel("producers (and as many consumers)")

@@ -197,7 +197,8 @@ class PostgresQueueRun:
         self.w.append_csv(FILES["relation"], stats.assign(variant=variant, sessions=sessions, repetition=repetition))
         top = waits.head(2)
         self.log(f"[{CHAPTER}] {variant} {sessions}P/{consumers}C, repetition {repetition + 1}: "
-                 f"{row['throughput']:,.0f} pushed/s, {row['dequeue_per_s']:,.0f} popped/s, backlog {backlog:,}, "
+                 f"{pushes:,} pushes ({per_call} per call), {row['throughput']:,.0f} pushed/s, "
+                 f"{row['dequeue_per_s']:,.0f} popped/s, backlog {backlog:,}, "
                  f"lost {sum(lost):,}, p99 age {row['age_p99_ms']:.1f} ms; waits: "
                  + ", ".join(f"{w} {s:.0%}" for w, s in zip(top["wait"], top["share"])))
         return row

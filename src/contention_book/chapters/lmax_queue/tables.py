@@ -298,7 +298,7 @@ def key_numbers(shown) -> dict[str, Any]:
     n["db_one_session_note"] = one_session_note(d, lambda v: label(v, db.engine))
     n["db_maxn"] = int(d["sessions"].max())
     best_any = 0.0
-    for v in ("ring", "ring_unlogged", "naive", "skip_locked", "imoltp_v1", "imoltp_v2", "imoltp_v3",
+    for v in ("ring", "ring_durable", "ring_unlogged", "naive", "skip_locked", "imoltp_v1", "imoltp_v2", "imoltp_v3",
               "disk_naive", "disk_ring_sequence"):
         b, at = best(d, v)
         n[f"db_{v}_best"], n[f"db_{v}_best_n"] = b, at

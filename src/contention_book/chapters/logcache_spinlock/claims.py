@@ -65,6 +65,27 @@ def _best_ratio(g, relieved: str, default: str) -> Spread:
     return ratio_spread(best, "throughput", relieved, default)
 
 
+def _published_backoff(published) -> str:
+    """The article's BackOff shares, from its published stack table."""
+    t = published.table("published_stacks")
+    if t is None:
+        return "not printed in the article"
+    b = t[t["function"].str.endswith("LogAppendContext::BackOff")].set_index("variant")["pct"]
+    if not {"default", "no_logwriter_core"} <= set(b.index):
+        return "not printed in the article"
+    return f"LogAppendContext::BackOff {b['default']:.2f}% -> {b['no_logwriter_core']:.2f}% of sampled CPU"
+
+
+def _published_distances(pub_c2c) -> str:
+    """One published machine's median one-way latencies, nearest pair first (the published matrices)."""
+    t = pub_c2c.table("published_c2c") if pub_c2c is not None else None
+    if t is None or t.empty:
+        return "not printed in the sources"
+    machine = t["machine"].iloc[0]
+    m = t[t["machine"] == machine]
+    return f"{' / '.join(f'{v:g}' for v in m['median_one_way_ns'])} ns on a {machine} (published matrices)"
+
+
 def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
     """The article's claims against the recordings shown, each with its rule (``stack_shares``: for tests)."""
     published, measured = shown.published, shown.measured
@@ -78,8 +99,10 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         rows.append(Claim(claim=claim, published=published_dir, recording=where, measured=measured_dir,
                           rule=RULES[claim], verdict=verdict))
 
-    pr = published.runs.set_index("variant")["throughput"]
-    pub_aff = f"{pr['default']:,.0f} -> {pr['no_logwriter_core']:,.0f} inserts/s (40 -> 38 threads)"
+    pruns = published.runs.set_index("variant")
+    pr = pruns["throughput"]
+    pub_aff = (f"{pr['default']:,.0f} -> {pr['no_logwriter_core']:,.0f} inserts/s "
+               f"({pruns.loc['default', 'sessions']} -> {pruns.loc['no_logwriter_core', 'sessions']} threads)")
     nat, pg, ss = measured.get("native"), measured.get("postgres"), measured.get("sqlserver")
     claim1 = CLAIM1
     if ss is not None:
@@ -117,7 +140,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
                 f"not testable here: {ncpu} CPUs" if small else above(r, 1.05))
         else:
             add(claim1 + " (PostgreSQL: walwriter pinned alone)", pub_aff, pg.id, "variant not in this recording", None)
-    pub_bo = "LogAppendContext::BackOff 23.89% -> 1.43% of sampled CPU"
+    pub_bo = _published_backoff(published)
     claim2 = CLAIM2
     if stack_shares is not None and len(stack_shares):
         by_id = {g.id: g for g in measured.values()}
@@ -163,16 +186,20 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
             mem = float(chase.sort_values("size_bytes")["ns_per_load"].iloc[-1])
             if len(same):
                 row = same.iloc[0]
-                n = int(row.get("batches", 0) or 0)
+                med = row["median_ns_per_handoff"]
+                if "p10_ns_per_handoff" in row and "p90_ns_per_handoff" in row:
+                    lo, hi, n = row["p10_ns_per_handoff"], row["p90_ns_per_handoff"], int(row.get("batches", 0) or 0)
+                    spread_text = f"p10–p90 {lo:,.0f}–{hi:,.0f}"
+                else:  # recordings made before the program printed its batches' spread: one value, no verdict
+                    lo, hi, n = med, med, 1
+                    spread_text = "no spread recorded"
 
                 def over(d):
-                    return Spread(row["median_ns_per_handoff"] / d, row["p10_ns_per_handoff"] / d,
-                                  row["p90_ns_per_handoff"] / d, n, "p10-p90 of batches")
+                    return Spread(med / d, lo / d, hi / d, n, "p10-p90 of batches")
 
                 vs_mem, vs_line = over(mem), over(line)
                 add(claim3, "'upwards of twice' a main-memory access; memory ~167 cycles", nat.id,
-                    f"{row['median_ns_per_handoff']:,.0f} ns per switch (p10–p90 {row['p10_ns_per_handoff']:,.0f}–"
-                    f"{row['p90_ns_per_handoff']:,.0f}) vs {line:.0f} ns per line transfer ({vs_line.median:.0f}x) "
+                    f"{med:,.0f} ns per switch ({spread_text}) vs {line:.0f} ns per line transfer ({vs_line.median:.0f}x) "
                     f"and {mem:.0f} ns per memory load ({vs_mem.median:.0f}x)",
                     _both(above(vs_mem, 2.0), above(vs_line, 5.0)))
             else:
@@ -185,12 +212,12 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         if len(rels) >= 2:
             order = ["SMT sibling", "same L3 (socket or CCX)", "same socket", "other L3, same socket", "cross socket"]
             r = rels.set_index("relation")["median_one_way_ns"].reindex([o for o in order if o in set(rels["relation"])])
-            add(claim4, "7.6 / 44 / 118 ns on a Xeon E5-2695 v4 (published matrices)", nat.id,
+            add(claim4, _published_distances(shown.pub_c2c), nat.id,
                 " < ".join(f"{k} {v:.0f} ns" for k, v in r.items()),
                 "agrees" if r.is_monotonic_increasing else "differs")
         else:
             only = ", ".join(rels["relation"]) if len(rels) else "no pair"
-            add(claim4, "7.6 / 44 / 118 ns on a Xeon E5-2695 v4 (published matrices)", nat.id,
+            add(claim4, _published_distances(shown.pub_c2c), nat.id,
                 f"one distance only on this machine ({only}, {int(nat.recording.host.get('logical_cpus') or 0)} CPUs)",
                 "not testable here: one distance only")
     claim5 = "Relieving LOGCACHE_ACCESS moves the pressure to XDESMGR"
@@ -210,7 +237,8 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         add(claim5, "XDESMGR spins rise with the optimised mask", "—",
             "SQL Server only; no SQL Server recording here", "not testable here: needs SQL Server")
     add("Trace flag 8015 (NUMA detection off) raised throughput further",
-        f"over {pr.get('no_logwriter_core_tf8015', NAN):,.0f} inserts/s at 36 threads",
+        f"over {pr.get('no_logwriter_core_tf8015', NAN):,.0f} inserts/s at "
+        f"{pruns['sessions'].get('no_logwriter_core_tf8015', NAN)} threads",
         ss.id if ss is not None else "—",
         ("this recording was made with TF 8015" if ss is not None and 8015 in ss.trace_flags
          else "needs a restart with -T8015; compare two SQL Server recordings"),
