@@ -17,7 +17,15 @@ It prints inserts/s for each and the ratio to pgbench (goal: >= 0.9 at
 every point), a profile of where one session's time goes, and the observer
 effect of the 20 Hz wait-event sampler (goal <= 2% lost): the same run with
 it on and off, and the sampler's own CPU time counted directly, since on a
-small shared machine the A/B spread is larger than the effect.  These are figures for a reader, not timed unit tests.
+small shared machine the A/B spread is larger than the effect.
+
+Open loop: at 50% and 90% of pgbench's closed-loop rate at --open-sessions
+sessions, ``pgbench -R`` (per-transaction log, latency from each
+transaction's scheduled start) against the driver's ``rate`` (Poisson, the
+same definition); it prints the p99 latency ratio (goal <= 1.2).  Last, each
+wait sampler (pg_wait_sampling in the server, polling pg_stat_activity at
+20 Hz) with its observer cost in CPU per second of run.  These are figures
+for a reader, not timed unit tests.
 """
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import resource
 import re
 import shutil
 import statistics
@@ -37,6 +46,8 @@ from pathlib import Path
 from contention_book.harness import workloads
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.embedded_pg import EmbeddedPostgres
+from contention_book.harness import pg_waits
+from contention_book.harness.latency import LatencyHistogram
 from contention_book.harness.pg_waits import WaitSampler
 from contention_book.harness.targets import ensure_own_database, resolve_target
 
@@ -70,10 +81,37 @@ def pgbench(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, seconds
     return float(m.group(1))
 
 
-def _cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+class _NoConnection:
+    """A connection whose cursor is never used: the driver's loop with nothing inside its call."""
+
+    def cursor(self):
+        return None
+
+    def close(self):
+        pass
+
+
+def pgbench_rate(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, seconds: float, rate: float,
+                 workdir: Path) -> LatencyHistogram:
+    """``pgbench -R rate`` with a per-transaction log; the latencies (from the scheduled start) as a histogram."""
+    env = dict(os.environ, PGPASSWORD=pg.password, PGOPTIONS="-c synchronous_commit=off")
+    for old in workdir.glob("rate_log*"):
+        old.unlink()
+    cmd = [str(exe), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "book", "-n", "-M", "simple", "-f", str(script),
+           "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-T", str(int(round(seconds))),
+           "-R", f"{rate:.0f}", "-l", "--log-prefix", str(workdir / "rate_log"), DATABASE]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 120, cwd=workdir)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout)[-400:].replace(pg.password, "***")
+        raise SystemExit(f"bench-driver: pgbench -R failed (exit {proc.returncode}): {tail}")
+    hist = LatencyHistogram()
+    for log in workdir.glob("rate_log*"):
+        # client_id transaction_no time_us script_no epoch epoch_us schedule_lag_us: time runs from the scheduled start
+        values = [int(line.split()[2]) * 1000 for line in log.read_text().splitlines() if line.strip()]
+        hist.record_many(values)
+    if not hist.total:
+        raise SystemExit("bench-driver: pgbench -R wrote no transaction log")
+    return hist
 
 
 def sampler_cpu(conn, connect, seconds: float) -> dict[str, float]:
@@ -91,9 +129,9 @@ def sampler_cpu(conn, connect, seconds: float) -> dict[str, float]:
     if len(new) != 1:
         sampler.stop()
         raise SystemExit(f"bench-driver: expected one new backend for the sampler, found {new}")
-    s0, c0, t0 = _cpu_seconds(new[0]), time.process_time(), sampler.ticks
+    s0, c0, t0 = pg_waits.process_cpu_s(new[0]), time.process_time(), sampler.ticks
     time.sleep(seconds)
-    s1, c1, t1 = _cpu_seconds(new[0]), time.process_time(), sampler.ticks
+    s1, c1, t1 = pg_waits.process_cpu_s(new[0]), time.process_time(), sampler.ticks
     sampler.stop()
     samples = max(t1 - t0, 1)
     per_sample = (c1 - c0 + s1 - s0) / samples
@@ -107,6 +145,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="seconds per measurement (default 5)")
     ap.add_argument("--sessions", default=",".join(map(str, SESSIONS)))
     ap.add_argument("--observer-repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="alternating pgbench/driver runs per session count")
+    ap.add_argument("--open-sessions", type=int, default=4, help="sessions of the open-loop comparison (default 4)")
     args = ap.parse_args(argv)
     counts = [int(x) for x in args.sessions.split(",") if x.strip()]
     secs = args.seconds
@@ -159,28 +199,49 @@ def main(argv=None) -> int:
                 w.stop()
             return r, w
 
-        rows = []
+        rows, cpu_rows = [], []
         for n in counts:
-            truncate()
-            base = pgbench(pg, exe, script, n, secs)
-            truncate()
-            thr = threads(n)[0].throughput
+            bases, thrs, ratios, pcpu, dcpu = [], [], [], [], []
+            for rep in range(args.repeats):  # pgbench and the driver alternate, so drift hits both alike
+                for which in (("pgbench", "threads") if rep % 2 == 0 else ("threads", "pgbench")):
+                    truncate()
+                    if which == "pgbench":
+                        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        bases.append(pgbench(pg, exe, script, n, secs))
+                        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        pcpu.append((ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
+                                    / max(bases[-1] * secs, 1))
+                    else:
+                        cpu0 = time.process_time()
+                        res = threads(n)[0]
+                        dcpu.append((time.process_time() - cpu0) / max(res.operations, 1))
+                        thrs.append(res.throughput)
+                ratios.append(thrs[-1] / bases[-1])
+            base, thr = statistics.median(bases), statistics.median(thrs)
+            cpu_rows.append((n, statistics.median(pcpu), statistics.median(dcpu)))
             truncate()
             proc = run_processes(ENV_VAR, insert, sessions=n, duration_s=secs, setup=session_sql).throughput
             truncate()
             srv = threads(n, loop, LOOP_ROWS)[0].throughput * LOOP_ROWS
-            rows.append((n, base, thr, proc, srv))
-            print(f"[bench-driver] {n} session(s): pgbench {base:,.0f}/s, threads {thr:,.0f}/s, "
-                  f"processes {proc:,.0f}/s, server loop {srv:,.0f} rows/s", flush=True)
+            rows.append((n, base, thr, statistics.median(ratios), min(ratios), max(ratios), proc, srv))
+            print(f"[bench-driver] {n} session(s): pgbench {', '.join(f'{b:,.0f}' for b in bases)}/s; threads "
+                  f"{', '.join(f'{t:,.0f}' for t in thrs)}/s; processes {proc:,.0f}/s, server loop {srv:,.0f} rows/s",
+                  flush=True)
 
-        print("\nSingle-row INSERT, inserts per second (ratio = driver / pgbench; goal >= 0.90)")
-        print(f"{'sessions':>8} {'pgbench':>10} {'threads':>10} {'ratio':>6} {'processes':>10} {'ratio':>6} "
-              f"{'srv loop':>10} {'ratio':>6}")
-        for n, base, thr, proc, srv in rows:
-            print(f"{n:>8} {base:>10,.0f} {thr:>10,.0f} {thr / base:>6.2f} {proc:>10,.0f} {proc / base:>6.2f} "
-                  f"{srv:>10,.0f} {srv / base:>6.2f}")
-        worst = min(max(thr, proc) / base for _, base, thr, proc, _ in rows)
-        print(f"worst client-side driver ratio: {worst:.2f} ({'meets' if worst >= 0.9 else 'misses'} the 0.90 goal); "
+        print(f"\nSingle-row INSERT, inserts per second, medians of {args.repeats} alternating runs "
+              "(ratio = driver / pgbench, the median of the paired ratios and their range; goal >= 0.90)")
+        print(f"{'sessions':>8} {'pgbench':>10} {'threads':>10} {'ratio':>6} {'range':>11} {'processes':>10} "
+              f"{'ratio':>6} {'srv loop':>10} {'ratio':>6}")
+        for n, base, thr, ratio, lo, hi, proc, srv in rows:
+            print(f"{n:>8} {base:>10,.0f} {thr:>10,.0f} {ratio:>6.2f} {lo:>5.2f}-{hi:<5.2f} {proc:>10,.0f} "
+                  f"{proc / base:>6.2f} {srv:>10,.0f} {srv / base:>6.2f}")
+        print("\nWhere the time goes: client CPU per insert (on this machine the client and the server share the CPUs, "
+              "so every µs the client spends is taken from the server)")
+        print(f"{'sessions':>8} {'pgbench µs':>10} {'driver µs':>10} {'driver/pgbench':>14}")
+        for n, pc, dc in cpu_rows:
+            print(f"{n:>8} {pc * 1e6:>10.1f} {dc * 1e6:>10.1f} {dc / pc if pc else float('nan'):>14.2f}")
+        worst = min(r[3] for r in rows)
+        print(f"worst median threads-driver ratio: {worst:.2f} ({'meets' if worst >= 0.9 else 'misses'} the 0.90 goal); "
               f"the server-side loop is not a client driver and is shown for where the loop belongs")
 
         # -- where one session's time goes ---------------------------------------------
@@ -207,6 +268,13 @@ def main(argv=None) -> int:
               f"1 session: {r.throughput:,.0f}/s ({1e6 / r.throughput:.1f} µs per call)")
         print("cProfile of that bare loop, top functions by own time:")
         pstats.Stats(prof).sort_stats("tottime").print_stats(5)
+        # the driver's own cost per call: the same loop, bookkeeping and all, around a call that does nothing
+        for n in (1, max(counts)):
+            idle = run_sessions(lambda: _NoConnection(), lambda _c, _s, _o: None, sessions=n, duration_s=1.0,
+                                progress=False)
+            print(f"The driver alone (a call that does nothing), {n} session(s): {idle.throughput:,.0f} calls/s, "
+                  f"{n / idle.throughput * 1e6:.2f} µs of driver time per call per session (the rest of a call's "
+                  f"{1e6 / max(r.throughput, 1):.0f} µs is pyodbc, psqlODBC, the socket and the server)")
 
         # -- observer effect of the wait-event sampler ------------------------------------
         n_obs = max(c for c in counts if c <= 4)
@@ -229,6 +297,62 @@ def main(argv=None) -> int:
         print(f"The sampler's own CPU, measured directly (it alone, {cost['hz']:.1f} Hz for {cost['seconds']:.0f} s): "
               f"{cost['client_ms']:.2f} ms in this process and {cost['server_ms']:.2f} ms in its backend per sample, "
               f"{cost['machine_pct']:.2f}% of this machine's {os.cpu_count()} CPUs at 20 Hz (goal: at most 2% lost)")
+        # -- open loop: the driver's rate against pgbench -R ---------------------------------
+        n_open = args.open_sessions
+        known = [r[1] for r in rows if r[0] == n_open]
+        if known:
+            top = known[0]
+        else:
+            truncate()
+            top = pgbench(pg, exe, script, n_open, secs)
+        print(f"\nOpen loop at {n_open} sessions, Poisson arrivals, latency from the scheduled start "
+              f"(pgbench's closed-loop maximum here: {top:,.0f}/s); {args.repeats} alternating runs each; "
+              "ratio = driver p99 / pgbench -R p99 (median of the paired ratios, and their range), goal <= 1.2")
+        print(f"{'load':>5} {'rate/s':>8} {'pgbench p50':>11} {'p99 ms':>8} {'driver p50':>10} {'p99 ms':>8} "
+              f"{'ratio':>6} {'range':>11} {'driver done/s':>13} {'lag p99':>8}")
+        open_rows = []
+        for share in (0.5, 0.9):
+            rate = top * share
+            refs, runs, ratios = [], [], []
+            for rep in range(args.repeats):
+                for which in (("pgbench", "driver") if rep % 2 == 0 else ("driver", "pgbench")):
+                    truncate()
+                    if which == "pgbench":
+                        refs.append(pgbench_rate(pg, exe, script, n_open, secs, rate, script_dir))
+                    else:
+                        runs.append(run_sessions(connect, lambda cur, _s, _o: cur.execute(insert), sessions=n_open,
+                                                 duration_s=secs, warmup_s=0.5, rate=rate, arrival="poisson",
+                                                 seed=rep, progress=False))
+                ratios.append(runs[-1].latency["p99_ms"] / refs[-1].percentile_ms(99))
+            med = statistics.median(ratios)
+            open_rows.append(med)
+            m = statistics.median
+            print(f"{share:>5.0%} {rate:>8,.0f} {m(h.percentile_ms(50) for h in refs):>11.3f} "
+                  f"{m(h.percentile_ms(99) for h in refs):>8.3f} {m(r.latency['p50_ms'] for r in runs):>10.3f} "
+                  f"{m(r.latency['p99_ms'] for r in runs):>8.3f} {med:>6.2f} {min(ratios):>5.2f}-{max(ratios):<5.2f} "
+                  f"{m(r.throughput for r in runs):>13,.0f} {m(r.lag.percentile_ms(99) for r in runs):>8.3f}",
+                  flush=True)
+        print(f"worst open-loop median p99 ratio: {max(open_rows):.2f} "
+              f"({'meets' if max(open_rows) <= 1.2 else 'misses'} the 1.2 goal)")
+
+        # -- each wait sampler's observer cost -------------------------------------------------
+        print(f"\nWait samplers at {n_obs} sessions, closed loop: throughput and observer cost (CPU s per s of run)")
+        for source in ("pg_wait_sampling", "polling"):
+            try:
+                w = pg_waits.sampler(lambda: target.connect(DATABASE), DATABASE, hz=20, source=source)
+            except RuntimeError as exc:
+                print(f"  {source}: not available ({exc})")
+                continue
+            truncate()
+            r = run_sessions(connect, lambda cur, _s, _o: cur.execute(insert), sessions=n_obs, duration_s=secs,
+                             warmup_s=0.5, progress=False, on_ready=w.start)
+            w.stop()
+            frame = w.frame()
+            cb = pg_waits.client_bound(frame)
+            print(f"  {source:<17} {r.throughput:>9,.0f}/s  {w.cpu_per_s * 1e3:7.2f} ms CPU per s "
+                  f"({w.cpu_per_s / (os.cpu_count() or 1) * 100:.2f}% of {os.cpu_count()} CPUs) at "
+                  f"{w.achieved_hz:.0f} Hz; backends in the server {cb['server_share']:.0%}, waiting for the "
+                  f"client {cb['client_share']:.0%}", flush=True)
         conn.close()
         shutil.rmtree(script_dir, ignore_errors=True)
     finally:

@@ -36,6 +36,16 @@ GAPS = [
     # DROP PARTITION SCHEME / DROP PARTITION FUNCTION name;
     (re.compile(r"^[ \t]*DROP\s+PARTITION\s+(?:SCHEME|FUNCTION)\s+\[?[A-Za-z_][A-Za-z0-9_]*\]?[ \t]*;", re.I | re.M),
      "SELECT 1;"),
+    # Extended Events sessions (CREATE / ALTER ... STATE / DROP EVENT SESSION ... ON SERVER): documented syntax with
+    # one event whose predicate compares fields and actions to constants, one target with SET options, WITH options.
+    (re.compile(r"^[ \t]*CREATE\s+EVENT\s+SESSION\s+\[[A-Za-z0-9_]+\]\s+ON\s+SERVER\s+"
+                r"ADD\s+EVENT\s+[a-z0-9_]+\.[a-z0-9_]+\s*\(\s*ACTION\s*\(\s*[a-z0-9_]+\.[a-z0-9_]+\s*\)\s*"
+                r"WHERE\s*\((?:\s*(?:AND|OR|\(|\)|\[[a-z0-9_]+\](?:\.\[[a-z0-9_]+\])?\s*=\s*\(\d+\)))+\s*\)\s*\)\s*"
+                r"ADD\s+TARGET\s+package0\.[a-z_]+\s*\(\s*SET\s+[a-z_]+\s*=\s*\(\d+\)\s*\)\s*"
+                r"WITH\s*\(\s*(?:[A-Z_]+\s*=\s*[A-Z0-9_]+(?:\s+SECONDS)?\s*,?\s*)+\)\s*;", re.I | re.M), "SELECT 1;"),
+    (re.compile(r"^[ \t]*ALTER\s+EVENT\s+SESSION\s+\[[A-Za-z0-9_]+\]\s+ON\s+SERVER\s+STATE\s*=\s*(?:START|STOP)\s*;",
+                re.I | re.M), "SELECT 1;"),
+    (re.compile(r"\bDROP\s+EVENT\s+SESSION\s+\[[A-Za-z0-9_]+\]\s+ON\s+SERVER\s*;", re.I), "SELECT 1;"),
 ]
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from load_checks import assert_load_tables
 from tsql_parse import problems
 
 from types import SimpleNamespace
@@ -174,6 +175,7 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
                           record_to=str(tmp_path / "rec"), database="contention_test", stacks=False,
                           log=lines.append)
     g = ghost.load(path)
+    assert_load_tables(g, 4)
     assert g.recording.kind == "measured" and g.recording.engine["name"] == "postgres"
     assert g.recording.manifest["measured"]["command"]
     assert set(g.runs["variant"]) == {"baseline", "open_snapshot"}

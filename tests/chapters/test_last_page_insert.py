@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from load_checks import assert_load_tables
 from tsql_parse import problems
 
 from types import SimpleNamespace
@@ -326,6 +327,22 @@ def test_reference_recording_renders_its_numbers():
     assert (analysis.throughput_table(g)["rows_per_call"] == nums["m_rows_per_call"]).all()
 
 
+def test_a_recording_without_interval_rows_says_so_in_its_figure():
+    """Recordings made before the driver kept interval rows and histograms still load, and the page notes it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from contention_book.chapters.last_page_insert import figures
+
+    g = analysis.load(DEFAULT_MEASURED)
+    assert g.table("intervals") is None and g.table("load_points") is None
+    fig = figures.plot_throughput_over_time(g)
+    assert any("no interval rows" in t.get_text() for ax in fig.axes for t in ax.texts)
+    from contention_book.harness.load_record import load_summary
+
+    assert "no load_points table" in load_summary(g)
+
+
 @pytest.mark.live
 def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     from conftest import TEST_ENV_VAR
@@ -333,10 +350,24 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     lines = []
     path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 0.7, "partitions": 2,
                                             "rows_per_call": 10, "database": "contention_test", "repetitions": 2,
-                                            "capture_stacks": False},
+                                            "capture_stacks": False, "warmup_s": 0.1},
                        engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
                        log=RunLog(lines.append))
     g = analysis.load(path)
+    assert_load_tables(g, len(g.runs))
+    assert g.by_repetition("load_points")["wait_source"].isin(["pg_wait_sampling", "polling"]).all()
+    assert any("[load]" in line and "waiting for the client" in line for line in lines)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from contention_book.chapters.last_page_insert import figures
+
+    fig = figures.plot_throughput_over_time(g)
+    assert not fig.axes[0].texts and len(fig.axes[0].lines) >= 3  # one line per design at 2 sessions
+    from contention_book.harness.load_record import load_summary
+
+    summary = load_summary(g)
+    assert len(summary) == 6 and ((summary["server_share"] + summary["client_share"]).round(6) == 1).all()
     assert g.recording.manifest["measured"]["command"] and g.recording.parameters["rows_per_call"] == 10
     assert len(g.runs) == 12 and (g.runs["errors"] == 0).all() and (g.runs["operations"] > 0).all()
     assert (g.runs["operations"] == g.runs["calls"] * 10).all()

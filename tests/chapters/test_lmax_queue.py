@@ -5,6 +5,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
+from load_checks import assert_load_tables
 from tsql_parse import problems
 
 from types import SimpleNamespace
@@ -285,8 +286,9 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
     lines = []
     path = run_live(engine="postgres", target=TEST_ENV_VAR, sessions="1,2", variants="ring,skip_locked",
                        duration_s=0.6, queue_size=500, pushes_per_call=5, repetitions=1, record_to=str(tmp_path / "rec"),
-                       database="contention_test", log=lines.append)
+                       database="contention_test", log=lines.append, warmup_s=0.1)
     g = lq.load(path)
+    assert_load_tables(g, 4)
     assert g.recording.parameters["pushes_per_call"] == 5 and analysis.pushes_per_call(g) == 5
     assert (g.runs["operations"] == g.runs["calls"] * 5).all()
     assert g.engine == "postgres" and g.recording.kind == "measured"

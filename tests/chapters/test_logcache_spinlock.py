@@ -6,6 +6,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
+from load_checks import assert_load_tables
 from tsql_parse import problems
 
 from contention_book.chapters.logcache_spinlock import claims, recordings as lc, spec
@@ -480,10 +481,14 @@ def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path
     before = os.sched_getaffinity(ww)
     mine = os.sched_getaffinity(0)
     path = run_chapter(spec.SPEC, RUNNERS, {"sessions": "1,2", "duration_s": 1.0, "batch": 50, "seed_rows": 100, "repetitions": 1,
-                                            "database": "contention_test", "capture_stacks": False},
+                                            "database": "contention_test", "capture_stacks": False,
+                                            "warmup_s": 0.1, "rate": 300, "arrival": "fixed"},
                        engine="postgres", target=TEST_ENV_VAR, record_to=str(tmp_path / "rec"),
                        log=RunLog(lambda *_: None))
     g = lc.load(path)
+    assert_load_tables(g, 4)
+    points = g.by_repetition("load_points")
+    assert (points["loop"] == "open").all() and (points["rate"] == 300).all() and (points["lag_p99_ms"] >= 0).all()
     assert g.engine == "postgres" and g.recording.manifest["measured"]["command"]
     assert set(g.runs["variant"]) == {"default", "walwriter_alone"}
     assert (g.runs["throughput"] > 0).all() and set(g.runs["sessions"]) == {1, 2}

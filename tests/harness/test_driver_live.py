@@ -103,3 +103,78 @@ def test_on_ready_runs_before_the_window(pg_target):
                  setup_session=lambda cur, i: order.append("setup"), on_ready=lambda: order.append("ready"),
                  progress=False)
     assert order[:3] == ["setup", "setup", "ready"] and order.count("op") == 4
+
+
+def test_hdr_histogram_roundtrips_through_its_encoding():
+    h = LatencyHistogram().record_many([ms * 1_000_000 for ms in range(1, 1001)])
+    back = LatencyHistogram.decode(h.encode())
+    assert back.total == 1000
+    assert back.percentile_ms(99.9) == pytest.approx(999, rel=0.002)
+    assert LatencyHistogram.decode("").total == 0
+    with pytest.raises(ValueError, match="HDR"):
+        LatencyHistogram.decode("not-a-histogram")
+
+
+def test_errors_are_classified_by_sqlstate_and_server_number():
+    from contention_book.harness.driver import classify, kind
+
+    class FakeOdbcError(Exception):
+        pass
+
+    pg = FakeOdbcError("40P01", "[40P01] ERROR: deadlock detected;\nError while executing the query (1) (SQLExecDirectW)")
+    ss = FakeOdbcError("40001", "[40001] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]Transaction (Process ID 57) "
+                                "was deadlocked on lock resources with another process (1205) (SQLExecDirectW)")
+    assert classify(pg) == "40P01" and kind("40P01") == "deadlock"
+    assert classify(ss) == "1205" and kind("1205") == "deadlock"
+    assert classify(ZeroDivisionError("x")) == "ZeroDivisionError" and kind("ZeroDivisionError") == "other"
+
+
+SERIALIZATION = "DO $$ BEGIN RAISE EXCEPTION 'conflict' USING ERRCODE = '40001'; END $$"
+
+
+def test_serialization_failures_are_retried_when_allowed_and_classified_when_not(pg_target):
+    tries = {}
+
+    def op(cur, session, i):
+        tries[(session, i)] = tries.get((session, i), 0) + 1
+        cur.execute(SERIALIZATION if i % 3 == 0 and tries[(session, i)] == 1 else "SELECT 1")
+
+    connect = lambda: pg_target.connect("contention_test")  # noqa: E731
+    retried = run_sessions(connect, op, sessions=1, operations_per_session=9, retry_on=("40001",), progress=False)
+    assert retried.errors == 0 and retried.retries == 3 and retried.operations == 9
+    tries.clear()
+    failed = run_sessions(connect, op, sessions=1, operations_per_session=9, progress=False)
+    assert failed.errors == 3 and failed.errors_by_code == {"40001": 3} and failed.retries == 0
+    assert "serialization failure" in failed.errors_text()
+
+
+def test_time_based_warmup_runs_before_the_window(pg_target):
+    warm = []
+    result = run_sessions(lambda: pg_target.connect("contention_test"),
+                          lambda cur, s, i: warm.append(time.perf_counter()) if i < 0 else cur.execute("SELECT 1"),
+                          sessions=1, operations_per_session=5, warmup_s=0.3, progress=False)
+    assert warm and warm[-1] - warm[0] >= 0.25 and result.operations == 5
+
+
+def test_open_loop_counts_queueing_from_the_scheduled_start(pg_target):
+    """50 calls/s on a fixed schedule into one session whose call takes 40 ms: the queue grows, latency shows it."""
+    connect = lambda: pg_target.connect("contention_test")  # noqa: E731
+    slow = run_sessions(connect, lambda cur, s, i: cur.execute("SELECT pg_sleep(0.04)"), sessions=1,
+                        duration_s=1.0, rate=50, arrival="fixed", progress=False)
+    assert slow.arrival == "fixed" and slow.lag is not None
+    assert slow.lag.percentile_ms(99) > 100  # later calls started well after their slot
+    assert slow.latency["p99_ms"] > slow.lag.percentile_ms(99) + 35  # latency = lag + service time
+    easy = run_sessions(connect, lambda cur, s, i: cur.execute("SELECT 1"), sessions=2, duration_s=1.0, rate=40,
+                        arrival="poisson", seed=7, progress=False)
+    assert 20 <= easy.operations <= 70  # about 40 in a second
+    assert easy.latency["p50_ms"] < 20
+
+
+def test_interval_rows_cover_the_window_and_add_up(pg_target):
+    result = run_sessions(lambda: pg_target.connect("contention_test"),
+                          lambda cur, s, i: cur.execute("SELECT pg_sleep(0.005)"), sessions=2, duration_s=2.3,
+                          progress="interval test")
+    frame = result.intervals()
+    assert list(frame["second"]) == [0.0, 1.0, 2.0]
+    assert frame["operations"].sum() == result.operations
+    assert (frame["p99_ms"] >= 5).all() and frame["interval_s"].iloc[-1] < 1.0

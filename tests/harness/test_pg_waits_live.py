@@ -39,6 +39,49 @@ def test_sampler_sees_a_lock_wait_and_keeps_its_rate(pg_target):
     assert share["Client:ClientRead"] > 0.3  # the holder: idle in transaction
 
 
+def test_in_server_sampler_sees_the_same_lock_wait_and_costs_little(pg_target):
+    """pg_wait_sampling (preloaded by the embedded cluster where installed): the same wait, no polling client."""
+    setup = pg_target.connect("contention_test")
+    if pg_waits.in_server_available(setup):
+        pytest.skip(f"pg_wait_sampling not usable here: {pg_waits.in_server_available(setup)}")
+    setup.execute("DROP TABLE IF EXISTS waits_probe2; CREATE TABLE waits_probe2 (id int PRIMARY KEY, v int)")
+    setup.execute("INSERT INTO waits_probe2 VALUES (1, 0)")
+    holder = pg_target.connect("contention_test", autocommit=False)
+    holder.execute("UPDATE waits_probe2 SET v = v + 1 WHERE id = 1")
+    pids = []
+
+    def blocked():
+        c = pg_target.connect("contention_test")
+        pids.append(c.execute("SELECT pg_backend_pid()").fetchone()[0])
+        c.execute("UPDATE waits_probe2 SET v = v + 1 WHERE id = 1")
+        c.close()
+
+    connect = lambda: pg_target.connect("contention_test")  # noqa: E731
+    sampler = pg_waits.sampler(connect, "contention_test", source="auto")
+    assert isinstance(sampler, pg_waits.InServerWaitSampler)
+    t = threading.Thread(target=blocked)
+    with sampler:
+        t.start()
+        time.sleep(1.0)
+        holder.commit()
+        t.join(timeout=10)
+    holder.close()
+    frame = sampler.frame()
+    assert sampler.error is None and sampler.achieved_hz > 50  # 100 Hz by default
+    mine = frame[frame["pid"].isin(pids)]
+    lock = mine[(mine["wait_event_type"] == "Lock") & (mine["wait_event"] == "transactionid")]["samples"].sum()
+    assert lock >= 60  # most of the second at 10 ms a sample
+    assert 0 <= sampler.cpu_per_s < 0.2
+    shares = pg_waits.client_bound(frame, pids)
+    assert shares["server_share"] > 0.8  # it waited on a lock in the server, not for its client
+
+
+def test_polling_sampler_counts_its_own_cpu(pg_target):
+    with pg_waits.WaitSampler(lambda: pg_target.connect("contention_test"), "contention_test", hz=20) as sampler:
+        time.sleep(0.5)
+    assert sampler.cpu_per_s > 0 and sampler.server_measured
+
+
 def test_wal_delta_counts_records(pg_target):
     cur = pg_target.connect("contention_test").cursor()
     before = pg_waits.wal_snapshot(cur)
@@ -52,12 +95,22 @@ def test_wal_delta_counts_records(pg_target):
 
 
 def test_labels_and_rate_limits():
-    frame = pd.DataFrame([(0.0, 1, "client backend", "active", "", ""),
-                          (0.0, 2, "client backend", "active", "LWLock", "WALInsert"),
-                          (0.0, 3, "client backend", "idle", "Client", "ClientRead"),
-                          (0.0, 4, "client backend", "idle", "", "")], columns=pg_waits.COLUMNS)
-    frame.loc[5] = (0.0, 5, "client backend", "idle in transaction", "Client", "ClientRead")
+    frame = pd.DataFrame([(0.0, 1, "client backend", "active", "", "", 1),
+                          (0.0, 2, "client backend", "active", "LWLock", "WALInsert", 1),
+                          (0.0, 3, "client backend", "idle", "Client", "ClientRead", 1),
+                          (0.0, 4, "client backend", "idle", "", "", 1)], columns=pg_waits.COLUMNS)
+    frame.loc[5] = (0.0, 5, "client backend", "idle in transaction", "Client", "ClientRead", 1)
     assert list(pg_waits.label(frame)) == ["CPU", "LWLock:WALInsert", "idle", "idle", "Client:ClientRead"]
     assert pg_waits.delta({"a": 5.0}, {"a": 2.0}) == {"a": 2.0}  # reset: the after value
     with pytest.raises(ValueError, match="hz=0"):
         pg_waits.WaitSampler(lambda: None, "x", hz=0)
+
+
+def test_client_bound_counts_clientread_not_the_idle_state():
+    """Idle with no wait event is a backend finishing its statement on CPU: server time, not the client's."""
+    f = pd.DataFrame([(0.0, 1, "client backend", "idle", "Client", "ClientRead", 3),
+                      (0.0, 1, "client backend", "idle", "", "", 1),
+                      (0.0, 1, "client backend", "active", "LWLock", "WALInsert", 4),
+                      (0.0, 2, "walwriter", "", "Activity", "WalWriterMain", 9)], columns=pg_waits.COLUMNS)
+    assert pg_waits.client_bound(f) == {"server_share": 0.625, "client_share": 0.375}
+    assert pg_waits.client_bound(f, pids=[2])["client_share"] != pg_waits.client_bound(f, pids=[2])["client_share"]

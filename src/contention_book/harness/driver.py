@@ -1,87 +1,126 @@
 """The sessions driver: N concurrent sessions, one connection per thread.
 
-It plays the role of ostress / SQLQueryStress, with what their users ask
-for: every session connects and warms up first, then all are released
-together by a barrier so the measured window holds only concurrent work;
-each call's latency goes into a histogram (p50/p95/p99/max); errors are
-counted per session and reported, never swallowed; a progress bar shows long
-runs; Ctrl-C stops the sessions cleanly and re-raises, so the recording
-writer marks the recording incomplete.
+It plays the role of pgbench / ostress / SQLQueryStress, with what their
+users ask for:
+
+- every session connects and warms up first (for ``warmup_s`` seconds, or a
+  number of calls), then all are released together by a barrier, so the
+  measured window holds only concurrent work;
+- closed loop (each session calls again as soon as its call returns), or open
+  loop: ``rate`` calls per second across all sessions on a fixed or Poisson
+  schedule (pgbench ``-R``).  An open-loop call's latency runs from its
+  *scheduled* start, so time spent queued behind a slow call is not hidden
+  (coordinated omission), and the schedule lag is kept beside it;
+- every call's latency goes into an HDR histogram per point
+  (:mod:`.latency`), which a recording stores encoded;
+- one row per second of the window (calls, errors, retries, p50/p99/max),
+  printed as the run goes in the manner of pgbench ``-P`` and kept;
+- errors are classified by SQLSTATE (PostgreSQL) or error number (SQL
+  Server), counted per class, never swallowed; serialization failures and
+  deadlocks are retried when the workload says its call may be repeated;
+- Ctrl-C stops the sessions cleanly and re-raises, so the recording writer
+  marks the recording incomplete.
 
 pyodbc releases the GIL while a statement runs, so threads are enough to
-keep N server sessions busy.
+keep N server sessions busy; the hot loop only appends to arrays, and
+everything else is computed after the window.
 """
 from __future__ import annotations
 
-import math
+import random
+import re
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
+import numpy as np
+import pandas as pd
+
+from .latency import LatencyHistogram
 from .redaction import redact
 
+# Serialization failure and deadlock (PostgreSQL SQLSTATEs), deadlock victim (SQL Server error number).
+RETRYABLE = ("40001", "40P01", "1205")
+ARRIVALS = ("poisson", "fixed")
+KINDS = {"40001": "serialization failure", "40P01": "deadlock", "1205": "deadlock", "HYT00": "timeout",
+         "57014": "query canceled", "23505": "unique violation", "55P03": "lock not available", "1222": "lock timeout"}
+INTERVAL_COLUMNS = ["second", "interval_s", "operations", "errors", "retries", "throughput", "p50_ms", "p99_ms",
+                    "max_ms", "lag_p99_ms"]
+_SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
+_NATIVE = re.compile(r"\((\d+)\)\s*\(SQL\w+\)")
 
-class LatencyHistogram:
-    """Log-bucketed latency histogram (about 1% resolution, 1 µs to ~20 min).
 
-    Cheap to record into from a hot loop and to merge across sessions; the
-    exact maximum is kept alongside.
+def classify(exc: BaseException) -> str:
+    """An error's class: the SQL Server error number, else the SQLSTATE, else the exception's type name.
+
+    pyodbc raises ``(sqlstate, message)``; psqlODBC passes the server's
+    SQLSTATE through, and SQL Server's drivers end the message with the native
+    error number in parentheses, e.g. ``... (1205) (SQLExecDirectW)``.
     """
+    args = getattr(exc, "args", ())
+    message = " ".join(str(a) for a in args)
+    if "SQL Server" in message:
+        m = _NATIVE.search(message)
+        if m:
+            return m.group(1)
+    if args and isinstance(args[0], str) and _SQLSTATE.match(args[0]):
+        return args[0]
+    return type(exc).__name__
 
-    GROWTH = 1.01
-    FLOOR_NS = 1_000
 
-    def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.max_ns = 0
-        self.total = 0
-        self._log_growth = math.log(self.GROWTH)
+def kind(code: str) -> str:
+    """Words for an error class (``code`` from :func:`classify`)."""
+    if code in KINDS:
+        return KINDS[code]
+    if code[:2] == "08" and len(code) == 5:
+        return "connection"
+    return "other"
 
-    def record(self, ns: int) -> None:
-        idx = 0 if ns <= self.FLOOR_NS else int(math.log(ns / self.FLOOR_NS) / self._log_growth) + 1
-        self.counts[idx] = self.counts.get(idx, 0) + 1
-        self.total += 1
-        if ns > self.max_ns:
-            self.max_ns = ns
 
-    def merge(self, other: "LatencyHistogram") -> "LatencyHistogram":
-        for idx, n in other.counts.items():
-            self.counts[idx] = self.counts.get(idx, 0) + n
-        self.total += other.total
-        self.max_ns = max(self.max_ns, other.max_ns)
-        return self
+class _Schedule:
+    """Open-loop start times shared by all sessions: fixed gaps of 1/rate, or exponential ones (Poisson)."""
 
-    def percentile_ms(self, q: float) -> float:
-        """The upper edge of the bucket holding the q-th percentile, in ms."""
-        if not self.total:
-            return float("nan")
-        rank = math.ceil(q / 100 * self.total)
-        seen = 0
-        for idx in sorted(self.counts):
-            seen += self.counts[idx]
-            if seen >= rank:
-                upper_ns = self.FLOOR_NS * self.GROWTH ** idx
-                return min(upper_ns, self.max_ns) / 1e6
-        return self.max_ns / 1e6
+    def __init__(self, rate: float, arrival: str, seed: int | None):
+        self.gap_ns = 1e9 / rate
+        self.poisson = arrival == "poisson"
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.next_ns: float = 0.0
 
-    def summary(self) -> dict[str, float]:
-        return {
-            "p50_ms": self.percentile_ms(50),
-            "p95_ms": self.percentile_ms(95),
-            "p99_ms": self.percentile_ms(99),
-            "max_ms": self.max_ns / 1e6 if self.total else float("nan"),
-        }
+    def take(self) -> int:
+        with self.lock:
+            if not self.next_ns:
+                self.next_ns = float(time.perf_counter_ns())
+            at = self.next_ns
+            self.next_ns += self.rng.expovariate(1.0) * self.gap_ns if self.poisson else self.gap_ns
+            return int(at)
 
 
 @dataclass
 class SessionStats:
+    """One session's calls: end times and latencies (ns), errors by class, retries."""
+
     session: int
     operations: int = 0
     errors: int = 0
+    retries: int = 0
     error_samples: list[str] = field(default_factory=list)
-    histogram: LatencyHistogram = field(default_factory=LatencyHistogram)
+    errors_by_code: dict[str, int] = field(default_factory=dict)
     timeline: list[tuple[int, float, float]] = field(default_factory=list)  # (op, end clock s, latency s)
+    ends: array = field(default_factory=lambda: array("q"))
+    latencies: array = field(default_factory=lambda: array("q"))
+    lags: array = field(default_factory=lambda: array("q"))
+    error_ends: array = field(default_factory=lambda: array("q"))
+    retry_ends: array = field(default_factory=lambda: array("q"))
+    _histogram: LatencyHistogram | None = None
+
+    @property
+    def histogram(self) -> LatencyHistogram:
+        if self._histogram is None:
+            self._histogram = LatencyHistogram().record_many(self.latencies)
+        return self._histogram
 
 
 @dataclass
@@ -93,6 +132,13 @@ class RunResult:
     latency: dict[str, float]
     per_session: list[SessionStats]
     window_start: float = 0.0
+    histogram: LatencyHistogram = field(default_factory=LatencyHistogram)
+    lag: LatencyHistogram | None = None
+    retries: int = 0
+    errors_by_code: dict[str, int] = field(default_factory=dict)
+    rate: float | None = None
+    arrival: str = "closed"
+    warmup_s: float = 0.0
 
     @property
     def throughput(self) -> float:
@@ -101,14 +147,93 @@ class RunResult:
     def row(self, **extra: Any) -> dict[str, Any]:
         """One runs.csv row."""
         return {**extra, "sessions": self.sessions, "elapsed_s": self.elapsed_s, "operations": self.operations,
-                "throughput": self.throughput, **self.latency, "errors": self.errors}
+                "throughput": self.throughput, **self.latency, "errors": self.errors, "retries": self.retries}
 
-    def timeline(self):
-        import pandas as pd
-
+    def timeline(self) -> pd.DataFrame:
         rows = [(s.session, op, end - self.window_start, lat)
                 for s in self.per_session for op, end, lat in s.timeline]
         return pd.DataFrame(rows, columns=["session", "op", "end_s", "latency_s"])
+
+    def intervals(self, every_s: float = 1.0) -> pd.DataFrame:
+        """One row per ``every_s`` of the window (columns INTERVAL_COLUMNS); the last one may be shorter."""
+        return interval_frame(self.per_session, self.window_start, self.elapsed_s, every_s)
+
+    def errors_text(self) -> str:
+        """``code (kind) xN`` per error class, for a log line or a note."""
+        return ", ".join(f"{c} ({kind(c)}) x{n}" for c, n in sorted(self.errors_by_code.items()))
+
+
+def _cat(parts: list[array]) -> np.ndarray:
+    return np.concatenate([np.frombuffer(p, dtype=np.int64) for p in parts]) if parts else np.empty(0, np.int64)
+
+
+def interval_frame(stats: list[SessionStats], window_start_s: float, elapsed_s: float,
+                   every_s: float = 1.0) -> pd.DataFrame:
+    """Per-interval calls, errors, retries and latency percentiles from the sessions' arrays."""
+    if not stats or elapsed_s <= 0 or not any(len(s.ends) or len(s.error_ends) for s in stats):
+        return pd.DataFrame(columns=INTERVAL_COLUMNS)
+    start_ns = window_start_s * 1e9
+    step = every_s * 1e9
+    n = max(1, int(np.ceil(elapsed_s / every_s - 1e-9)))
+    ends, lats = _cat([s.ends for s in stats]), _cat([s.latencies for s in stats])
+    lags = _cat([s.lags for s in stats]) if any(len(s.lags) for s in stats) else None
+    which = np.clip(((ends - start_ns) // step).astype(np.int64), 0, n - 1)
+    errs = np.clip(((_cat([s.error_ends for s in stats]) - start_ns) // step).astype(np.int64), 0, n - 1)
+    rets = np.clip(((_cat([s.retry_ends for s in stats]) - start_ns) // step).astype(np.int64), 0, n - 1)
+    err_counts, ret_counts = np.bincount(errs, minlength=n), np.bincount(rets, minlength=n)
+    order = np.argsort(which, kind="stable")
+    which, lats = which[order], lats[order]
+    lags = lags[order] if lags is not None and len(lags) == len(order) else None
+    bounds = np.searchsorted(which, np.arange(n + 1))
+    rows = []
+    for k in range(n):
+        lo, hi = bounds[k], bounds[k + 1]
+        span = min(every_s, elapsed_s - k * every_s)
+        chunk = lats[lo:hi]
+        pct = np.percentile(chunk, [50, 99]) / 1e6 if hi > lo else (np.nan, np.nan)
+        lag99 = float(np.percentile(lags[lo:hi], 99) / 1e6) if lags is not None and hi > lo else np.nan
+        rows.append((k * every_s, span, int(hi - lo), int(err_counts[k]), int(ret_counts[k]),
+                     (hi - lo) / span if span > 0 else np.nan, float(pct[0]), float(pct[1]),
+                     float(chunk.max() / 1e6) if hi > lo else np.nan, lag99))
+    return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+
+
+class _LiveIntervals:
+    """The progress line, pgbench ``-P`` style, from what the sessions appended since the last line."""
+
+    def __init__(self, stats: list[SessionStats], label: str, open_loop: bool):
+        from .progress import interval_lines
+
+        self.stats, self.label, self.open_loop = stats, label, open_loop
+        self.cursor = [[0, 0, 0] for _ in stats]  # ends, error_ends, retry_ends already shown
+        self.emit, self.every_s = interval_lines()
+        self.last_s = 0.0
+
+    def tick(self, elapsed_s: float, final: bool = False) -> None:
+        if not final and elapsed_s - self.last_s < self.every_s:
+            return
+        lats, lags, errors, retries = [], [], 0, 0
+        for st, cur in zip(self.stats, self.cursor):
+            n = len(st.latencies)  # appended after ends (and before lags): every one of these is complete
+            lats.append(np.frombuffer(st.latencies, dtype=np.int64)[cur[0]:n].copy())
+            if self.open_loop:
+                lags.append(np.frombuffer(st.lags, dtype=np.int64)[cur[0]:min(n, len(st.lags))].copy())
+            errors += len(st.error_ends) - cur[1]
+            retries += len(st.retry_ends) - cur[2]
+            cur[:] = [n, len(st.error_ends), len(st.retry_ends)]
+        span = max(elapsed_s - self.last_s, 1e-9)
+        self.last_s = elapsed_s
+        lat = np.concatenate(lats) if lats else np.empty(0)
+        if len(lat):
+            p50, p99 = np.percentile(lat, [50, 99]) / 1e6
+            text = f"lat p50 {p50:.3f} p99 {p99:.3f} max {lat.max() / 1e6:.3f} ms"
+        else:
+            text = "lat -"
+        lag = np.concatenate(lags) if lags else np.empty(0)
+        if len(lag):
+            text += f", lag p99 {np.percentile(lag, 99) / 1e6:.3f} ms"
+        self.emit(f"progress: {self.label}: {elapsed_s:.1f} s, {len(lat) / span:,.1f} op/s, {text}, "
+                  f"{errors} failed, {retries} retried")
 
 
 class SessionsFailed(RuntimeError):
@@ -123,6 +248,12 @@ def run_sessions(
     operations_per_session: int | None = None,
     duration_s: float | None = None,
     warmup_operations: int = 0,
+    warmup_s: float = 0.0,
+    rate: float | None = None,
+    arrival: str = "poisson",
+    seed: int | None = None,
+    retry_on: Collection[str] = (),
+    max_retries: int = 10,
     setup_session: Callable[[Any, int], None] | None = None,
     keep_timeline: bool = False,
     progress: bool | str = True,
@@ -134,23 +265,40 @@ def run_sessions(
     """Run ``operation(cursor, session, op_index)`` in ``sessions`` threads.
 
     Stop after ``operations_per_session`` calls each, or after ``duration_s``
-    of the measured window, whichever comes first.  ``on_tick`` is called
-    from the main thread about every ``tick_s`` during the window (samplers
-    hook in there); ``on_ready`` once, after every session has connected and
-    warmed up and before any is released (profilers attach there).
+    of the measured window, whichever comes first.  Warm-up calls (op index
+    -1, -2, ...) run for ``warmup_s`` seconds and at least
+    ``warmup_operations`` times.  ``rate`` (calls/s across all sessions)
+    makes the loop open, with ``arrival`` "poisson" or "fixed" gaps.  A call
+    that fails with a class in ``retry_on`` is rolled back and repeated (at
+    most ``max_retries`` times; its latency covers every try).  ``on_tick``
+    is called from the main thread about every ``tick_s`` during the window
+    (samplers hook in there); ``on_ready`` once, after every session has
+    connected and warmed up and before any is released (profilers attach).
     """
     if operations_per_session is None and duration_s is None:
         raise ValueError("run_sessions: give operations_per_session, duration_s or both")
     if sessions < 1:
         raise ValueError(f"run_sessions: sessions must be at least 1, got {sessions}")
+    if rate is not None and not rate > 0:
+        raise ValueError(f"run_sessions: rate={rate}: expected calls per second above 0, or None (closed loop)")
+    if arrival not in ARRIVALS:
+        raise ValueError(f"run_sessions: arrival={arrival!r}: expected one of {', '.join(ARRIVALS)}")
     stats = [SessionStats(i) for i in range(sessions)]
     ready = threading.Barrier(sessions + 1)  # everyone connected and warmed up
     barrier = threading.Barrier(sessions + 1)  # released together: the measured window starts
     stop = threading.Event()
     ready_errors: list[str] = []
     window = {"start": 0.0}
-    done_counter = [0] * sessions
     cursors: dict[int, Any] = {}
+    schedule = _Schedule(rate, arrival, seed) if rate else None
+    retryable = frozenset(retry_on)
+
+    def rollback(cur) -> None:
+        try:
+            if not cur.connection.autocommit:
+                cur.connection.rollback()
+        except Exception:  # noqa: BLE001 - the next try reports whatever is really wrong
+            pass
 
     def worker(i: int) -> None:
         st = stats[i]
@@ -162,8 +310,10 @@ def run_sessions(
                 cursors[i] = cur
                 if setup_session:
                     setup_session(cur, i)
-                for w in range(warmup_operations):
+                w, until = 0, time.perf_counter() + warmup_s
+                while w < warmup_operations or time.perf_counter() < until:
                     operation(cur, i, -1 - w)
+                    w += 1
             except Exception as exc:  # noqa: BLE001 - reported to the caller below
                 ready_errors.append(f"session {i}: {redact(exc)}")
                 stop.set()
@@ -176,29 +326,56 @@ def run_sessions(
                 return
             op = 0
             perf = time.perf_counter_ns
+            ends, lats, lags = st.ends.append, st.latencies.append, st.lags.append
             while not stop.is_set():
                 if operations_per_session is not None and op >= operations_per_session:
                     break
-                start = perf()
-                try:
-                    operation(cur, i, op)
-                except Exception as exc:  # noqa: BLE001
+                if schedule is not None:
+                    origin = schedule.take()
+                    ahead = origin - perf()
+                    if ahead > 0:
+                        if stop.wait(ahead / 1e9):
+                            break
+                    start = perf()
+                else:
+                    start = origin = perf()
+                tries = 0
+                failed = None
+                while True:
+                    try:
+                        operation(cur, i, op)
+                        break
+                    except Exception as exc:  # noqa: BLE001 - classified and counted
+                        code = classify(exc)
+                        if code in retryable and tries < max_retries and not stop.is_set():
+                            tries += 1
+                            st.retries += 1
+                            st.retry_ends.append(perf())
+                            rollback(cur)
+                            continue
+                        failed = (code, exc)
+                        break
+                end = perf()
+                if failed is not None:
+                    code, exc = failed
                     st.errors += 1
+                    st.errors_by_code[code] = st.errors_by_code.get(code, 0) + 1
+                    st.error_ends.append(end)
                     if len(st.error_samples) < 5:
-                        st.error_samples.append(redact(exc))
+                        st.error_samples.append(f"[{code}] {redact(exc)}")
                     if st.errors >= max_errors_per_session:
                         st.error_samples.append(f"stopped after {st.errors} errors")
                         break
                     op += 1
-                    done_counter[i] = op
                     continue
-                end = perf()
-                st.histogram.record(end - start)
+                ends(end)
+                lats(end - origin)
+                if schedule is not None:
+                    lags(start - origin)
                 st.operations += 1
                 if keep_timeline:
-                    st.timeline.append((op, end / 1e9, (end - start) / 1e9))
+                    st.timeline.append((op, end / 1e9, (end - origin) / 1e9))
                 op += 1
-                done_counter[i] = op
         finally:
             if conn is not None:
                 try:
@@ -209,9 +386,9 @@ def run_sessions(
     threads = [threading.Thread(target=worker, args=(i,), name=f"session-{i}", daemon=True) for i in range(sessions)]
     for t in threads:
         t.start()
-    bar = None
+    live = None
     try:
-        ready.wait(timeout=600)
+        ready.wait(timeout=600 + warmup_s)
         if ready_errors:
             barrier.abort()
             raise SessionsFailed("sessions could not start: " + "; ".join(ready_errors[:5]))
@@ -219,22 +396,22 @@ def run_sessions(
             on_ready()
         barrier.wait(timeout=600)
         window["start"] = time.perf_counter_ns() / 1e9
-        total = operations_per_session * sessions if operations_per_session is not None else None
         if progress:
-            from .progress import progress as make_progress
-
-            bar = make_progress(total, progress if isinstance(progress, str) else f"{sessions} sessions", unit="op")
+            live = _LiveIntervals(stats, progress if isinstance(progress, str) else f"{sessions} sessions",
+                                  schedule is not None)
         while any(t.is_alive() for t in threads):
             elapsed = time.perf_counter_ns() / 1e9 - window["start"]
             if duration_s is not None and elapsed >= duration_s:
                 stop.set()
             if on_tick:
                 on_tick(elapsed)
-            if bar is not None:
-                bar.update(sum(done_counter) - bar.n)  # update() honours mininterval; refresh() would not
+            if live is not None:
+                live.tick(elapsed)
             for t in threads:
                 t.join(timeout=tick_s / max(1, len(threads)))
         end = time.perf_counter_ns() / 1e9
+        if live is not None and end - window["start"] - live.last_s > 0.05:
+            live.tick(end - window["start"], final=True)
     except BaseException:
         stop.set()
         ready.abort()
@@ -247,16 +424,20 @@ def run_sessions(
         for t in threads:
             t.join(timeout=30)
         raise
-    finally:
-        if bar is not None:
-            bar.close()
     merged = LatencyHistogram()
     for st in stats:
         merged.merge(st.histogram)
+    lag = LatencyHistogram().record_many(_cat([st.lags for st in stats])) if schedule is not None else None
     ops = sum(st.operations for st in stats)
     errors = sum(st.errors for st in stats)
+    by_code: dict[str, int] = {}
+    for st in stats:
+        for c, n in st.errors_by_code.items():
+            by_code[c] = by_code.get(c, 0) + n
     if ops == 0 and errors:
         samples = "; ".join(f"session {st.session}: {st.error_samples[0]}" for st in stats if st.error_samples)
         raise SessionsFailed(f"every call failed ({errors} errors): {samples}")
     return RunResult(sessions=sessions, elapsed_s=end - window["start"], operations=ops, errors=errors,
-                     latency=merged.summary(), per_session=stats, window_start=window["start"])
+                     latency=merged.summary(), per_session=stats, window_start=window["start"], histogram=merged,
+                     lag=lag, retries=sum(st.retries for st in stats), errors_by_code=by_code, rate=rate,
+                     arrival=arrival if rate else "closed", warmup_s=warmup_s)

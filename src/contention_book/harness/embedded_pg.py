@@ -30,6 +30,22 @@ class EmbeddedPostgresError(RuntimeError):
     pass
 
 
+# Extensions loaded at start when their library is installed: pg_wait_sampling samples wait events inside the
+# server (Debian: postgresql-<version>-pg-wait-sampling), so the wait analyses need not poll from a client.
+PRELOAD = ("pg_wait_sampling",)
+
+
+def preload_libraries(bindir: Path) -> list[str]:
+    """Which of PRELOAD are installed beside these server binaries (``pg_config --pkglibdir``)."""
+    libdir = bindir.parent / "lib"
+    pg_config = bindir / "pg_config"
+    if pg_config.exists():
+        out = subprocess.run([str(pg_config), "--pkglibdir"], capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip():
+            libdir = Path(out.stdout.strip())
+    return [name for name in PRELOAD if (libdir / f"{name}.so").exists()]
+
+
 def _bindir() -> Path:
     """The server binaries: PG_BINDIR, Debian's newest version, or pg_ctl on PATH."""
     if os.environ.get("PG_BINDIR"):
@@ -130,8 +146,10 @@ class EmbeddedPostgres:
             self.port = int((self.data / "postmaster.pid").read_text().splitlines()[3])
             return self
         self.port = _free_port()
+        self.preloaded = preload_libraries(self.bindir)
         opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
-                f"-c shared_preload_libraries= -c max_connections={max(100, int(max_connections))} -c fsync=on")
+                f"-c shared_preload_libraries={','.join(self.preloaded)} "
+                f"-c max_connections={max(100, int(max_connections))} -c fsync=on")
         log = self.root / "server.log"
         self._run("pg_ctl", "start", "-D", str(self.data), "-w", "-t", "60", "-l", str(log), "-o", opts)
         return self

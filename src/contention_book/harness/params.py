@@ -236,3 +236,22 @@ def capture_stacks(engines: tuple[str, ...] = ("postgres",)) -> Param:
 def stacks(engines: tuple[str, ...] = ("sqlserver",)) -> Param:
     return Param("stacks", "str", "stack exports to store with the run: a path, or variant:path pairs joined "
                  "by commas (WPA CSV or tree, xperf text, perf script, folded)", default="", engines=engines)
+
+
+def load(engines: tuple[str, ...] = ("postgres",), warmup_default: float = 0.5) -> tuple[Param, ...]:
+    """How the sessions driver drives and watches a point: warm-up, closed or open loop, wait sampling.
+
+    Every chapter that runs the sessions driver takes these, by these names.
+    """
+    return (
+        Param("warmup_s", "float", "seconds every session runs its call before the measured window",
+              default=warmup_default, minimum=0, maximum=3600, engines=engines),
+        Param("rate", "float", "open loop: calls per second across all sessions, latency counted from each "
+              "call's scheduled start (empty: closed loop)", default=None, minimum=0.001, maximum=10_000_000,
+              engines=engines),
+        Param("arrival", "str", "open-loop schedule: poisson (exponential gaps) or fixed", default="poisson",
+              choices=("poisson", "fixed"), engines=engines),
+        Param("wait_source", "str", "wait sampling: auto (pg_wait_sampling where the server loads it, else "
+              "polling), pg_wait_sampling, or polling", default="auto",
+              choices=("auto", "pg_wait_sampling", "polling"), engines=tuple(e for e in engines if e == "postgres")),
+    )

@@ -33,14 +33,22 @@ class PollingSampler:
         self._thread: threading.Thread | None = None
         self._started = self._ended = 0.0
 
+    def on_connect(self, conn) -> None:
+        """Called with the sampler's connection before the first poll (subclasses note what they need)."""
+
+    def on_close(self, thread_cpu_s: float) -> None:
+        """Called when polling ends, with the CPU seconds the polling thread used."""
+
     def start(self) -> "PollingSampler":
         conn = self.connect()  # a bad target fails here, before the workload starts
+        self.on_connect(conn)
         self._started = time.perf_counter()
         self._thread = threading.Thread(target=self._loop, args=(conn,), name=self.name, daemon=True)
         self._thread.start()
         return self
 
     def _loop(self, conn) -> None:
+        cpu0 = time.thread_time()
         cur = conn.cursor()
         next_at = time.perf_counter()
         try:
@@ -60,6 +68,7 @@ class PollingSampler:
         except Exception as exc:  # noqa: BLE001 - reported through .error
             self.error = redact(exc)
         finally:
+            self.on_close(time.thread_time() - cpu0)
             try:
                 conn.close()
             except Exception:  # noqa: BLE001

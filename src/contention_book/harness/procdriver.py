@@ -19,7 +19,8 @@ import os
 import time
 from typing import Sequence
 
-from contention_book.harness.driver import LatencyHistogram, RunResult, SessionStats, SessionsFailed
+from contention_book.harness.driver import RunResult, SessionStats, SessionsFailed
+from contention_book.harness.latency import LatencyHistogram
 
 
 def _child(var: str, setup: Sequence[str], sql: str, args: Sequence, warmup: int, duration_s: float,
@@ -51,7 +52,7 @@ def _child(var: str, setup: Sequence[str], sql: str, args: Sequence, warmup: int
         now = t
         ops += 1
     conn.close()
-    queue.put((index, "ok", (ops, (now - start) / 1e9, hist.counts, hist.max_ns, hist.total)))
+    queue.put((index, "ok", (ops, (now - start) / 1e9, hist.encode())))
 
 
 def run_processes(var: str, sql: str, *, sessions: int, duration_s: float, args: Sequence = (),
@@ -81,12 +82,11 @@ def run_processes(var: str, sql: str, *, sessions: int, duration_s: float, args:
     if errors:
         raise SessionsFailed("sessions could not start: " + "; ".join(errors[:3]))
     stats, merged, elapsed = [], LatencyHistogram(), 0.0
-    for index, _, (ops, secs, counts, max_ns, total) in sorted(results):
-        h = LatencyHistogram()
-        h.counts, h.max_ns, h.total = dict(counts), max_ns, total
+    for index, _, (ops, secs, encoded) in sorted(results):
+        h = LatencyHistogram.decode(encoded)
         merged.merge(h)
-        stats.append(SessionStats(session=index, operations=ops, histogram=h))
+        stats.append(SessionStats(session=index, operations=ops, _histogram=h))
         elapsed = max(elapsed, secs)
     ops = sum(s.operations for s in stats)
     return RunResult(sessions=sessions, elapsed_s=elapsed, operations=ops, errors=0, latency=merged.summary(),
-                     per_session=stats)
+                     per_session=stats, histogram=merged)

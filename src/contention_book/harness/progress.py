@@ -1,4 +1,4 @@
-"""Progress for long runs: a bar on a terminal, a plain line every few seconds elsewhere.
+"""Progress for long runs: a bar or a line a second on a terminal, a plain line every few seconds elsewhere.
 
 A tqdm bar is the right thing on a terminal, but in a notebook cell, a log
 file or a pipe it becomes a stream of carriage returns.  :func:`progress`
@@ -46,3 +46,13 @@ def progress(total: int | None, desc: str, unit: str = "op", log: Callable[[str]
 
         return tqdm(total=total, desc=desc, unit=unit, leave=False, mininterval=0.5)
     return PlainProgress(total, desc, unit, log or (lambda line: print(line, file=sys.stderr, flush=True)))
+
+
+def interval_lines(log: Callable[[str], None] | None = None) -> tuple[Callable[[str], None], float]:
+    """(emit, seconds between lines) for the driver's interval lines (pgbench ``-P``).
+
+    A line every second on a terminal; elsewhere (a notebook, a log file) one
+    every PLAIN_EVERY_S, covering the whole time since the previous line.
+    """
+    emit = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    return emit, (1.0 if sys.stderr.isatty() else PLAIN_EVERY_S)

@@ -8,6 +8,7 @@ import pandas as pd
 
 from contention_book.harness import workloads
 from contention_book.harness.live import finish_stacks, start_stacks
+from contention_book.harness.load_record import record
 from contention_book.harness.schedule import interleaved
 
 from .run_common import Run, query
@@ -54,6 +55,7 @@ def _run_postgres_variant(run: Run, variant: str) -> None:
             finish_stacks(run.w, variant, capture, run.log)
             capture = None
             run.record_run(variant, result, curve)
+            record(run.w, result, variant=variant, sessions=1, repetition=run.repetition)
             stats = [_pg_stats(run, conn, variant, "after_run")]
         finally:
             if capture is not None:

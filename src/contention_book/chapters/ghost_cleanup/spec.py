@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
+from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "ghost-cleanup"
@@ -40,6 +41,7 @@ LAYOUT = {
     "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS, ("postgres",),
                       unique=("variant", "repetition", "phase", "relation")),
     "counters": Table("dmv/perf_counters.csv", COUNTER_COLUMNS),
+    **LOAD_TABLES,
 }
 FILES = {key: table.path for key, table in LAYOUT.items()}
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pandas as pd
 
 from . import tables as an
-from ..shared.style import legend_below, legend_under_figure
+from ..shared.style import TEXT_WIDTH_IN, legend_below, legend_under_figure
+from .spec import SHORT
 
 
 def _empty(ax, text: str) -> None:
@@ -133,4 +134,39 @@ def plot_density(measured) -> "object":
         sns.barplot(data=d, y="setting", x=col, ax=ax, orient="h", hue="setting", legend=False)
         ax.set_xlabel(title)
         ax.set_ylabel("")
+    return fig
+
+
+NO_INTERVALS = ("this recording has no interval rows: it was made before the driver kept one row per second; "
+                "a fresh live run (python -m contention_book.run last-page-insert --engine postgres) writes them")
+
+
+def plot_throughput_over_time(measured) -> "object":
+    """Rows inserted per second, second by second, at the largest session count: a convoy shows as it forms."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    iv = measured.by_repetition("intervals") if measured is not None else None
+    if iv is None or iv.empty:
+        fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 1.4), layout="constrained")
+        _empty(ax, NO_INTERVALS)
+        return fig
+    n = int(iv["sessions"].max())
+    part = iv[iv["sessions"] == n].copy()
+    runs = measured.runs
+    per_call = (runs.groupby("variant")["rows_per_call"].median() if runs is not None and "rows_per_call" in runs
+                else pd.Series(dtype=float))
+    part["rows_per_s"] = part["throughput"] * part["variant"].map(per_call).fillna(1)
+    part["setting"] = part["variant"].map(lambda v: SHORT.get(v, v))
+    part["t_s"] = part["second"] + part["interval_s"] / 2
+    if "repetition" not in part:
+        part["repetition"] = 0
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.6), layout="constrained")
+    sns.lineplot(data=part, x="t_s", y="rows_per_s", hue="setting", units="repetition", estimator=None,
+                 marker="o", lw=1, alpha=0.8, ax=ax)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("seconds into the measured window")
+    ax.set_ylabel("rows inserted per second")
+    ax.set_title(f"Throughput second by second at {n} sessions (one line per repetition)")
+    legend_below(ax)
     return fig

@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from contention_book.harness import pg_waits, workloads
-from contention_book.harness.driver import RunResult, run_sessions
+from contention_book.harness.driver import RETRYABLE, RunResult, run_sessions
+from contention_book.harness.load_record import driver_options, record
 from contention_book.harness.live import finish_stacks, start_stacks
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
@@ -44,10 +45,8 @@ def wait_counts(frame: pd.DataFrame) -> pd.DataFrame:
     harness.pg_waits.shares leaves idle samples out; here they matter, since
     a backend idle between single-row inserts is waiting for its client.
     """
-    f = frame[frame["backend_type"] == "client backend"]
-    labels = pg_waits.label(f).replace("idle", IDLE)
-    counts = labels.value_counts().rename_axis("wait").reset_index(name="samples")
-    counts["share"] = counts["samples"] / counts["samples"].sum() if len(counts) else []
+    counts = pg_waits.counts(frame[frame["backend_type"] == "client backend"])
+    counts["wait"] = counts["wait"].replace("idle", IDLE)
     return counts
 
 
@@ -56,11 +55,13 @@ class PostgresRun:
 
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: list[int],
                  rows_per_session: int, max_seconds: float, partitions: int, hz: float, pin_hz: float,
-                 stacks: bool, log: Callable[[str], None], rows_per_call: int = 1):
+                 stacks: bool, log: Callable[[str], None], rows_per_call: int = 1,
+                 load: dict[str, Any] | None = None, wait_source: str = "auto"):
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.pin_hz, self.stacks, self.log = partitions, hz, pin_hz, stacks, log
         self.per_call = rows_per_call
+        self.load, self.wait_source = load or {}, wait_source
         self.insert, self.args = insert_call("postgres", rows_per_call)
         self.repetition = 0  # the round being run (harness.schedule)
 
@@ -75,7 +76,8 @@ class PostgresRun:
     def point(self, variant: str, n: int) -> RunResult:
         pids: dict[int, int] = {}
         insert, args = self.insert, self.args
-        waits = pg_waits.WaitSampler(self.connect, self.db, hz=self.hz)
+        waits = pg_waits.sampler(self.connect, self.db, hz=self.hz, source=self.wait_source,
+                                 log=self.log if self.repetition == 0 and n == self.sessions[0] else None)
         deepest = n == max(self.sessions)
         pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
                               hz=self.pin_hz, name="pin-sampler") if deepest and self.pin_hz > 0 else None
@@ -96,7 +98,8 @@ class PostgresRun:
             result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
                                   operations_per_session=calls_per_session(self.rows, self.per_call),
                                   duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
-                                  setup_session=setup, on_ready=ready, progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
+                                  setup_session=setup, on_ready=ready, retry_on=RETRYABLE, **self.load,
+                                  progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
         finally:
             waits.stop()
             if pins is not None:
@@ -112,6 +115,8 @@ class PostgresRun:
         if waits.error:
             self.w.add_note(f"wait sampler, {variant} at {n} sessions: stopped early: {waits.error}")
         frame = waits.frame()
+        record(self.w, result, log=self.log, sampler=waits, frame=frame, pids=set(pids.values()) or None,
+               variant=variant, sessions=n, repetition=self.repetition)
         # only the inserting sessions: the run's own idle connection and the pin sampler's are not the workload
         shares = wait_counts(frame[frame["pid"].isin(set(pids.values()))] if pids else frame)
         if not shares.empty:
@@ -196,7 +201,8 @@ def run_postgres(ctx) -> None:
     run = PostgresRun(ctx.target, ctx.database, writer, sessions=p["sessions"],
                       rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
                       partitions=p["partitions"], hz=p["wait_hz"], pin_hz=p["pin_hz"], stacks=p["capture_stacks"],
-                      log=ctx.log, rows_per_call=p["rows_per_call"])
+                      log=ctx.log, rows_per_call=p["rows_per_call"], load=driver_options(p),
+                      wait_source=p["wait_source"])
     for run.repetition, variant in interleaved(ctx.variants, p["repetitions"]):
         run.variant(variant)
     with contextlib.closing(ctx.target.connect(ctx.database)) as conn:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
+from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "last-page-insert"
@@ -63,12 +64,14 @@ LAYOUT = {
     "latch_deltas": Table("dmv/latch_deltas.csv", ("variant", "sessions", "name", "waits")),
     "before_after": Table("dmv/before_after.csv", ("measurement", "before", "after")),
     "facts": Table("published/facts.csv", ("fact", "value", "unit")),
+    **LOAD_TABLES,
 }
 FILES = {key: table.path for key, table in LAYOUT.items()}
 
 PARAMS = (
     P.sessions((1, 2, 4, 8)),
     P.variants(VARIANTS),
+    *P.load(),
     P.duration_s(7.0),
     P.repetitions({"postgres": 5, "sqlserver": 3}),
     P.database(),

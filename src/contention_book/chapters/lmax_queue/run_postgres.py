@@ -15,8 +15,9 @@ from typing import Callable
 import pandas as pd
 
 from contention_book.harness import workloads
-from contention_book.harness.driver import LatencyHistogram, run_sessions
-from contention_book.harness.pg_waits import WaitSampler, shares
+from contention_book.harness.driver import RETRYABLE, LatencyHistogram, run_sessions
+from contention_book.harness.load_record import driver_options, record
+from contention_book.harness.pg_waits import sampler as wait_sampler, shares
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
@@ -73,13 +74,15 @@ class PostgresQueueRun:
     """
 
     def __init__(self, target: Target, database: str, writer: RecordingWriter, queue_size: int,
-                 duration_s: float, messages_per_session: int, log: Callable[[str], None], pushes_per_call: int = 1):
+                 duration_s: float, messages_per_session: int, log: Callable[[str], None], pushes_per_call: int = 1,
+                 load: dict | None = None, wait_source: str = "auto"):
         self.t, self.db, self.w = target, database, writer
         self.per_call = int(pushes_per_call)
         self.queue_size = int(queue_size)
         self.duration_s = float(duration_s)
         self.cap = int(messages_per_session) or None
         self.log = log
+        self.load, self.wait_source = load or {}, wait_source
 
     def connect(self):
         return self.t.connect(self.db)
@@ -142,9 +145,10 @@ class PostgresQueueRun:
                 for age in got:
                     ages[c].record(int(age * 1e9))
 
-        sampler = WaitSampler(self.connect, self.db, hz=20)
+        sampler = wait_sampler(self.connect, self.db, hz=20, source=self.wait_source)
         result = run_sessions(self.connect, operation, sessions=sessions + consumers, duration_s=self.duration_s,
                               warmup_operations=5, setup_session=setup, on_ready=sampler.start,
+                              retry_on=RETRYABLE, **self.load,
                               progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}",
                               max_errors_per_session=10**9)
         sampler.stop()
@@ -182,7 +186,12 @@ class PostgresQueueRun:
         if sampler.error:
             self.w.add_note(f"wait sampling for {variant} at {sessions} sessions stopped: {sampler.error}")
         self.w.append_csv(FILES["runs"], pd.DataFrame([row]))
-        waits = shares(sampler.frame())
+        frame = sampler.frame()
+        result.errors_by_code.pop("_Done", None)  # producers that reached their cap, not failures
+        result.errors = error_count
+        record(self.w, result, log=self.log, sampler=sampler, frame=frame, variant=variant, sessions=sessions,
+               repetition=repetition)
+        waits = shares(frame)
         self.w.append_csv(FILES["waits"], waits.assign(variant=variant, sessions=sessions, repetition=repetition)[
             ["variant", "sessions", "repetition", "wait", "samples", "share"]])
         self.w.append_csv(FILES["relation"], stats.assign(variant=variant, sessions=sessions, repetition=repetition))
@@ -218,7 +227,7 @@ def run_postgres(ctx) -> None:
                          f"which need PostgreSQL 11 or later (server_version_num is {version}); use pushes_per_call=1")
     writer.update(engine={"settings": settings})
     run = PostgresQueueRun(target, database, writer, queue_size, duration_s, messages_per_session, log,
-                           pushes_per_call=pushes_per_call)
+                           pushes_per_call=pushes_per_call, load=driver_options(p), wait_source=p["wait_source"])
     for repetition, variant in interleaved(variants, p["repetitions"]):
         for n in sessions:
             run.point(variant, int(n), repetition)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
+from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "lmax-queue"
@@ -62,6 +63,7 @@ LAYOUT = {
     "sqlwaits": Table("dmv/wait_deltas.csv", ("variant", "sessions", "name", "waits", "wait_time_ms")),
     "findings": Table("published/findings.csv", FINDING_COLUMNS),
     "increments": Table("published/increment_costs.csv", INCREMENT_COLUMNS),
+    **LOAD_TABLES,
 }
 FILES = {key: table.path for key, table in LAYOUT.items()}
 OLD_PATHS = {"samples/false_sharing.csv": FILES["false_sharing"], "dmv/wait_events.csv": FILES["waits"]}
@@ -72,6 +74,7 @@ PARAMS = (
     P.sessions({"native": (1, 2, 3, 4), "postgres": (1, 2, 4, 8), "sqlserver": (1, 2, 4, 8, 16, 23, 32)},
                "producer sessions (native: producer threads)"),
     P.variants(VARIANTS),
+    *P.load(),
     P.duration_s(3.0, "seconds per point (database engines)"),
     P.repetitions({"native": 5, "postgres": 5, "sqlserver": 3}),
     P.database(),

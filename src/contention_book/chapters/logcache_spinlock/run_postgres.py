@@ -26,7 +26,8 @@ import pandas as pd
 
 from contention_book.harness import pg_waits, workloads
 from contention_book.harness.live import finish_stacks, start_stacks
-from contention_book.harness.driver import run_sessions
+from contention_book.harness.driver import RETRYABLE, run_sessions
+from contention_book.harness.load_record import driver_options, record
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target, major_version
@@ -113,12 +114,14 @@ def rows_done(result, batch: int) -> int:
 class PostgresRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: Sequence[int],
                  rows_per_session: int, batch: int, duration_s: float, seed_rows: int, capture_stacks: bool,
-                 wait_hz: float, log: Callable[[str], None]):
+                 wait_hz: float, log: Callable[[str], None], load: dict[str, Any] | None = None,
+                 wait_source: str = "auto"):
         self.t, self.db, self.w = target, database, writer
         self.sessions = sorted(set(int(s) for s in sessions))
         self.rows_per_session, self.batch = int(rows_per_session), int(batch)
         self.duration_s, self.seed_rows = float(duration_s), int(seed_rows)
         self.capture_stacks, self.wait_hz, self.log = capture_stacks, float(wait_hz), log
+        self.load, self.wait_source = load or {}, wait_source
         self.point = 0
         self.repetition = 0  # the round being run (harness.schedule)
 
@@ -165,7 +168,8 @@ class PostgresRun:
                     pins.pin(ww, pin_cpus[0], "walwriter alone")
                     for pid in backends.values():
                         pins.pin(pid, pin_cpus[1], "backend")
-                sampler = pg_waits.WaitSampler(self.connect, self.db, hz=self.wait_hz)
+                sampler = pg_waits.sampler(self.connect, self.db, hz=self.wait_hz, source=self.wait_source,
+                                           log=self.log if self.point == 0 else None)
                 holder["sampler"] = sampler.start()
                 if stacks:
                     pids = sorted(backends.values()) + ([ww] if ww else [])
@@ -179,7 +183,7 @@ class PostgresRun:
                 result = run_sessions(self.connect, insert, sessions=n,
                                       operations_per_session=max(1, self.rows_per_session // batch),
                                       duration_s=self.duration_s, warmup_operations=1, setup_session=session,
-                                      on_ready=ready,
+                                      on_ready=ready, retry_on=RETRYABLE, **self.load,
                                       progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
             finally:
                 if holder["sampler"] is not None:
@@ -195,6 +199,8 @@ class PostgresRun:
             pinned=pin_cpus is not None, wait_samples_hz=round(sampler.achieved_hz, 2))]).assign(
             operations=rows, throughput=rows / result.elapsed_s))
         frame = sampler.frame()
+        record(self.w, result, log=self.log, sampler=sampler, frame=frame, pids=set(backends.values()) or None,
+               variant=variant, sessions=n, repetition=self.repetition)
         shares = [pg_waits.shares(frame, bt).assign(backend_type=bt) for bt in ("client backend", "walwriter")]
         self.w.append_csv(FILES["pg_waits"], pd.concat(shares, ignore_index=True).assign(variant=variant, sessions=n,
                                                                                     repetition=self.repetition))
@@ -269,7 +275,8 @@ def run_postgres(ctx) -> None:
             ctx.writer.add_note("the walwriter was found pinned by an earlier, killed run and was unpinned first")
     run = PostgresRun(ctx.target, ctx.database, ctx.writer, sessions=p["sessions"],
                       rows_per_session=p["rows_per_session"], batch=p["batch"], duration_s=p["duration_s"],
-                      seed_rows=p["seed_rows"], capture_stacks=p["capture_stacks"], wait_hz=p["wait_hz"], log=ctx.log)
+                      seed_rows=p["seed_rows"], capture_stacks=p["capture_stacks"], wait_hz=p["wait_hz"], log=ctx.log,
+                      load=driver_options(p), wait_source=p["wait_source"])
     settings = run.setup()
     ctx.writer.update(engine={"settings": settings})
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
+from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
 
 CHAPTER = "logcache-spinlock"
@@ -53,6 +54,7 @@ LAYOUT = {
     "log_writer": Table("dmv/log_writer.csv", ("variant", "session_id", "scheduler_id", "cpu_id", "parent_node_id")),
     "log_writer_start": Table("dmv/log_writer_start.csv", ("session_id", "scheduler_id", "cpu_id")),
     "schedulers": Table("dmv/schedulers.csv", ("scheduler_id", "cpu_id", "parent_node_id", "is_online")),
+    **LOAD_TABLES,
 }
 FILES = {key: table.path for key, table in LAYOUT.items()}
 # Where the files were before the one layout (results/, dmv/, samples/, published/): for relocating recordings.
@@ -75,6 +77,7 @@ PARAMS = (
     P.sessions({"native": (), "postgres": (1, 2, 4, 8), "sqlserver": (1, 2, 4, 8, 16)},
                "session counts (native: toy log-cache worker threads; empty: n-1 and n CPUs)"),
     P.variants(VARIANTS),
+    *P.load(),
     P.duration_s({"native": 2.0, "postgres": 8.0, "sqlserver": 20.0}),
     P.repetitions({"native": 5, "postgres": 5, "sqlserver": 3}),
     P.database(),

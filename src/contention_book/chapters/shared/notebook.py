@@ -22,13 +22,15 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from contention_book.harness import load_record
 from contention_book.harness.params import is_empty
 
 from . import display as book_display
 from . import style
 from .stacks import StackSection
 
-__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "show_verdicts"]
+__all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "show_verdicts",
+           "load_summary"]
 
 # The runner's lines worth keeping on a page: its plan, the guard's actions and its outcome.
 SUMMARY_PREFIXES = ("[run]", "[guard]", "[harness]")
@@ -132,3 +134,9 @@ def show_verdicts(chapter, shown) -> None:
     save_verdicts(chapter.SPEC.chapter, rows)
     display(HTML(f'<span id="{claims_anchor(chapter.SPEC.chapter)}"></span>'))  # the Findings page links here
     display(rows.set_index("claim"))
+
+
+def load_summary(view):
+    """The load check of a recording (harness.load_record.load_summary): a table, or a note where it has none."""
+    out = load_record.load_summary(view)
+    return Markdown(f"*{out}*") if isinstance(out, str) else out

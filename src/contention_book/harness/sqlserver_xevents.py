@@ -1,0 +1,190 @@
+"""SQL Server wait sampling inside the server: an Extended Events session on the run's own sessions.
+
+Polling ``sys.dm_os_waiting_tasks`` from a client (the default) sees only the
+waits in progress at each poll, and the poll itself is load.  The
+``sqlos.wait_info`` event, at its end (``opcode = 1``), fires inside the
+server for every completed wait, with its type and duration; filtered on the
+run's own ``session_id``s and kept in a ``ring_buffer`` target (memory only,
+no file on the server), it gives every wait of the workload, not a sample.
+
+An event session is a server-scope object (it needs ALTER ANY EVENT
+SESSION), so it is a :class:`harness.guard.Change` of scope ``server``: off
+unless the reader opts in (``allow_server_changes``), printed before it
+runs, and dropped on every exit path by the guard.  Its name carries this
+process's id, so two runs never share one, and one left by a killed run is
+recognisable (and dropped by :func:`leftover_drops`).
+
+Observer cost: the event session's CPU is spent in the server's own
+threads, which a client cannot count; :attr:`XEventWaitSampler.cpu_per_s`
+is the client side (reading and parsing the target).  The ring buffer's
+own counters (events processed, dropped) are kept with the frame.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+import xml.etree.ElementTree as ET
+from typing import Any, Callable, Iterable, Sequence
+
+import pandas as pd
+
+from .guard import Change
+
+PREFIX = "contention_book_waits_"
+NAME = re.compile(r"^contention_book_waits_\d{1,10}$")
+COLUMNS = ["timestamp", "session_id", "wait_type", "duration_ms", "signal_duration_ms"]
+# Waits a session spends idle, not working: left out by the shares, as wait analyses of SQL Server usually do.
+IDLE_WAITS = frozenset({"SLEEP_TASK", "WAITFOR", "BROKER_RECEIVE_WAITFOR", "SOS_WORK_DISPATCHER", "XE_DISPATCHER_WAIT",
+                        "XE_TIMER_EVENT", "REQUEST_FOR_DEADLOCK_SEARCH", "LAZYWRITER_SLEEP", "SQLTRACE_BUFFER_FLUSH"})
+
+
+def session_name(pid: int | None = None) -> str:
+    """``contention_book_waits_<pid>``: this run's event session."""
+    return f"{PREFIX}{int(pid if pid is not None else os.getpid())}"
+
+
+def _checked(name: str) -> str:
+    if not NAME.match(name):
+        raise ValueError(f"event session name {name!r}: expected {PREFIX}<digits>")
+    return name
+
+
+def create_statements(name: str, session_ids: Iterable[int], max_memory_kb: int = 16_384) -> list[str]:
+    """CREATE EVENT SESSION on the completed waits of ``session_ids``, then START it."""
+    name = _checked(name)
+    ids = sorted({int(s) for s in session_ids})
+    if not ids:
+        raise ValueError("an Extended Events wait session needs at least one session_id to watch")
+    if any(not 0 < s < 32768 for s in ids):
+        raise ValueError(f"session ids {ids}: expected SQL Server session ids (1 to 32767)")
+    who = " OR ".join(f"[sqlserver].[session_id] = ({s})" for s in ids)
+    create = (f"CREATE EVENT SESSION [{name}] ON SERVER\n"
+              f"ADD EVENT sqlos.wait_info (\n"
+              f"    ACTION (sqlserver.session_id)\n"
+              f"    WHERE ([opcode] = (1) AND ({who})))\n"
+              f"ADD TARGET package0.ring_buffer (SET max_memory = ({int(max_memory_kb)}))\n"
+              f"WITH (MAX_DISPATCH_LATENCY = 1 SECONDS, EVENT_RETENTION_MODE = ALLOW_SINGLE_EVENT_LOSS, "
+              f"STARTUP_STATE = OFF);")
+    return [create, f"ALTER EVENT SESSION [{name}] ON SERVER STATE = START;"]
+
+
+def drop_statements(name: str) -> list[str]:
+    name = _checked(name)
+    return [f"IF EXISTS (SELECT 1 FROM sys.server_event_sessions WHERE name = N'{name}')\n"
+            f"    DROP EVENT SESSION [{name}] ON SERVER;"]
+
+
+def read_statement(name: str) -> str:
+    """The ring buffer's XML, while the session runs."""
+    name = _checked(name)
+    return ("SELECT CAST(t.target_data AS xml) FROM sys.dm_xe_session_targets AS t "
+            "JOIN sys.dm_xe_sessions AS s ON s.address = t.event_session_address "
+            f"WHERE s.name = N'{name}' AND t.target_name = N'ring_buffer';")
+
+
+def change(name: str, session_ids: Sequence[int]) -> Change:
+    """The event session as a guarded server-scope change: created and started, then dropped."""
+    name = _checked(name)
+
+    def read(conn) -> bool:
+        row = conn.cursor().execute("SELECT COUNT(*) FROM sys.server_event_sessions WHERE name = ?", name).fetchone()
+        return bool(row[0])
+
+    def apply(exists: bool) -> list[str]:
+        if exists:
+            raise RuntimeError(f"an event session named {name} already exists and is not this run's; drop it first "
+                               f"({drop_statements(name)[0].splitlines()[-1].strip()})")
+        return create_statements(name, session_ids)
+
+    return Change(f"Extended Events session {name} on the completed waits of session(s) "
+                  f"{', '.join(map(str, sorted(set(session_ids))))}", "server", read, apply,
+                  lambda _exists: drop_statements(name))
+
+
+def parse_ring_buffer(xml_text: str) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(one row per completed wait, the target's counters) from ``ring_buffer`` XML.
+
+    A malformed document is a ValueError naming what was expected.
+    """
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as exc:
+        raise ValueError(f"ring_buffer target data: not XML ({exc}); expected <RingBufferTarget>") from None
+    if root.tag != "RingBufferTarget":
+        raise ValueError(f"ring_buffer target data: root element <{root.tag}>; expected <RingBufferTarget>")
+    counters = {k: int(v) for k, v in root.attrib.items() if v.lstrip("-").isdigit()}
+    rows = []
+    for ev in root.iter("event"):
+        fields: dict[str, Any] = {}
+        for node in ev:
+            name = node.get("name")
+            text = node.findtext("text")
+            value = node.findtext("value")
+            fields[name] = text if text not in (None, "") else value
+        try:
+            rows.append((ev.get("timestamp"), int(fields["session_id"]), str(fields["wait_type"]),
+                         float(fields.get("duration") or 0), float(fields.get("signal_duration") or 0)))
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"ring_buffer event at {ev.get('timestamp')!r}: expected data wait_type, duration and "
+                             f"action session_id; found {sorted(k for k in fields if k)}") from None
+    return pd.DataFrame(rows, columns=COLUMNS), counters
+
+
+def shares(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per wait type: waits, total wait ms and its share of all (idle waits left out)."""
+    f = frame[~frame["wait_type"].isin(IDLE_WAITS)]
+    out = (f.groupby("wait_type").agg(waits=("duration_ms", "size"), wait_ms=("duration_ms", "sum"))
+           .sort_values("wait_ms", ascending=False).reset_index().rename(columns={"wait_type": "wait"}))
+    total = out["wait_ms"].sum()
+    out["share"] = out["wait_ms"] / total if total > 0 else 0.0
+    return out
+
+
+class XEventWaitSampler:
+    """Reads this run's event session when the point ends; ``frame()``/``counters`` as parsed.
+
+    The session itself is created and dropped by the guard (:func:`change`);
+    this only reads it, with a connection of its own.
+    """
+
+    source = "xevents"
+
+    def __init__(self, connect: Callable[[], Any], name: str | None = None):
+        self.connect, self.name = connect, _checked(name or session_name())
+        self.error: str | None = None
+        self.counters: dict[str, int] = {}
+        self._frame = pd.DataFrame(columns=COLUMNS)
+        self._started = self._ended = 0.0
+        self._cpu = 0.0
+
+    def start(self) -> "XEventWaitSampler":
+        self._started = time.perf_counter()
+        return self
+
+    def stop(self) -> "XEventWaitSampler":
+        self._ended = time.perf_counter()
+        cpu0 = time.thread_time()
+        conn = self.connect()
+        try:
+            row = conn.cursor().execute(read_statement(self.name)).fetchone()
+            if row is None or row[0] is None:
+                self.error = f"event session {self.name} has no ring_buffer target running"
+            else:
+                self._frame, self.counters = parse_ring_buffer(str(row[0]))
+                if self.counters.get("droppedCount"):
+                    self.error = (f"the ring buffer dropped {self.counters['droppedCount']} event(s); the waits are "
+                                  "a lower bound")
+        finally:
+            conn.close()
+        self._cpu = time.thread_time() - cpu0
+        return self
+
+    @property
+    def cpu_per_s(self) -> float:
+        """Client CPU seconds spent reading the target, per second of run (the server's share is not countable)."""
+        span = self._ended - self._started
+        return self._cpu / span if span > 0 else float("nan")
+
+    def frame(self) -> pd.DataFrame:
+        return self._frame
