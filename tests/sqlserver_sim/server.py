@@ -958,3 +958,48 @@ def harness_statement(state: dict, s: Session, n: str, params: tuple) -> list[Re
         if m:
             return fn(state, s, m, params)
     return None
+
+
+# -- the preflight's and the affinity plan's statements --------------------------------------------
+def _h(pattern: str):
+    def deco(fn):
+        HARNESS.append((re.compile("^" + pattern + "$"), fn))
+        return fn
+    return deco
+
+
+@_h(re.escape("SELECT SUSER_SNAME()"))
+def _suser(state, s, m, params):
+    return [([""], [("sa" if is_sysadmin(state) else "reader",)])]
+
+
+@_h(re.escape("SELECT HAS_PERMS_BY_NAME(NULL, NULL, ?)"))
+def _has_perms(state, s, m, params):
+    """HAS_PERMS_BY_NAME page: 1 held, 0 not held (NULL for a permission the version does not know)."""
+    perm = params[0]
+    if perm == "VIEW SERVER PERFORMANCE STATE" and major(state) < 16 and not azure(state):
+        return [([""], [(None,)])]
+    return [([""], [(int(has_perm(state, perm)),)])]
+
+
+@_h(re.escape("SELECT host_platform FROM sys.dm_os_host_info"))
+def _host(state, s, m, params):
+    if major(state) < 14 and not azure(state):  # sys.dm_os_host_info arrived in SQL Server 2017
+        raise sql_error(208, "Invalid object name 'sys.dm_os_host_info'.")
+    return [(["host_platform"], [(state["platform"],)])]
+
+
+@_h(re.escape("SELECT cpu_count, socket_count, cores_per_socket, committed_target_kb, affinity_type_desc "
+              "FROM sys.dm_os_sys_info"))
+def _sys_info(state, s, m, params):
+    need_view_server_state(state)
+    cores = state["cpus"] // state["threads_per_core"]
+    return [(["cpu_count", "socket_count", "cores_per_socket", "committed_target_kb", "affinity_type_desc"],
+             [(state["cpus"], 1, cores, int(state["memory_gb"] * 0.9 * 2**20),
+               "AUTO" if state["affinity"] is None else "MANUAL")])]
+
+
+@_h(re.escape("SELECT name, CAST(value_in_use AS bigint) AS value_in_use FROM sys.configurations "
+              "WHERE name IN (N'affinity mask', N'affinity64 mask')"))
+def _affinity_config(state, s, m, params):
+    return [(["name", "value_in_use"], _mask_config(state))]

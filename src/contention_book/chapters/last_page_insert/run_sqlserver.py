@@ -17,7 +17,7 @@ from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
-from contention_book.harness.targets import Target, check_identifier, major_version
+from contention_book.harness.targets import Target, check_identifier, gate_version, major_version
 
 from . import pages
 from .calls import calls_per_session, insert_call, runs_row
@@ -101,7 +101,7 @@ class SqlServerRun:
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.allow, self.log = partitions, hz, allow_server_changes, log
-        self.version = writer.manifest["engine"]["version"]
+        self.version = gate_version(writer.manifest["engine"])
         self.per_call = rows_per_call
         self.repetition = 0  # the round being run (harness.schedule)
 

@@ -34,7 +34,7 @@ from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
 from contention_book.harness.schedule import interleaved
-from contention_book.harness.targets import check_identifier, major_version
+from contention_book.harness.targets import check_identifier, gate_version, major_version
 
 from .spec import (CHAPTER, FILES, LATCH, LATCH_SPIN, SQL_VARIANTS, TRACE_FLAG, TRACE_FLAG_MIN_MAJOR)
 
@@ -250,7 +250,7 @@ def run_sqlserver(ctx) -> None:
     if p["clear_stats"] and not ctx.allow_server_changes:
         raise ServerChangeNotAllowed("clear_stats=true clears wait, latch and spinlock statistics server-wide: it "
                                      "needs allow_server_changes as well")
-    version_gate(writer.manifest["engine"]["version"], variants)  # before anything is created or changed
+    version_gate(gate_version(writer.manifest["engine"]), variants)  # before anything is created or changed
     with contextlib.closing(tgt.connect(database)) as conn:
         schedulers = int(query(conn, "schedulers").iloc[0, 0])
         files = query(conn, "database_files")

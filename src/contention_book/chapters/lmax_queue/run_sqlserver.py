@@ -17,7 +17,7 @@ from contention_book.harness import workloads
 from contention_book.harness.driver import LatencyHistogram, run_sessions
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.schedule import interleaved
-from contention_book.harness.targets import check_identifier, major_version
+from contention_book.harness.targets import check_identifier, gate_version, major_version
 
 from .spec import CHAPTER, CONSUMING, FILES, SINGLE_SESSION, SPINLOCKS_FIRST
 
@@ -98,7 +98,7 @@ def stats_deltas(before: dict, after: dict) -> dict[str, pd.DataFrame]:
 def run_sqlserver(ctx) -> None:
     """The In-Memory OLTP versions and the disk baselines on a reader's SQL Server, into ``ctx.writer``."""
     p, target, database, writer, log = ctx.params, ctx.target, ctx.database, ctx.writer, ctx.log
-    version, variants, sessions = writer.manifest["engine"]["version"], ctx.variants, sorted(p["sessions"])
+    version, variants, sessions = gate_version(writer.manifest["engine"]), ctx.variants, sorted(p["sessions"])
     queue_size, messages_per_session, push_chunk = p["queue_size"], p["messages_per_session"], p["push_chunk"]
     duration_s = p["duration_s"]
     writer.update(parameters={**writer.manifest["parameters"], "delayed_durability": "FORCED (guarded, restored after)"})
