@@ -83,13 +83,39 @@ def affinity_statement(prior: dict) -> str:
     return f"ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = {cpu_ranges(prior['cpus'])}"
 
 
+AFFINITY_CONFIG = ("SELECT name, CAST(value_in_use AS bigint) AS value_in_use FROM sys.configurations "
+                   "WHERE name IN (N'affinity mask', N'affinity64 mask')")
+
+
+def mask_cpus(rows: Sequence[tuple]) -> list[int]:
+    """CPUs of 'affinity mask' (0-31, a signed int) and 'affinity64 mask' (32-63); [] when both are 0 (AUTO)."""
+    values = {str(name): int(v) for name, v in rows}
+    mask = (values.get("affinity mask", 0) & 0xFFFFFFFF) | ((values.get("affinity64 mask", 0) & 0xFFFFFFFF) << 32)
+    return [cpu for cpu in range(64) if mask >> cpu & 1]
+
+
 def read_affinity(conn) -> dict:
-    """The prior mask: AUTO, or the CPUs whose schedulers are online (read from the DMVs)."""
+    """The prior mask, to be restored exactly: AUTO, or the manual mask as it was set.
+
+    A manual mask is read from sys.configurations, not rebuilt from the online schedulers: a CPU
+    offline because the edition may not use it (Express: 4 cores, Standard: 24) is still in the mask
+    the reader set, and must be in it again afterwards.
+    """
     info = _frame(conn, "sys_info").iloc[0].to_dict()
     sched = _frame(conn, "schedulers")
     online = sorted(int(c) for c in sched.loc[sched["is_online"].astype(int) == 1, "cpu_id"])
-    return {"auto": str(info.get("affinity_type_desc", "")).upper() == "AUTO", "cpus": online,
-            "all_cpus": sorted(int(c) for c in sched["cpu_id"]), "per_core": threads_per_core(info)}
+    auto = str(info.get("affinity_type_desc", "")).upper() == "AUTO"
+    cpus = online
+    if not auto:
+        cur = conn.cursor()
+        cur.execute(AFFINITY_CONFIG)
+        cpus = mask_cpus([tuple(r) for r in cur.fetchall()])
+        if not cpus:
+            raise RuntimeError("the process affinity is MANUAL but sys.configurations holds no affinity mask (more "
+                               "than 64 CPUs, or a mask set another way): the prior mask cannot be restored exactly, "
+                               "so the affinity is not changed. Set it to AUTO first, or leave no_logwriter_core out")
+    return {"auto": auto, "cpus": cpus, "online": online, "all_cpus": sorted(int(c) for c in sched["cpu_id"]),
+            "per_core": threads_per_core(info)}
 
 
 def plan_without(prior: dict, logwriter_cpus: Sequence[int], exact: bool = False) -> list[int]:
@@ -102,7 +128,7 @@ def plan_without(prior: dict, logwriter_cpus: Sequence[int], exact: bool = False
     for cpu in logwriter_cpus:
         remove.update([int(cpu)] if exact else core_siblings(int(cpu), prior["per_core"]))
     keep = [c for c in prior["cpus"] if c not in remove]
-    if not keep:
+    if not set(keep) & set(prior.get("online", keep)):
         raise ValueError(f"removing CPUs {sorted(remove)} (the log writer's core) would leave no CPU for SQL Server")
     return keep
 
