@@ -154,7 +154,7 @@ def create(path: str | Path, *, version: str = "2022", edition: str = "developer
         "log": [],
     }
     p = Path(path)
-    p.write_text(json.dumps(state, indent=1))
+    p.write_text(json.dumps(state))
     return p
 
 
@@ -174,16 +174,17 @@ def load(path: str | Path) -> dict:
 
 @contextlib.contextmanager
 def _locked(path: Path):
+    """The state, read and (if changed) written back atomically, under an exclusive flock."""
     with open(str(path) + ".lock", "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            state = json.loads(path.read_text())
-            before = json.dumps(state, sort_keys=True)
+            text = path.read_text()
+            state = json.loads(text)
             yield state
-            after = json.dumps(state, sort_keys=True)
-            if after != before:
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(state, indent=1))
+            after = json.dumps(state)
+            if after != text:
+                tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+                tmp.write_text(after)
                 os.replace(tmp, path)
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)

@@ -325,6 +325,13 @@ def preflight(spec, params: dict[str, Any], raw_params: Mapping[str, Any], targe
     if "tdsodbc" in facts.driver.lower():
         log("[preflight] FreeTDS: make sure TDS_Version is 7.3 or later (7.4 recommended) in the connection "
             "string, DSN or freetds.conf")
+    if facts.engine_edition == 5:
+        raise PreflightError(
+            f"{spec.chapter} cannot run on {target.name}: it is Azure SQL Database (EngineEdition 5), which has no "
+            "global trace flags, process affinity, ALTER DATABASE SET RECOVERY or ADD FILE, keeps ADR always on, "
+            "and scopes the wait, latch and spinlock statistics differently from the sys.dm_os_* views every chapter "
+            "reads; nothing was changed. Run the chapter on SQL Server 2016 SP2 or later, or on a Managed Instance "
+            "(last-page-insert and lmax-queue run there)")
     asked = [v for v in params["variants"]]
     explicit = "variants" in raw_params and raw_params["variants"] not in (None, "", [])
     blocking: list[Problem] = login_problems(facts, params)
