@@ -13,7 +13,7 @@ certificate]" (SQLSTATE 08001).  FreeTDS needs TDS_Version 7.3 or later for date
 """
 from __future__ import annotations
 
-import threading
+import re
 import time
 from pathlib import Path
 
@@ -136,7 +136,7 @@ class Cursor:
         if sess.dead:
             raise OperationalError("08S01", "[Microsoft][ODBC Driver 18 for SQL Server]Communication link failure "
                                             "(0) (SQLExecDirectW)")
-        slow = 0.0
+        slow, fail = 0.0, None
         with S._locked(self.conn.path) as state:
             state["step"] += 1
             norm = S._norm(sql)
@@ -144,7 +144,7 @@ class Cursor:
                 hit = False
                 if "step" in f:
                     hit = state["step"] == f["step"]
-                elif __import__("re").search(f["match"], norm):
+                elif re.search(f["match"], norm):
                     counts = state["match_counts"]
                     counts[f["match"]] = counts.get(f["match"], 0) + 1
                     hit = f.get("nth", 0) in (0, counts[f["match"]])
@@ -154,13 +154,15 @@ class Cursor:
                 if f["kind"] == "drop":
                     sess.dead = True
                     state["sessions"].pop(str(sess.spid), None)
-                    raise OperationalError("08S01", "[Microsoft][ODBC Driver 18 for SQL Server]Communication link "
-                                                    "failure (0) (SQLExecDirectW)")
-                if f["kind"] == "error":
-                    raise ProgrammingError("42000", "[Microsoft][ODBC Driver 18 for SQL Server][SQL Server]"
-                                                    "injected failure (50000) (SQLExecDirectW)")
-                if f["kind"] == "slow":
+                    fail = OperationalError("08S01", "[Microsoft][ODBC Driver 18 for SQL Server]Communication link "
+                                                     "failure (0) (SQLExecDirectW)")
+                elif f["kind"] == "error":
+                    fail = ProgrammingError("42000", "[Microsoft][ODBC Driver 18 for SQL Server][SQL Server]"
+                                                     "injected failure (50000) (SQLExecDirectW)")
+                elif f["kind"] == "slow":
                     slow = float(f.get("seconds", 1))
+        if fail is not None:  # raised after the state (with the fault's log entry) was written
+            raise fail
         if slow:
             time.sleep(slow)
         with S._locked(self.conn.path) as state:
