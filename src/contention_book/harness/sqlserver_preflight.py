@@ -113,7 +113,7 @@ def read_facts(target: Target, database: str | None) -> Facts:
     try:
         conn = target.connect()
     except TargetError as exc:
-        raise PreflightError(f"{exc}{connection_advice(str(exc))}") from None
+        raise PreflightError(str(exc)) from None
     try:
         cur = conn.cursor()
         version, _level, _update, edition, engine_edition, xtp, sysadmin, _text = cur.execute(IDENTITY_QUERY).fetchone()
@@ -156,22 +156,6 @@ def read_facts(target: Target, database: str | None) -> Facts:
 def view_state_permission(major: int) -> str:
     """SQL Server 2022 split VIEW SERVER STATE; the DMVs the book reads need VIEW SERVER PERFORMANCE STATE."""
     return "VIEW SERVER PERFORMANCE STATE" if major >= 16 else "VIEW SERVER STATE"
-
-
-def connection_advice(message: str) -> str:
-    """What to change when the connection itself failed, by what the driver said."""
-    low = message.lower()
-    if "certificate" in low or "ssl provider" in low:
-        return (". ODBC Driver 18 encrypts every connection by default (Encrypt=yes) and checks the server's "
-                "certificate. Either give the server a certificate this machine trusts (and connect with the name "
-                "on the certificate), or add TrustServerCertificate=yes to the connection string or DSN (still "
-                "encrypted, not verified), or Encrypt=no where encryption is not required")
-    if "tds" in low or "freetds" in low or "unexpected eof" in low:
-        return (". With FreeTDS, set TDS_Version=7.4 (7.3 at least: older versions have no datetime2) in the "
-                "connection string, the DSN or freetds.conf")
-    if "login failed" in low or "4060" in low or "18456" in low:
-        return ". Check the login and its default database; the harness connects to master first"
-    return ""
 
 
 # -- deciding ------------------------------------------------------------------------------------

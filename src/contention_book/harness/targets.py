@@ -115,9 +115,10 @@ class Target:
         except pyodbc.Error as exc:
             hint = " (no environment variable of that name exists, so it was tried as an ODBC DSN)" \
                 if self.source == "dsn" else ""
+            message = redaction.redact(exc)
             raise TargetError(
                 f"target {self.name!r}{hint}: could not connect"
-                f"{' to database ' + repr(database) if database else ''}: {redaction.redact(exc)}"
+                f"{' to database ' + repr(database) if database else ''}: {message}{connection_advice(message)}"
             ) from None
         if self.engine is None:
             self.engine = detect_engine(conn)
@@ -126,6 +127,22 @@ class Target:
 
     def __str__(self) -> str:
         return f"{self.name} ({'environment variable' if self.source == 'env' else 'ODBC DSN'})"
+
+
+def connection_advice(message: str) -> str:
+    """What to change when the connection itself failed, by what the driver said."""
+    low = message.lower()
+    if "certificate" in low or "ssl provider" in low:
+        return (". ODBC Driver 18 encrypts every connection by default (Encrypt=yes) and checks the server's "
+                "certificate. Either give the server a certificate this machine trusts (and connect with the name "
+                "on the certificate), or add TrustServerCertificate=yes to the connection string or DSN (still "
+                "encrypted, not verified), or Encrypt=no where encryption is not required")
+    if "tds" in low or "freetds" in low or "unexpected eof" in low:
+        return (". With FreeTDS, set TDS_Version=7.4 (7.3 at least: older versions have no datetime2) in the "
+                "connection string, the DSN or freetds.conf")
+    if "login failed" in low or "4060" in low or "18456" in low:
+        return ". Check the login and its default database; the harness connects to master first"
+    return ""
 
 
 def check_target_name(name: str | None) -> str | None:
