@@ -1004,3 +1004,31 @@ def _sys_info(state, s, m, params):
               "WHERE name IN (N'affinity mask', N'affinity64 mask')"))
 def _affinity_config(state, s, m, params):
     return [(["name", "value_in_use"], _mask_config(state))]
+
+
+# -- harness.sqlserver_waits ----------------------------------------------------------------------
+@_h(re.escape("SELECT wt.session_id, wt.wait_type, wt.wait_duration_ms, wt.blocking_session_id, "
+              "wt.resource_description FROM sys.dm_os_waiting_tasks AS wt JOIN sys.dm_exec_sessions AS s "
+              "ON s.session_id = wt.session_id WHERE s.database_id = DB_ID() AND wt.session_id <> @@SPID"))
+def _in_flight(state, s, m, params):
+    """sys.dm_os_waiting_tasks of the current database's other sessions (sys.dm_exec_sessions.database_id)."""
+    need_view_server_state(state)
+    rows = [(r[0], r[1], r[2], r[4], r[3]) for r in _waiting_tasks(state, None, s.database)
+            if r[5] == s.database and r[0] != s.spid]
+    return [(["session_id", "wait_type", "wait_duration_ms", "blocking_session_id", "resource_description"], rows)]
+
+
+@_h(re.escape("SELECT sw.session_id, sw.wait_type, sw.waiting_tasks_count, sw.wait_time_ms, sw.max_wait_time_ms, "
+              "sw.signal_wait_time_ms FROM sys.dm_exec_session_wait_stats AS sw JOIN sys.dm_exec_sessions AS s "
+              "ON s.session_id = sw.session_id WHERE s.database_id = DB_ID() AND sw.session_id <> @@SPID"))
+def _session_waits(state, s, m, params):
+    """sys.dm_exec_session_wait_stats (2016+): a session's counters, gone when the session ends."""
+    need_view_server_state(state)
+    rows = []
+    for spid, sess in state["sessions"].items():
+        if sess.get("database") != s.database or int(spid) == s.spid:
+            continue
+        for wait, (n, ms, mx, sig) in sess.get("waits", {}).items():
+            rows.append((int(spid), wait, n, ms, mx, sig))
+    return [(["session_id", "wait_type", "waiting_tasks_count", "wait_time_ms", "max_wait_time_ms",
+              "signal_wait_time_ms"], rows)]

@@ -25,6 +25,7 @@ import pandas as pd
 
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
+from contention_book.harness.sqlserver_waits import WaitWatch
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
 from contention_book.harness.recording import RecordingWriter
@@ -210,12 +211,16 @@ class SqlServerRun:
             workloads.run_script(conn, CHAPTER, "sqlserver", "reset", params={1: (self.seed_rows,)})
             before = {k: dmv.snapshot(conn, k) for k in ("spinlock", "wait")}
             c_before = self.counters(conn)
-            result = run_sessions(
-                self.connect,
-                lambda cur, i, op: _drain(cur.execute(call, batch, point * OFFSET_SPAN + (op + 1) * batch)),
-                sessions=n, operations_per_session=max(1, self.rows_per_session // batch),
-                duration_s=self.duration_s,
-                progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
+            watch = WaitWatch(self.connect)
+            try:
+                result = run_sessions(
+                    self.connect,
+                    lambda cur, i, op: _drain(cur.execute(call, batch, point * OFFSET_SPAN + (op + 1) * batch)),
+                    sessions=n, operations_per_session=max(1, self.rows_per_session // batch),
+                    duration_s=self.duration_s,
+                    progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}", on_ready=watch.start)
+            finally:
+                watch.stop()
             after = {k: dmv.snapshot(conn, k) for k in ("spinlock", "wait")}
             c_after = self.counters(conn)
             lw = _frame(conn, "log_writer").assign(variant=variant, sessions=n, repetition=self.repetition)
@@ -226,8 +231,9 @@ class SqlServerRun:
         spins = dmv.first(dmv.delta(before["spinlock"], after["spinlock"], "spinlock"), SPINLOCKS_FIRST)
         tags = {"variant": variant, "sessions": n, "repetition": self.repetition}
         self.w.append_csv(FILES["spinlocks"], spins.assign(**tags, rows=rows))
-        waits = dmv.delta(before["wait"], after["wait"], "wait").head(40)
+        waits = dmv.delta(before["wait"], after["wait"], "wait")
         self.w.append_csv(FILES["waits"], waits.assign(**tags))
+        watch.write(self.w, tags, before["wait"], after["wait"], result.elapsed_s, self.w.manifest["host"].get("logical_cpus"))
         self.w.append_csv(FILES["counters"], dmv.interpret(c_before, c_after, result.elapsed_s).assign(**tags))
         self.w.append_csv(FILES["log_writer"], lw)
         self.log(f"[{CHAPTER}] {variant}, {n} session(s): {rows:,} inserts in {result.elapsed_s:.2f} s "
