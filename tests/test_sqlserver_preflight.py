@@ -123,3 +123,25 @@ def test_azure_versions_do_not_trip_the_version_gates(tmp_path):
     rc, out, _, _ = go(tmp_path, "lmax-queue", {"variants": "disk_naive,disk_ring_sequence"}, version="mi")
     assert rc == 0, out
     assert "needs SQL Server" not in out and "skipped" not in out
+
+
+def test_the_simulator_refuses_sql_it_was_never_taught(tmp_path):
+    from sqlserver_sim import fake_pyodbc
+
+    state = S.create(tmp_path / "state.json")
+    conn = fake_pyodbc.connect(R.connection_string(state))
+    with pytest.raises(S.UnknownStatement):
+        conn.cursor().execute("SELECT * FROM sys.dm_os_ring_buffers")
+    conn.close()
+
+
+def test_the_simulator_answers_documented_errors(tmp_path):
+    from sqlserver_sim import fake_pyodbc
+
+    state = S.create(tmp_path / "state.json", login="documented")
+    cur = fake_pyodbc.connect(R.connection_string(state)).cursor()
+    with pytest.raises(fake_pyodbc.Error, match=r"\(2571\)"):
+        cur.execute("DBCC TRACEON(3933, -1)")
+    with pytest.raises(fake_pyodbc.Error, match=r"\(15247\)"):
+        cur.execute("ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 3")
+    assert S.load(state)["trace_flags"] == [] and S.load(state)["affinity"] is None

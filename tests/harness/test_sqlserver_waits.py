@@ -39,8 +39,13 @@ def test_session_waits_keep_each_sessions_last_reading():
     assert (t["sessions"], t["waiting_tasks"], t["wait_time_ms"], t["resource_wait_time_ms"]) == (2, 8, 80, 72)
 
 
-def test_a_run_records_in_flight_and_session_waits_of_its_own_sessions(tmp_path):
-    state = S.create(tmp_path / "state.json", version="2022",
+import pytest
+
+
+@pytest.mark.parametrize("version", ["2019", "2022"])
+def test_a_run_records_in_flight_and_session_waits_of_its_own_sessions(tmp_path, version):
+    """2022 appends the latch to a PAGELATCH resource_description; both formats name their page."""
+    state = S.create(tmp_path / "state.json", version=version,
                      faults=[{"match": r"^SET NOCOUNT ON; DECLARE @todo int", "nth": 0, "kind": "slow",
                               "seconds": 0.15}])
     rc, out, _ = R.run_in_process("last-page-insert", state, tmp_path / "rec",
@@ -53,3 +58,7 @@ def test_a_run_records_in_flight_and_session_waits_of_its_own_sessions(tmp_path)
     assert (sessions.loc[sessions["wait_type"] == "PAGELATCH_EX", "sessions"] == 2).all()
     dba = pd.read_csv(tmp_path / "rec" / "dmv" / "waits_dba.csv")
     assert "SLEEP_TASK" not in set(dba["wait_type"]) and "PAGELATCH_EX" in set(dba["wait_type"])
+    hot = pd.read_csv(tmp_path / "rec" / "dmv" / "hot_pages.csv")
+    assert len(hot) and (hot["object"] == "dbo.lpi_sequential").all()
+    manifest = (tmp_path / "rec" / "manifest.json").read_text()
+    assert "not db:file:page" not in manifest

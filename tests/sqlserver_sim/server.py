@@ -26,45 +26,58 @@ is lost: 08S01, every later statement on it fails too), ``error`` (a generic err
 ``slow`` (the statement takes ``seconds`` first).  ``{"step": N, "kind": "drop"}`` drops the
 connection that sends the N-th statement of the whole server.
 
-Documentation followed (learn.microsoft.com/sql/..., "the docs" below):
+Documentation followed (https://learn.microsoft.com/sql/... unless a full address is given):
 
-- SERVERPROPERTY: relational-databases/.../t-sql/functions/serverproperty-transact-sql
-  (ProductVersion, ProductLevel, ProductUpdateLevel, Edition, EngineEdition 1-4, 5 = SQL Database,
-  8 = Managed Instance; IsXTPSupported; InstanceDefaultDataPath)
+- SERVERPROPERTY: t-sql/functions/serverproperty-transact-sql (ProductVersion, ProductLevel,
+  ProductUpdateLevel, Edition, EngineEdition 2 Standard, 3 Enterprise/Developer, 4 Express,
+  5 SQL Database, 8 Managed Instance; IsXTPSupported; InstanceDefaultDataPath)
 - @@VERSION: t-sql/functions/version-transact-sql-configuration-functions
+- HAS_PERMS_BY_NAME, IS_SRVROLEMEMBER, SUSER_SNAME: t-sql/functions/has-perms-by-name-transact-sql etc.
 - sys.dm_os_sys_info: relational-databases/system-dynamic-management-views/sys-dm-os-sys-info-transact-sql
   (cpu_count, hyperthread_ratio, socket_count and cores_per_socket from 2016 SP2/2017, numa_node_count,
   affinity_type_desc AUTO | MANUAL, committed_target_kb)
 - sys.dm_os_host_info (2017+): .../sys-dm-os-host-info-transact-sql (host_platform Windows | Linux)
 - sys.dm_os_schedulers: .../sys-dm-os-schedulers-transact-sql (status VISIBLE ONLINE / VISIBLE OFFLINE /
   HIDDEN ONLINE / VISIBLE ONLINE (DAC); is_online; scheduler_id >= 1048576 are internal)
-- sys.dm_os_nodes: .../sys-dm-os-nodes-transact-sql (node_state_desc, ONLINE DAC node)
+- sys.dm_os_nodes: .../sys-dm-os-nodes-transact-sql (node_state_desc, the ONLINE DAC node)
 - sys.configurations 'affinity mask' / 'affinity64 mask':
-  database-engine/configure-windows/affinity-mask-server-configuration-option
+  database-engine/configure-windows/affinity-mask-server-configuration-option (a bit per CPU, 0 = AUTO;
+  that ALTER SERVER CONFIGURATION shows its mask there is assumed, see book/report-sqlserver-difference.md)
 - ALTER SERVER CONFIGURATION SET PROCESS AFFINITY: t-sql/statements/alter-server-configuration-transact-sql
-  (CPU = AUTO | ranges; needs ALTER SETTINGS; not available on SQL Database or Managed Instance)
-- DBCC TRACEON / TRACEOFF / TRACESTATUS: t-sql/database-console-commands/dbcc-traceon-transact-sql etc.
-  (global flags need sysadmin, Msg 2571 otherwise; TRACESTATUS columns TraceFlag, Status, Global, Session)
-- Managed Instance trace flags: azure-sql/managed-instance/transact-sql-tsql-differences-sql-server
-  (only a documented short list of global flags; SET RECOVERY is not supported; ADD FILE takes no path)
-- Azure SQL Database: azure-sql/database/transact-sql-tsql-differences-sql-server (no DBCC TRACEON,
-  no SET RECOVERY, no ADD FILE/FILEGROUP, no three-part names across databases)
+  (CPU = AUTO | ranges; ALTER SETTINGS permission; Msg 15247 without it)
+- DBCC TRACEON / TRACEOFF / TRACESTATUS: t-sql/database-console-commands/dbcc-traceon-transact-sql,
+  dbcc-traceoff-transact-sql, dbcc-tracestatus-transact-sql (global flags need sysadmin, Msg 2571
+  otherwise; TRACESTATUS columns TraceFlag, Status, Global, Session; any login may read the status)
+- Managed Instance: https://learn.microsoft.com/azure/azure-sql/managed-instance/transact-sql-tsql-differences-sql-server
+  (a documented short list of global trace flags; SET RECOVERY not supported; files are placed by the service)
+- Azure SQL Database: https://learn.microsoft.com/azure/azure-sql/database/transact-sql-tsql-differences-sql-server
+  (no DBCC TRACEON, SET RECOVERY or ADD FILE; Msg 40515 for a name in another database; ADR always on)
 - sys.dm_os_wait_stats, sys.dm_os_latch_stats, sys.dm_os_spinlock_stats, sys.dm_os_waiting_tasks,
-  sys.dm_exec_session_wait_stats: .../sys-dm-os-wait-stats-transact-sql etc. (column names and units:
-  milliseconds; VIEW SERVER STATE before 2022, VIEW SERVER PERFORMANCE STATE from 2022)
-- resource_description of a PAGELATCH wait: <database_id>:<file_id>:<page_id>; SQL Server 2022
-  appends the latch in parentheses (the issue quotes "6:3:749442168 (LATCH 0x...: Class: BUFFER ...)")
+  sys.dm_exec_session_wait_stats, sys.dm_os_performance_counters: .../sys-dm-os-wait-stats-transact-sql etc.
+  (columns and units: milliseconds; VIEW SERVER STATE, from 2022 VIEW SERVER PERFORMANCE STATE, Msg 300
+  without it; counter types 272696576, 65792, 537003264, 1073874176, 1073939712)
+- resource_description of a PAGELATCH wait: <database_id>:<file_id>:<page_id> (sys-dm-os-waiting-tasks page);
+  SQL Server 2022 appends the latch in parentheses (quoted in issue 12 from a 2022 instance; the text after
+  the page is not documented)
 - sys.dm_db_index_physical_stats: .../sys-dm-db-index-physical-stats-transact-sql
+- sys.dm_db_page_info (2019+): .../sys-dm-db-page-info-transact-sql
 - DBCC SQLPERF(LOGSPACE): t-sql/database-console-commands/dbcc-sqlperf-transact-sql (Database Name,
-  Log Size (MB), Log Space Used (%), Status)
+  Log Size (MB), Log Space Used (%), Status; CLEAR needs ALTER SERVER STATE)
 - sp_getapplock: relational-databases/system-stored-procedures/sp-getapplock-transact-sql
   (0 granted, 1 granted after wait, -1 timeout, -2 cancelled, -3 deadlock, -999 parameter error)
-- In-Memory OLTP: in-memory-oltp/estimate-memory-requirements-for-memory-optimized-tables (row header 24
-  bytes, 8 bytes per index pointer, 8 bytes per hash bucket); sql-server/editions-and-components-of-sql-server-2019
-  (memory-optimized data per database: Express 352 MB, Standard 32 GB);
-  in-memory-oltp/bind-a-database-with-memory-optimized-tables-to-a-resource-pool (percent of committed
-  target memory available: <= 8 GB 70%, <= 16 GB 75%, <= 32 GB 80%, <= 96 GB 85%, more 90%);
-  errors 41823 (quota) and 41805 (resource pool memory): relational-databases/errors-events/database-engine-events-and-errors
+- In-Memory OLTP: relational-databases/in-memory-oltp/estimate-memory-requirements-for-memory-optimized-tables
+  (row header 24 bytes, 8 bytes per index pointer, 8 bytes per hash bucket);
+  sql-server/editions-and-components-of-sql-server-2019 (memory-optimized data per database: Express
+  352 MB, Standard 32 GB; compute limits: Express lesser of 1 socket or 4 cores, Standard of 4 sockets
+  or 24 cores); relational-databases/in-memory-oltp/bind-a-database-with-memory-optimized-tables-to-a-resource-pool
+  (share of committed target memory: <= 8 GB 70%, <= 16 GB 75%, <= 32 GB 80%, <= 96 GB 85%, more 90%);
+  errors 41823 (quota) and 41805 (resource pool memory), 41337 (no MEMORY_OPTIMIZED_DATA filegroup):
+  relational-databases/errors-events/database-engine-events-and-errors
+- ODBC Driver 18 (Encrypt defaults to yes; TrustServerCertificate): connect/odbc/... "ODBC Driver 18.0
+  for SQL Server Released" and dsn-connection-string-attribute pages.
+
+What could not be pinned down from the documentation is listed in book/report-sqlserver-difference.md;
+where this file had to choose, the comment next to the answer says so.
 """
 from __future__ import annotations
 
