@@ -62,3 +62,16 @@ def test_a_run_records_in_flight_and_session_waits_of_its_own_sessions(tmp_path,
     assert len(hot) and (hot["object"] == "dbo.lpi_sequential").all()
     manifest = (tmp_path / "rec" / "manifest.json").read_text()
     assert "not db:file:page" not in manifest
+
+
+def test_a_page_shows_the_tables_with_sp_blitzfirst_names(tmp_path):
+    from contention_book.chapters.shared import sqlserver_waits as page
+
+    state = S.create(tmp_path / "state.json", version="2019")
+    rc, out, _ = R.run_in_process("logcache-spinlock", state, tmp_path / "rec", {"variants": "default"})
+    assert rc == 0, out
+    dba = page.dba_waits(tmp_path / "rec")
+    assert {"Wait Time (Seconds)", "Signal Wait Time (Seconds)", "Resource Wait Time (Seconds)",
+            "Avg ms Per Wait", "Number of Waits", "variant", "sessions"} <= set(dba.columns)
+    assert page.in_flight_waits(tmp_path / "rec") is not None and page.session_waits(tmp_path / "rec") is not None
+    assert page.dba_waits(tmp_path / "nothing") is None
