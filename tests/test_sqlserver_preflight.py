@@ -145,3 +145,15 @@ def test_the_simulator_answers_documented_errors(tmp_path):
     with pytest.raises(fake_pyodbc.Error, match=r"\(15247\)"):
         cur.execute("ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 3")
     assert S.load(state)["trace_flags"] == [] and S.load(state)["affinity"] is None
+
+
+def test_managed_instance_business_critical_runs_the_in_memory_ring(tmp_path):
+    """Business Critical databases hold the XTP filegroup already, so the ring's setup adds no file with a path."""
+    rc, out, _, state = go(tmp_path, "lmax-queue", {"variants": "imoltp_v2", "sessions": "1"}, version="mi", xtp=True)
+    assert rc == 0, out
+
+
+def test_managed_instance_general_purpose_leaves_the_in_memory_variants_out(tmp_path):
+    rc, out, _, _ = go(tmp_path, "lmax-queue", {"sessions": "1"}, version="mi")
+    assert rc == 0, out
+    assert "note: imoltp_v1 left out of the default variants" in out and "In-Memory OLTP" in out

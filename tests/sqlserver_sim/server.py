@@ -675,6 +675,10 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
         state["next_db_id"] += 1
         if azure(state) == "sqldb":  # SQL Database defaults: RCSI on, ADR on (always)
             db.update(rcsi=True, adr=True)
+        if azure(state) == "mi" and state["xtp"]:  # Business Critical: every database gets the XTP filegroup
+            db["filegroups"].append("FX")
+            db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "FILESTREAM", "name": "XTP",
+                                "physical_name": "", "size_mb": 0})
         state["databases"][m.group(1)] = db
         return [], msgs
     m = re.match(r"^EXEC (\[(\w+)\]\.)?sys\.sp_addextendedproperty @name = \?, @value = \?$", n)
@@ -904,9 +908,12 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
         if azure(state) == "sqldb":
             raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
                                   "the statement again.")
-        if i == 0:
+        # Both batches are guarded by IF NOT EXISTS: nothing to do once the filegroup and its container exist.
+        if i == 0 and "FX" not in db["filegroups"]:
             db["filegroups"].append("FX")
-        else:
+        elif i == 1 and not any(f["type_desc"] == "FILESTREAM" for f in db["files"]):
+            if azure(state) == "mi":
+                raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
             db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "FILESTREAM", "name": "mod",
                                 "physical_name": "/var/opt/mssql/data/mod", "size_mb": 0})
         return none
