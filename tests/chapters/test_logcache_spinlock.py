@@ -136,12 +136,23 @@ def test_affinity_plan_from_a_scheduler_map_removes_both_hyperthreads():
 
 
 def test_a_manual_mask_is_restored_to_its_own_cpus():
-    conn = FakeConn(scheduler_map(online=range(0, 20), affinity="MANUAL", lw_cpu=11), [])
+    answers = scheduler_map(online=range(0, 20), affinity="MANUAL", lw_cpu=11)
+    answers["sys.configurations"] = (["name", "value_in_use"], [("affinity mask", 2**20 - 1), ("affinity64 mask", 0)])
+    conn = FakeConn(answers, [])
     change = lss.affinity_change(lss.log_writer_cpus)
     prior = change.read(conn)
     assert prior["new_cpus"] == [c for c in range(20) if c not in (10, 11)]
     assert change.apply(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 9, 12 TO 19"]
     assert change.restore(prior) == ["ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 19"]
+
+
+def test_a_manual_mask_keeps_the_cpus_offline_for_licensing():
+    """Standard edition on 40 CPUs: only 24 cores' schedulers are online, but the mask the reader set had all 40."""
+    answers = scheduler_map(online=range(0, 24), affinity="MANUAL", lw_cpu=3)
+    answers["sys.configurations"] = (["name", "value_in_use"], [("affinity mask", -1), ("affinity64 mask", 255)])
+    prior = lss.affinity_change(lss.log_writer_cpus).read(FakeConn(answers, []))
+    assert prior["cpus"] == list(range(40))
+    assert lss.affinity_statement(prior) == "ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = 0 TO 39"
 
 
 def test_cpus_given_by_the_reader_are_removed_exactly():

@@ -241,6 +241,10 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
                                                "the book's embedded PostgreSQL"))
             tgt = stack.enter_context(live_target(target, engine, log=log, connections=needed + 10))
             check_connections(tgt, needed)
+            if engine == "sqlserver":  # before anything is created or changed: refuse now, or print the plan
+                from .sqlserver_preflight import preflight
+
+                params = preflight(spec, params, raw_params, tgt, allow_server_changes=allow_server_changes, log=log)
             if params.get("database"):
                 ensure_own_database(tgt, params["database"], log=log)
                 stack.enter_context(database_lock(tgt, params["database"], log=log))

@@ -115,9 +115,10 @@ class Target:
         except pyodbc.Error as exc:
             hint = " (no environment variable of that name exists, so it was tried as an ODBC DSN)" \
                 if self.source == "dsn" else ""
+            message = redaction.redact(exc)
             raise TargetError(
                 f"target {self.name!r}{hint}: could not connect"
-                f"{' to database ' + repr(database) if database else ''}: {redaction.redact(exc)}"
+                f"{' to database ' + repr(database) if database else ''}: {message}{connection_advice(message)}"
             ) from None
         if self.engine is None:
             self.engine = detect_engine(conn)
@@ -126,6 +127,22 @@ class Target:
 
     def __str__(self) -> str:
         return f"{self.name} ({'environment variable' if self.source == 'env' else 'ODBC DSN'})"
+
+
+def connection_advice(message: str) -> str:
+    """What to change when the connection itself failed, by what the driver said."""
+    low = message.lower()
+    if "certificate" in low or "ssl provider" in low:
+        return (". ODBC Driver 18 encrypts every connection by default (Encrypt=yes) and checks the server's "
+                "certificate. Either give the server a certificate this machine trusts (and connect with the name "
+                "on the certificate), or add TrustServerCertificate=yes to the connection string or DSN (still "
+                "encrypted, not verified), or Encrypt=no where encryption is not required")
+    if "tds" in low or "freetds" in low or "unexpected eof" in low:
+        return (". With FreeTDS, set TDS_Version=7.4 (7.3 at least: older versions have no datetime2) in the "
+                "connection string, the DSN or freetds.conf")
+    if "login failed" in low or "4060" in low or "18456" in low:
+        return ". Check the login and its default database; the harness connects to master first"
+    return ""
 
 
 def check_target_name(name: str | None) -> str | None:
@@ -182,20 +199,40 @@ def detect_engine(conn) -> str:
     raise TargetError(f"unsupported DBMS {dbms!r}: expected Microsoft SQL Server or PostgreSQL")
 
 
+# SERVERPROPERTY page: EngineEdition 1-4 are SQL Server editions, 5 Azure SQL Database, 8 Azure SQL Managed
+# Instance.  Both Azure services report ProductVersion 12.0.2000.8 whatever engine build they run.
+AZURE_ENGINE_EDITIONS = {5: "Azure SQL Database", 8: "Azure SQL Managed Instance"}
+AZURE_GATE_MAJOR = 16  # the Azure services run the current engine: version gates treat them as SQL Server 2022
+IDENTITY_QUERY = (
+    "SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)), "
+    "CAST(SERVERPROPERTY('ProductLevel') AS nvarchar(128)), "
+    "CAST(SERVERPROPERTY('ProductUpdateLevel') AS nvarchar(128)), "
+    "CAST(SERVERPROPERTY('Edition') AS nvarchar(128)), "
+    "CAST(SERVERPROPERTY('EngineEdition') AS int) AS EngineEdition, "
+    "CAST(SERVERPROPERTY('IsXTPSupported') AS int) AS IsXTPSupported, "
+    "IS_SRVROLEMEMBER('sysadmin') AS is_sysadmin, @@VERSION AS version"
+)
+
+
 def server_version(conn, engine: str) -> dict[str, Any]:
     cur = conn.cursor()
     if engine == "sqlserver":
-        row = cur.execute(
-            "SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)), "
-            "CAST(SERVERPROPERTY('ProductLevel') AS nvarchar(128)), "
-            "CAST(SERVERPROPERTY('ProductUpdateLevel') AS nvarchar(128)), "
-            "CAST(SERVERPROPERTY('Edition') AS nvarchar(128))"
-        ).fetchone()
-        version, level, update, edition = row
+        version, level, update, edition, engine_edition, *_ = cur.execute(IDENTITY_QUERY).fetchone()
         return {"name": "sqlserver", "version": version, "build": " ".join(x for x in (level, update) if x) or None,
-                "edition": edition}
+                "edition": edition, "settings": {"engine_edition": int(engine_edition) if engine_edition else None}}
     row = cur.execute("SELECT current_setting('server_version'), version()").fetchone()
     return {"name": "postgres", "version": row[0], "build": row[1], "edition": None}
+
+
+def gate_version(engine: dict[str, Any]) -> str:
+    """The version the chapters' version gates compare: ProductVersion, or the current major on Azure.
+
+    Azure SQL Database and Managed Instance report 12.x, which would make every "needs 2016/2019/2022"
+    gate refuse them; what they cannot do is refused by the preflight by feature instead.
+    """
+    if (engine.get("settings") or {}).get("engine_edition") in AZURE_ENGINE_EDITIONS:
+        return str(AZURE_GATE_MAJOR)
+    return str(engine["version"])
 
 
 def major_version(version: str) -> int:
@@ -238,15 +275,24 @@ def server_host(conn, engine: str) -> dict[str, Any]:
 
 
 # -- the harness's own database ----------------------------------------------
-def _owner_mark(conn, engine: str, database: str) -> str | None:
+def _owner_mark(target: "Target", conn, engine: str, database: str) -> str | None:
+    """The database's owner mark: None if it does not exist, "" if it has none.
+
+    On SQL Server the property is read on a connection to the database itself, with a two-part name:
+    Azure SQL Database refuses three-part names across databases (Msg 40515).
+    """
     cur = conn.cursor()
     if engine == "sqlserver":
         exists = cur.execute("SELECT DB_ID(?)", database).fetchone()[0]
         if exists is None:
             return None
-        row = cur.execute(
-            f"SELECT CAST(value AS nvarchar(400)) FROM [{database}].sys.extended_properties "
-            "WHERE class = 0 AND name = ?", OWNER_PROPERTY).fetchone()
+        own = target.connect(database)
+        try:
+            row = own.cursor().execute(
+                "SELECT CAST(value AS nvarchar(400)) FROM sys.extended_properties WHERE class = 0 AND name = ?",
+                OWNER_PROPERTY).fetchone()
+        finally:
+            own.close()
         return row[0] if row else ""
     row = cur.execute(
         "SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = ?",
@@ -265,14 +311,18 @@ def ensure_own_database(target: Target, database: str, *, allow_foreign: bool = 
     conn = target.connect()
     try:
         engine = target.engine
-        mark = _owner_mark(conn, engine, database)
+        mark = _owner_mark(target, conn, engine, database)
         if mark is None:
             log(f"[harness] creating database {database} on {target.name} and marking it as the harness's own")
             cur = conn.cursor()
             if engine == "sqlserver":
                 cur.execute(f"CREATE DATABASE [{database}]")
-                cur.execute(f"EXEC [{database}].sys.sp_addextendedproperty @name = ?, @value = ?",
-                            OWNER_PROPERTY, OWNER_MARK)
+                own = target.connect(database)
+                try:
+                    own.cursor().execute("EXEC sys.sp_addextendedproperty @name = ?, @value = ?",
+                                         OWNER_PROPERTY, OWNER_MARK)
+                finally:
+                    own.close()
             else:
                 cur.execute(f'CREATE DATABASE "{database}"')
                 cur.execute(f"COMMENT ON DATABASE \"{database}\" IS '{OWNER_MARK}'")

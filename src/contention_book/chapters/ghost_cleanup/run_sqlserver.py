@@ -11,7 +11,7 @@ from contention_book.harness import workloads
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.sqlserver_dmv import trace_flag_change
-from contention_book.harness.targets import check_identifier, major_version
+from contention_book.harness.targets import check_identifier, gate_version, major_version
 
 from .run_common import Run, query
 from .spec import CHAPTER, FILES, INDEX_COLUMNS
@@ -117,7 +117,7 @@ def _run_sqlserver_variant(run: Run, variant: str, version: str) -> None:
 def run_sqlserver(ctx) -> None:
     """Every variant on a reader's SQL Server, into ``ctx.writer``."""
     run = Run(ctx)
-    version = ctx.writer.manifest["engine"]["version"]
+    version = gate_version(ctx.writer.manifest["engine"])
     # variants interleaved round after round; each variant's database options (and TF 7006) are set and
     # restored by its guard on every run
     for run.repetition, variant in interleaved(ctx.variants, ctx.params["repetitions"]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from contention_book.harness import params as P
 from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.sqlserver_preflight import ADR_OFF, SET_RECOVERY, Needs
 
 CHAPTER = "ghost-cleanup"
 NOTEBOOK = "03-ghost-cleanup.ipynb"
@@ -57,10 +58,35 @@ PARAMS = (
             default=10.0, minimum=0, maximum=3600),
 )
 
+# What each SQL Server variant needs (harness.sqlserver_preflight): the database options change the recovery
+# model and turn ADR off in every variant; TF 7006 exists from SQL Server 2022.
+SQLSERVER_NEEDS = {
+    "*": Needs(features=frozenset({SET_RECOVERY, ADR_OFF})),
+    "read_committed": Needs(why="locking read committed"),
+    "rcsi": Needs(why="read committed snapshot"),
+    "rcsi_open_txn": Needs(why="RCSI with an open snapshot transaction in another session"),
+    "rcsi_open_txn_tf7006": Needs(trace_flags=(7006,), min_major=16,
+                                  why="the same with 2022's statement-level ghost cleanup turned off"),
+}
+# Seconds for the article's 123,456 updates (seed 002: Paul White, 2024): 2019 and 2022 as published.
+PUBLISHED_SECONDS = {15: {"read_committed": 2, "rcsi": 82, "rcsi_open_txn": 240},
+                     16: {"read_committed": 3, "rcsi": 88, "rcsi_open_txn": 92, "rcsi_open_txn_tf7006": 240}}
+
+
+def sqlserver_estimate(params, variants, facts):
+    per = PUBLISHED_SECONDS[16 if facts.major >= 16 else 15]
+    scale = params["updates"] / 123_456
+    one_round = sum(per.get(v, 240) * scale + params["cleanup_wait_s"] + 3 for v in variants)
+    return params["repetitions"] * one_round, (
+        "the article's timings for 123,456 updates on SQL Server 2019/2022 (RC 2-3 s, RCSI 82-88 s, open "
+        "transaction 92-240 s) scaled by updates, plus the cleanup wait and ~3 s of setup per run")
+
+
 SPEC = ChapterSpec(
     chapter=CHAPTER, notebook=NOTEBOOK,
     titles={"postgres": "Ghost cleanup: one row, its key updated over and over",
             "sqlserver": "Ghost cleanup: one row, its key updated over and over"},
     variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT, published=PUBLISHED,
     reference={"postgres": DEFAULT_MEASURED},
+    extra={"sqlserver": SQLSERVER_NEEDS, "sqlserver_estimate": sqlserver_estimate},
 )

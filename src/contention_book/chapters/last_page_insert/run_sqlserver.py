@@ -13,11 +13,12 @@ import pandas as pd
 
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
+from contention_book.harness.sqlserver_waits import WaitWatch
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
-from contention_book.harness.targets import Target, check_identifier, major_version
+from contention_book.harness.targets import Target, check_identifier, gate_version, major_version
 
 from . import pages
 from .calls import calls_per_session, insert_call, runs_row
@@ -101,7 +102,7 @@ class SqlServerRun:
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.allow, self.log = partitions, hz, allow_server_changes, log
-        self.version = writer.manifest["engine"]["version"]
+        self.version = gate_version(writer.manifest["engine"])
         self.per_call = rows_per_call
         self.repetition = 0  # the round being run (harness.schedule)
 
@@ -123,13 +124,16 @@ class SqlServerRun:
         sampler = PollingSampler(self.connect, workloads.load(CHAPTER, "sqlserver", "waiting_tasks")[0],
                                  params=[f"{db_id}:%"], hz=self.hz, name="waiting-tasks")
         before = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
+        watch = WaitWatch(self.connect)
         try:
             result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
                                   operations_per_session=calls_per_session(self.rows, self.per_call),
                                   duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
-                                  on_ready=sampler.start, progress=f"{variant}, {n} session(s)")
+                                  on_ready=lambda: (sampler.start(), watch.start()),
+                                  progress=f"{variant}, {n} session(s)")
         finally:
             sampler.stop()
+            watch.stop()
         after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
         self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
             result, self.per_call, variant=variant, repetition=self.repetition,
@@ -140,6 +144,8 @@ class SqlServerRun:
         rest = waits[~waits["name"].isin(WAITS_OF_INTEREST)].head(10)
         self.w.append_csv(FILES["wait_deltas"], pd.concat([named, rest]).assign(variant=variant, sessions=n,
                                                                                      repetition=self.repetition))
+        watch.write(self.w, {"variant": variant, "sessions": n, "repetition": self.repetition}, before["wait"],
+                    after["wait"], result.elapsed_s, self.w.manifest["host"].get("logical_cpus"))
         latches = dmv.first(dmv.delta(before["latch"], after["latch"], "latch"), ["BUFFER"]).head(10)
         self.w.append_csv(FILES["latch_deltas"], latches.assign(variant=variant, sessions=n,
                                                                  repetition=self.repetition))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from contention_book.harness import params as P
 from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.sqlserver_preflight import Needs
 
 CHAPTER = "last-page-insert"
 NOTEBOOK = "04-last-page-insert.ipynb"
@@ -87,10 +88,24 @@ PARAMS = (
             default=10.0, minimum=0, maximum=1000, engines=("postgres",)),
 )
 
+SQLSERVER_NEEDS = {  # harness.sqlserver_preflight
+    "sequential": Needs(why="ever-increasing key"),
+    "hash_partitioned": Needs(why="hash-partitioned on ID % partitions"),
+    "sequential_optimized": Needs(min_major=15, why="OPTIMIZE_FOR_SEQUENTIAL_KEY (SQL Server 2019)"),
+}
+
+
+def sqlserver_estimate(params, variants, facts):
+    points = params["repetitions"] * len(variants) * len(params["sessions"])
+    return points * (params["duration_s"] + 2) + len(variants) * 5, (
+        "every point runs at most duration_s, plus ~2 s a point and ~5 s of table setup a variant")
+
+
 SPEC = ChapterSpec(
     chapter=CHAPTER, notebook=NOTEBOOK,
     titles={"postgres": "Last-page inserts: N sessions inserting single rows",
             "sqlserver": "Last-page inserts: N sessions inserting single rows"},
     variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT, published=PUBLISHED,
     reference={"postgres": DEFAULT_MEASURED},
+    extra={"sqlserver": SQLSERVER_NEEDS, "sqlserver_estimate": sqlserver_estimate},
 )

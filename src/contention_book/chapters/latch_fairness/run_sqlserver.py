@@ -32,9 +32,10 @@ import pandas as pd
 from contention_book.harness import recording as rec
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
+from contention_book.harness.sqlserver_waits import WaitWatch
 from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
 from contention_book.harness.schedule import interleaved
-from contention_book.harness.targets import check_identifier, major_version
+from contention_book.harness.targets import check_identifier, gate_version, major_version
 
 from .spec import (CHAPTER, FILES, LATCH, LATCH_SPIN, SQL_VARIANTS, TRACE_FLAG, TRACE_FLAG_MIN_MAJOR)
 
@@ -250,7 +251,7 @@ def run_sqlserver(ctx) -> None:
     if p["clear_stats"] and not ctx.allow_server_changes:
         raise ServerChangeNotAllowed("clear_stats=true clears wait, latch and spinlock statistics server-wide: it "
                                      "needs allow_server_changes as well")
-    version_gate(writer.manifest["engine"]["version"], variants)  # before anything is created or changed
+    version_gate(gate_version(writer.manifest["engine"]), variants)  # before anything is created or changed
     with contextlib.closing(tgt.connect(database)) as conn:
         schedulers = int(query(conn, "schedulers").iloc[0, 0])
         files = query(conn, "database_files")
@@ -287,9 +288,11 @@ def _one_run(tgt, conn, writer: rec.RecordingWriter, database: str, variant: str
     sampler = dmv.CounterSampler(lambda: tgt.connect(database), COUNTERS) if sample_counters else None
     if sampler:
         sampler.start()
+    watch = WaitWatch(lambda: tgt.connect(database)).start()
     try:
         elapsed_s, server_ms = run_insert(conn, batches, rows)
     finally:
+        watch.stop()
         if sampler:
             sampler.stop()
     after = {k: dmv.snapshot(conn, k) for k in ("latch", "spinlock", "wait")}
@@ -300,6 +303,8 @@ def _one_run(tgt, conn, writer: rec.RecordingWriter, database: str, variant: str
         elif kind == "spinlock":
             d = dmv.first(d, [LATCH_SPIN])
         writer.append_csv(FILES[kind], tag(d, variant, repetition))
+    watch.write(writer, {"variant": variant, "repetition": repetition}, before["wait"], after["wait"], elapsed_s,
+                writer.manifest["host"].get("logical_cpus"))
     writer.append_csv(FILES["runs"], pd.DataFrame([{
         "variant": variant, "repetition": repetition, "sessions": maxdop, "elapsed_s": elapsed_s,
         "operations": rows, "throughput": rows / elapsed_s, "server_elapsed_ms": server_ms,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from contention_book.harness import params as P
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.sqlserver_preflight import FILE_PATH, SET_RECOVERY, Needs
 
 CHAPTER = "latch-fairness"
 NOTEBOOK = "01-latch-fairness.ipynb"
@@ -76,6 +77,24 @@ PARAMS = (
             "(needs allow_server_changes)", default=False, engines=("sqlserver",)),
 )
 
+# SQL Server needs (harness.sqlserver_preflight): recovery model changes and one data file per scheduler;
+# the unfair latch is trace flag 3933, from SQL Server 2019.
+SQLSERVER_NEEDS = {
+    "*": Needs(features=frozenset({SET_RECOVERY, FILE_PATH})),
+    "fair": Needs(why="the default, FIFO latch"),
+    "unfair": Needs(trace_flags=(TRACE_FLAG,), min_major=TRACE_FLAG_MIN_MAJOR, why="trace flag 3933: barging latch"),
+}
+ARTICLE_SECONDS = {"fair": 5.5, "unfair": 4.5}  # 64M rows on 12 logical CPUs at MAXDOP 11 (seed 000)
+
+
+def sqlserver_estimate(params, variants, facts):
+    scale = params["rows"] / (64 * 1024 * 1024)
+    one_round = sum(ARTICLE_SECONDS.get(v, 5.5) * scale + 10 for v in variants)
+    return params["repetitions"] * one_round + 30, (
+        "the article's 5.5 s (fair) and 4.5 s (unfair) for 64M rows scaled by rows, plus ~10 s of truncate and "
+        "checkpoints a run and ~30 s to pre-allocate files with instant file initialization (far longer without)")
+
+
 SPEC = ChapterSpec(
     chapter=CHAPTER, notebook=NOTEBOOK,
     titles={"native": "Latch fairness: a hot lock under four hand-off policies",
@@ -83,4 +102,5 @@ SPEC = ChapterSpec(
     variants={"native": KINDS, "sqlserver": SQL_VARIANTS}, labels={**KIND_LABELS, **VARIANT_LABELS},
     params=PARAMS, layout=LAYOUT, published=(PUBLISHED,), reference={"native": DEFAULT_MEASURED},
     native_programs=(PROGRAM,),
+    extra={"sqlserver": SQLSERVER_NEEDS, "sqlserver_estimate": sqlserver_estimate},
 )

@@ -14,10 +14,11 @@ import pandas as pd
 
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
+from contention_book.harness.sqlserver_waits import WaitWatch
 from contention_book.harness.driver import LatencyHistogram, run_sessions
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.schedule import interleaved
-from contention_book.harness.targets import check_identifier, major_version
+from contention_book.harness.targets import check_identifier, gate_version, major_version
 
 from .spec import CHAPTER, CONSUMING, FILES, SINGLE_SESSION, SPINLOCKS_FIRST
 
@@ -98,7 +99,7 @@ def stats_deltas(before: dict, after: dict) -> dict[str, pd.DataFrame]:
 def run_sqlserver(ctx) -> None:
     """The In-Memory OLTP versions and the disk baselines on a reader's SQL Server, into ``ctx.writer``."""
     p, target, database, writer, log = ctx.params, ctx.target, ctx.database, ctx.writer, ctx.log
-    version, variants, sessions = writer.manifest["engine"]["version"], ctx.variants, sorted(p["sessions"])
+    version, variants, sessions = gate_version(writer.manifest["engine"]), ctx.variants, sorted(p["sessions"])
     queue_size, messages_per_session, push_chunk = p["queue_size"], p["messages_per_session"], p["push_chunk"]
     duration_s = p["duration_s"]
     writer.update(parameters={**writer.manifest["parameters"], "delayed_durability": "FORCED (guarded, restored after)"})
@@ -139,10 +140,15 @@ def run_sqlserver(ctx) -> None:
                             ages[i - n].record(int(row[0]) * 1000)
 
                     before = {k: dmv.snapshot(conn, k) for k in ("wait", "latch", "spinlock")}
-                    result = run_sessions(lambda: target.connect(database), operation, sessions=n + consumers,
-                                          operations_per_session=calls if not consumers else None,
-                                          duration_s=duration_s if consumers else None,
-                                          progress=f"{variant} x{n}, repetition {repetition + 1}")
+                    watch = WaitWatch(lambda: target.connect(database))
+                    try:
+                        result = run_sessions(lambda: target.connect(database), operation, sessions=n + consumers,
+                                              on_ready=watch.start,
+                                              operations_per_session=calls if not consumers else None,
+                                              duration_s=duration_s if consumers else None,
+                                              progress=f"{variant} x{n}, repetition {repetition + 1}")
+                    finally:
+                        watch.stop()
                     after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch", "spinlock")}
                     pushes = sum(s.operations for s in result.per_session[:n]) * chunk
                     hist = LatencyHistogram()
@@ -162,4 +168,6 @@ def run_sqlserver(ctx) -> None:
                     writer.append_csv(FILES["spinlocks"], d["spinlock"].assign(**tags))
                     writer.append_csv(FILES["latches"], d["latch"].assign(**tags))
                     writer.append_csv(FILES["sqlwaits"], d["wait"].assign(**tags))
+                    watch.write(writer, tags, before["wait"], after["wait"], result.elapsed_s,
+                                writer.manifest["host"].get("logical_cpus"))
                     log(f"[{CHAPTER}] {variant} x{n}: {pushes:,} pushes, {row['throughput']:,.0f}/s")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from contention_book.harness import params as P
 from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.sqlserver_preflight import FILE_PATH, IMOLTP, Needs
 
 CHAPTER = "lmax-queue"
 NOTEBOOK = "05-lmax-queue.ipynb"
@@ -92,6 +93,29 @@ PARAMS = (
             engines=("sqlserver",)),
 )
 
+_XTP = frozenset({IMOLTP, FILE_PATH})  # the ring, and the memory-optimized filegroup's container
+SQLSERVER_NEEDS = {  # harness.sqlserver_preflight
+    "imoltp_v1": Needs(min_major=13, features=_XTP, why="In-Memory OLTP ring, slot from an interpreted loop"),
+    "imoltp_v2": Needs(min_major=13, features=_XTP, why="slot taken inside the natively compiled push"),
+    "imoltp_v3": Needs(min_major=13, features=_XTP, why="the whole loop natively compiled (one session)"),
+    "disk_naive": Needs(min_major=13, why="naive disk queue, producers and consumers"),
+    "disk_ring_sequence": Needs(min_major=13, why="disk ring, slot from a SEQUENCE"),
+}
+ASSUMED_PUSHES_PER_S = 20_000  # per producer session: an assumption, not a published figure
+
+
+def sqlserver_estimate(params, variants, facts):
+    total = 0.0
+    for v in variants:
+        sessions = [1] if v in SINGLE_SESSION else params["sessions"]
+        for n in sessions:
+            push = params["messages_per_session"] / ASSUMED_PUSHES_PER_S
+            total += (params["duration_s"] if v in CONSUMING else push) + 2
+    return params["repetitions"] * total + 30, (
+        f"{ASSUMED_PUSHES_PER_S:,} pushes/s a producer session (an assumption), duration_s for the consuming "
+        "design, ~2 s of reset a point and ~30 s to create and fill the ring")
+
+
 SPEC = ChapterSpec(
     chapter=CHAPTER, notebook=NOTEBOOK,
     titles={"native": "Native: a disruptor ring against a mutex + condition-variable queue",
@@ -99,5 +123,6 @@ SPEC = ChapterSpec(
             "sqlserver": "LMAX queues on SQL Server: In-Memory OLTP ring and disk baselines"},
     variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT, published=PUBLISHED,
     reference=DEFAULT_MEASURED, native_programs=("lmax_disruptor", "lmax_false_sharing"),
-    extra={"connections_per_session": {"postgres": 2, "sqlserver": 2}},  # consuming designs: producer + consumer
+    extra={"connections_per_session": {"postgres": 2, "sqlserver": 2},
+           "sqlserver": SQLSERVER_NEEDS, "sqlserver_estimate": sqlserver_estimate},  # consuming designs: producer + consumer
 )

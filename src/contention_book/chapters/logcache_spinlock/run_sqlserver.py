@@ -25,6 +25,7 @@ import pandas as pd
 
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
+from contention_book.harness.sqlserver_waits import WaitWatch
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
 from contention_book.harness.recording import RecordingWriter
@@ -83,13 +84,39 @@ def affinity_statement(prior: dict) -> str:
     return f"ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = {cpu_ranges(prior['cpus'])}"
 
 
+AFFINITY_CONFIG = ("SELECT name, CAST(value_in_use AS bigint) AS value_in_use FROM sys.configurations "
+                   "WHERE name IN (N'affinity mask', N'affinity64 mask')")
+
+
+def mask_cpus(rows: Sequence[tuple]) -> list[int]:
+    """CPUs of 'affinity mask' (0-31, a signed int) and 'affinity64 mask' (32-63); [] when both are 0 (AUTO)."""
+    values = {str(name): int(v) for name, v in rows}
+    mask = (values.get("affinity mask", 0) & 0xFFFFFFFF) | ((values.get("affinity64 mask", 0) & 0xFFFFFFFF) << 32)
+    return [cpu for cpu in range(64) if mask >> cpu & 1]
+
+
 def read_affinity(conn) -> dict:
-    """The prior mask: AUTO, or the CPUs whose schedulers are online (read from the DMVs)."""
+    """The prior mask, to be restored exactly: AUTO, or the manual mask as it was set.
+
+    A manual mask is read from sys.configurations, not rebuilt from the online schedulers: a CPU
+    offline because the edition may not use it (Express: 4 cores, Standard: 24) is still in the mask
+    the reader set, and must be in it again afterwards.
+    """
     info = _frame(conn, "sys_info").iloc[0].to_dict()
     sched = _frame(conn, "schedulers")
     online = sorted(int(c) for c in sched.loc[sched["is_online"].astype(int) == 1, "cpu_id"])
-    return {"auto": str(info.get("affinity_type_desc", "")).upper() == "AUTO", "cpus": online,
-            "all_cpus": sorted(int(c) for c in sched["cpu_id"]), "per_core": threads_per_core(info)}
+    auto = str(info.get("affinity_type_desc", "")).upper() == "AUTO"
+    cpus = online
+    if not auto:
+        cur = conn.cursor()
+        cur.execute(AFFINITY_CONFIG)
+        cpus = mask_cpus([tuple(r) for r in cur.fetchall()])
+        if not cpus:
+            raise RuntimeError("the process affinity is MANUAL but sys.configurations holds no affinity mask (more "
+                               "than 64 CPUs, or a mask set another way): the prior mask cannot be restored exactly, "
+                               "so the affinity is not changed. Set it to AUTO first, or leave no_logwriter_core out")
+    return {"auto": auto, "cpus": cpus, "online": online, "all_cpus": sorted(int(c) for c in sched["cpu_id"]),
+            "per_core": threads_per_core(info)}
 
 
 def plan_without(prior: dict, logwriter_cpus: Sequence[int], exact: bool = False) -> list[int]:
@@ -102,7 +129,7 @@ def plan_without(prior: dict, logwriter_cpus: Sequence[int], exact: bool = False
     for cpu in logwriter_cpus:
         remove.update([int(cpu)] if exact else core_siblings(int(cpu), prior["per_core"]))
     keep = [c for c in prior["cpus"] if c not in remove]
-    if not keep:
+    if not set(keep) & set(prior.get("online", keep)):
         raise ValueError(f"removing CPUs {sorted(remove)} (the log writer's core) would leave no CPU for SQL Server")
     return keep
 
@@ -184,12 +211,16 @@ class SqlServerRun:
             workloads.run_script(conn, CHAPTER, "sqlserver", "reset", params={1: (self.seed_rows,)})
             before = {k: dmv.snapshot(conn, k) for k in ("spinlock", "wait")}
             c_before = self.counters(conn)
-            result = run_sessions(
-                self.connect,
-                lambda cur, i, op: _drain(cur.execute(call, batch, point * OFFSET_SPAN + (op + 1) * batch)),
-                sessions=n, operations_per_session=max(1, self.rows_per_session // batch),
-                duration_s=self.duration_s,
-                progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
+            watch = WaitWatch(self.connect)
+            try:
+                result = run_sessions(
+                    self.connect,
+                    lambda cur, i, op: _drain(cur.execute(call, batch, point * OFFSET_SPAN + (op + 1) * batch)),
+                    sessions=n, operations_per_session=max(1, self.rows_per_session // batch),
+                    duration_s=self.duration_s,
+                    progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}", on_ready=watch.start)
+            finally:
+                watch.stop()
             after = {k: dmv.snapshot(conn, k) for k in ("spinlock", "wait")}
             c_after = self.counters(conn)
             lw = _frame(conn, "log_writer").assign(variant=variant, sessions=n, repetition=self.repetition)
@@ -200,8 +231,9 @@ class SqlServerRun:
         spins = dmv.first(dmv.delta(before["spinlock"], after["spinlock"], "spinlock"), SPINLOCKS_FIRST)
         tags = {"variant": variant, "sessions": n, "repetition": self.repetition}
         self.w.append_csv(FILES["spinlocks"], spins.assign(**tags, rows=rows))
-        waits = dmv.delta(before["wait"], after["wait"], "wait").head(40)
+        waits = dmv.delta(before["wait"], after["wait"], "wait")
         self.w.append_csv(FILES["waits"], waits.assign(**tags))
+        watch.write(self.w, tags, before["wait"], after["wait"], result.elapsed_s, self.w.manifest["host"].get("logical_cpus"))
         self.w.append_csv(FILES["counters"], dmv.interpret(c_before, c_after, result.elapsed_s).assign(**tags))
         self.w.append_csv(FILES["log_writer"], lw)
         self.log(f"[{CHAPTER}] {variant}, {n} session(s): {rows:,} inserts in {result.elapsed_s:.2f} s "

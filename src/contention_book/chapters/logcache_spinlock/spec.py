@@ -4,6 +4,7 @@ from __future__ import annotations
 from contention_book.harness import params as P
 from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.sqlserver_preflight import FILE_PATH, Needs
 
 CHAPTER = "logcache-spinlock"
 NOTEBOOK = "02-logcache-spinlock.ipynb"
@@ -100,6 +101,19 @@ PARAMS = (
             "as found in the DMVs", default=(), minimum=0, engines=("sqlserver",)),
 )
 
+SQLSERVER_NEEDS = {  # harness.sqlserver_preflight: setup.sql adds a filegroup and a file with a path
+    "*": Needs(features=frozenset({FILE_PATH})),
+    "default": Needs(why="default process affinity"),
+    "no_logwriter_core": Needs(affinity=True, why="the log writer's core taken out of the affinity mask"),
+}
+
+
+def sqlserver_estimate(params, variants, facts):
+    points = params["repetitions"] * len(variants) * len(params["sessions"])
+    return points * (params["duration_s"] + 3) + 20, (
+        "every point runs at most duration_s, plus ~3 s to reseed the table a point and ~20 s of setup")
+
+
 SPEC = ChapterSpec(
     chapter=CHAPTER, notebook=NOTEBOOK,
     titles={"native": "Cache-line economics on this machine: line transfers, loads, context switches, a toy log cache",
@@ -108,4 +122,5 @@ SPEC = ChapterSpec(
     variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT,
     published=(PUBLISHED, PUBLISHED_C2C), reference=DEFAULT_MEASURED,
     native_programs=("c2c_pingpong", "c2c_chase", "ctxswitch_pingpong", "logcache_spin"),
+    extra={"sqlserver": SQLSERVER_NEEDS, "sqlserver_estimate": sqlserver_estimate},
 )

@@ -1,0 +1,1054 @@
+"""A SQL Server simulator at the pyodbc level, for tests: every statement the harness sends gets an answer.
+
+No SQL Server can run where the book is built, so the SQL Server path is tested against this
+simulator.  It is not a database engine: it recognises each statement the harness sends (its own
+fixed SQL, and every batch of ``workloads/*/sqlserver/*.sql``) and answers it the way Microsoft's
+documentation says SQL Server answers it: result shapes, values, errors and their numbers.  Each
+family of answers below cites the page it follows.  Where the code and the documentation disagree,
+the documentation wins and the code is fixed, not this file.
+
+An unknown statement raises :class:`UnknownStatement`, so new SQL cannot slip into the harness
+without a test that teaches the simulator its documented answer.
+
+Server state (trace flags, process affinity, databases and their options, In-Memory OLTP memory,
+cumulative statistics) lives in a JSON file, so a test can read what a run left behind, also when
+the run was a separate process killed by a signal.  Writes are atomic (write + rename) under an
+``flock``.
+
+Configuration (:func:`create`): version (``2016sp2``, ``2017``, ``2019``, ``2022``, ``sqldb`` =
+Azure SQL Database, ``mi`` = Azure SQL Managed Instance), edition (``express``, ``standard``,
+``developer``, ``enterprise``), login (``sysadmin``, or ``documented``: only the grants
+book/running-live.md documents), host platform and CPUs.
+
+Faults (``faults`` in the state): each ``{"match": regex, "nth": k, "kind": ..., "seconds": s}``
+fires on the k-th statement matching ``match`` (0: every one).  Kinds: ``drop`` (the connection
+is lost: 08S01, every later statement on it fails too), ``error`` (a generic error 50000),
+``slow`` (the statement takes ``seconds`` first).  ``{"step": N, "kind": "drop"}`` drops the
+connection that sends the N-th statement of the whole server.
+
+Documentation followed (https://learn.microsoft.com/sql/... unless a full address is given):
+
+- SERVERPROPERTY: t-sql/functions/serverproperty-transact-sql (ProductVersion, ProductLevel,
+  ProductUpdateLevel, Edition, EngineEdition 2 Standard, 3 Enterprise/Developer, 4 Express,
+  5 SQL Database, 8 Managed Instance; IsXTPSupported; InstanceDefaultDataPath)
+- @@VERSION: t-sql/functions/version-transact-sql-configuration-functions
+- HAS_PERMS_BY_NAME, IS_SRVROLEMEMBER, SUSER_SNAME: t-sql/functions/has-perms-by-name-transact-sql etc.
+- sys.dm_os_sys_info: relational-databases/system-dynamic-management-views/sys-dm-os-sys-info-transact-sql
+  (cpu_count, hyperthread_ratio, socket_count and cores_per_socket from 2016 SP2/2017, numa_node_count,
+  affinity_type_desc AUTO | MANUAL, committed_target_kb)
+- sys.dm_os_host_info (2017+): .../sys-dm-os-host-info-transact-sql (host_platform Windows | Linux)
+- sys.dm_os_schedulers: .../sys-dm-os-schedulers-transact-sql (status VISIBLE ONLINE / VISIBLE OFFLINE /
+  HIDDEN ONLINE / VISIBLE ONLINE (DAC); is_online; scheduler_id >= 1048576 are internal)
+- sys.dm_os_nodes: .../sys-dm-os-nodes-transact-sql (node_state_desc, the ONLINE DAC node)
+- sys.configurations 'affinity mask' / 'affinity64 mask':
+  database-engine/configure-windows/affinity-mask-server-configuration-option (a bit per CPU, 0 = AUTO;
+  that ALTER SERVER CONFIGURATION shows its mask there is assumed, see book/report-sqlserver-difference.md)
+- ALTER SERVER CONFIGURATION SET PROCESS AFFINITY: t-sql/statements/alter-server-configuration-transact-sql
+  (CPU = AUTO | ranges; ALTER SETTINGS permission; Msg 15247 without it)
+- DBCC TRACEON / TRACEOFF / TRACESTATUS: t-sql/database-console-commands/dbcc-traceon-transact-sql,
+  dbcc-traceoff-transact-sql, dbcc-tracestatus-transact-sql (global flags need sysadmin, Msg 2571
+  otherwise; TRACESTATUS columns TraceFlag, Status, Global, Session; any login may read the status)
+- Managed Instance: https://learn.microsoft.com/azure/azure-sql/managed-instance/transact-sql-tsql-differences-sql-server
+  (a documented short list of global trace flags; SET RECOVERY not supported; files are placed by the service)
+- Azure SQL Database: https://learn.microsoft.com/azure/azure-sql/database/transact-sql-tsql-differences-sql-server
+  (no DBCC TRACEON, SET RECOVERY or ADD FILE; Msg 40515 for a name in another database; ADR always on)
+- sys.dm_os_wait_stats, sys.dm_os_latch_stats, sys.dm_os_spinlock_stats, sys.dm_os_waiting_tasks,
+  sys.dm_exec_session_wait_stats, sys.dm_os_performance_counters: .../sys-dm-os-wait-stats-transact-sql etc.
+  (columns and units: milliseconds; VIEW SERVER STATE, from 2022 VIEW SERVER PERFORMANCE STATE, Msg 300
+  without it; counter types 272696576, 65792, 537003264, 1073874176, 1073939712)
+- resource_description of a PAGELATCH wait: <database_id>:<file_id>:<page_id> (sys-dm-os-waiting-tasks page);
+  SQL Server 2022 appends the latch in parentheses (quoted in issue 12 from a 2022 instance; the text after
+  the page is not documented)
+- sys.dm_db_index_physical_stats: .../sys-dm-db-index-physical-stats-transact-sql
+- sys.dm_db_page_info (2019+): .../sys-dm-db-page-info-transact-sql
+- DBCC SQLPERF(LOGSPACE): t-sql/database-console-commands/dbcc-sqlperf-transact-sql (Database Name,
+  Log Size (MB), Log Space Used (%), Status; CLEAR needs ALTER SERVER STATE)
+- sp_getapplock: relational-databases/system-stored-procedures/sp-getapplock-transact-sql
+  (0 granted, 1 granted after wait, -1 timeout, -2 cancelled, -3 deadlock, -999 parameter error)
+- In-Memory OLTP: relational-databases/in-memory-oltp/estimate-memory-requirements-for-memory-optimized-tables
+  (row header 24 bytes, 8 bytes per index pointer, 8 bytes per hash bucket);
+  sql-server/editions-and-components-of-sql-server-2019 (memory-optimized data per database: Express
+  352 MB, Standard 32 GB; compute limits: Express lesser of 1 socket or 4 cores, Standard of 4 sockets
+  or 24 cores); relational-databases/in-memory-oltp/bind-a-database-with-memory-optimized-tables-to-a-resource-pool
+  (share of committed target memory: <= 8 GB 70%, <= 16 GB 75%, <= 32 GB 80%, <= 96 GB 85%, more 90%);
+  errors 41823 (quota) and 41805 (resource pool memory), 41337 (no MEMORY_OPTIMIZED_DATA filegroup):
+  relational-databases/errors-events/database-engine-events-and-errors
+- ODBC Driver 18 (Encrypt defaults to yes; TrustServerCertificate): connect/odbc/... "ODBC Driver 18.0
+  for SQL Server Released" and dsn-connection-string-attribute pages.
+
+What could not be pinned down from the documentation is listed in book/report-sqlserver-difference.md;
+where this file had to choose, the comment next to the answer says so.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[2]
+
+# -- profiles --------------------------------------------------------------------------------------
+# Builds are real published build numbers of each release line; nothing asserts on them beyond the major.
+VERSIONS = {
+    "2016sp2": {"ProductVersion": "13.0.5026.0", "ProductLevel": "SP2", "ProductUpdateLevel": None,
+                "year": "2016 (SP2)"},
+    "2017": {"ProductVersion": "14.0.3456.2", "ProductLevel": "RTM", "ProductUpdateLevel": "CU31", "year": "2017"},
+    "2019": {"ProductVersion": "15.0.4410.1", "ProductLevel": "RTM", "ProductUpdateLevel": "CU29", "year": "2019"},
+    "2022": {"ProductVersion": "16.0.4135.4", "ProductLevel": "RTM", "ProductUpdateLevel": "CU14", "year": "2022"},
+    # Azure reports 12.0.2000.8 whatever engine it runs (SERVERPROPERTY page, "ProductVersion").
+    "sqldb": {"ProductVersion": "12.0.2000.8", "ProductLevel": "RTM", "ProductUpdateLevel": None, "year": None},
+    "mi": {"ProductVersion": "12.0.2000.8", "ProductLevel": "RTM", "ProductUpdateLevel": None, "year": None},
+}
+EDITIONS = {  # Edition text and EngineEdition (SERVERPROPERTY page)
+    "express": ("Express Edition (64-bit)", 4),
+    "standard": ("Standard Edition (64-bit)", 2),
+    "developer": ("Developer Edition (64-bit)", 3),
+    "enterprise": ("Enterprise Edition: Core-based Licensing (64-bit)", 3),
+}
+# Compute capacity limits (editions-and-components page): Express the lesser of 1 socket or 4 cores,
+# Standard the lesser of 4 sockets or 24 cores.
+CORE_LIMIT = {"express": 4, "standard": 24}
+XTP_QUOTA_MB = {"express": 352, "standard": 32 * 1024}  # memory-optimized data per database
+MI_GLOBAL_TRACE_FLAGS = {460, 2301, 2389, 2390, 2453, 2467, 7471, 8207, 9389, 10316, 11024}
+# What book/running-live.md tells a reader to grant a login that is not sysadmin (ALTER SETTINGS only for
+# the affinity variant, so it is a separate login in the tests).
+DOCUMENTED_GRANTS = ("CREATE ANY DATABASE", "VIEW SERVER STATE")
+BENIGN_BACKGROUND = ("SLEEP_TASK", "LAZYWRITER_SLEEP", "XE_TIMER_EVENT", "REQUEST_FOR_DEADLOCK_SEARCH",
+                     "SQLTRACE_INCREMENTAL_FLUSH_SLEEP", "DIRTY_PAGE_POLL", "HADR_FILESTREAM_IOMGR_IOCOMPLETION",
+                     "CHECKPOINT_QUEUE", "LOGMGR_QUEUE", "SOS_WORK_DISPATCHER")
+
+
+class SimError(Exception):
+    """What the fake pyodbc raises: args are (sqlstate, message) like pyodbc.Error."""
+
+
+class UnknownStatement(SimError):
+    """The harness sent SQL the simulator was never taught: add its documented answer first."""
+
+
+def sql_error(number: int, message: str, state: str = "42000", severity: int = 16) -> SimError:
+    # pyodbc puts the driver's text in args[1]: "[Microsoft][ODBC Driver 18 for SQL Server][SQL Server]<msg> (<n>)"
+    return SimError(state, f"[Microsoft][ODBC Driver 18 for SQL Server][SQL Server]{message} ({number}) "
+                           f"(SQLExecDirectW)")
+
+
+# -- state -----------------------------------------------------------------------------------------
+def create(path: str | Path, *, version: str = "2022", edition: str = "developer", login: str | list = "sysadmin",
+           platform: str = "Windows", cpus: int = 8, threads_per_core: int = 2, memory_gb: int = 16,
+           xtp: bool | None = None, affinity: list[int] | None = None, trace_flags: list[int] = (),
+           faults: list[dict] = ()) -> Path:
+    """Write a fresh server state file; returns its path."""
+    if version not in VERSIONS:
+        raise ValueError(f"version {version!r}: expected one of {sorted(VERSIONS)}")
+    if version in ("sqldb", "mi"):
+        edition = "azure"
+    elif edition not in EDITIONS:
+        raise ValueError(f"edition {edition!r}: expected one of {sorted(EDITIONS)}")
+    if platform == "Linux" and version in ("2016sp2",):
+        raise ValueError("SQL Server runs on Linux from 2017")
+    state = {
+        "version": version, "edition": edition, "platform": platform,
+        "sysadmin": login == "sysadmin", "grants": [] if login == "sysadmin" else list(
+            DOCUMENTED_GRANTS if login == "documented" else login),
+        "cpus": cpus, "threads_per_core": threads_per_core, "memory_gb": memory_gb,
+        "xtp": (version not in ("sqldb", "mi")) if xtp is None else xtp,
+        "affinity": affinity, "trace_flags": sorted(trace_flags), "faults": list(faults),
+        "step": 0, "match_counts": {},
+        "databases": {"master": _db(1, system=True), "tempdb": _db(2, system=True),
+                      "model": _db(3, system=True), "msdb": _db(4, system=True)},
+        "next_db_id": 5, "next_spid": 51, "sessions": {}, "applocks": {},
+        "stats": {"wait": {w: [10, 1000, 50, 10] for w in BENIGN_BACKGROUND}, "latch": {}, "spinlock": {}},
+        "log": [],
+    }
+    p = Path(path)
+    p.write_text(json.dumps(state))
+    return p
+
+
+def _db(db_id: int, system: bool = False) -> dict:
+    return {"id": db_id, "system": system, "recovery": "FULL" if not system else "SIMPLE",
+            "delayed_durability": "DISABLED", "rcsi": False, "snapshot": "OFF", "adr": False,
+            "props": {}, "files": [{"file_id": 1, "type_desc": "ROWS", "name": "data", "physical_name":
+                                    "/var/opt/mssql/data/x.mdf", "size_mb": 8},
+                                   {"file_id": 2, "type_desc": "LOG", "name": "log",
+                                    "physical_name": "/var/opt/mssql/data/x_log.ldf", "size_mb": 8}],
+            "filegroups": [], "tables": {}, "xtp_bytes": 0, "objects": []}
+
+
+def load(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """The state, read and (if changed) written back atomically, under an exclusive flock."""
+    with open(str(path) + ".lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            text = path.read_text()
+            state = json.loads(text)
+            yield state
+            after = json.dumps(state)
+            if after != text:
+                tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+                tmp.write_text(after)
+                os.replace(tmp, path)
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def lasting_changes(state: dict, baseline: dict) -> dict[str, Any]:
+    """What differs between two states in what a run must restore: flags, affinity, database options."""
+    out = {}
+    if state["trace_flags"] != baseline["trace_flags"]:
+        out["trace_flags"] = (baseline["trace_flags"], state["trace_flags"])
+    if state["affinity"] != baseline["affinity"]:
+        out["affinity"] = (baseline["affinity"], state["affinity"])
+    for name, db in state["databases"].items():
+        old = baseline["databases"].get(name)
+        if old is None:
+            continue
+        for k in ("recovery", "delayed_durability", "rcsi", "snapshot", "adr"):
+            if db[k] != old[k]:
+                out[f"{name}.{k}"] = (old[k], db[k])
+    return out
+
+
+# -- facts derived from the state ------------------------------------------------------------------
+def major(state: dict) -> int:
+    return int(VERSIONS[state["version"]]["ProductVersion"].split(".")[0])
+
+
+def azure(state: dict) -> str | None:
+    return {"sqldb": "sqldb", "mi": "mi"}.get(state["version"])
+
+
+def engine_edition(state: dict) -> int:
+    return {"sqldb": 5, "mi": 8}.get(state["version"]) or EDITIONS[state["edition"]][1]
+
+
+def licensed_cpus(state: dict) -> list[int]:
+    """CPUs the edition may use: the first cores up to the edition's limit (both threads of each core)."""
+    limit = CORE_LIMIT.get(state["edition"])
+    n = state["cpus"] if limit is None else min(state["cpus"], limit * state["threads_per_core"])
+    return list(range(n))
+
+
+def online_cpus(state: dict) -> list[int]:
+    lic = licensed_cpus(state)
+    return lic if state["affinity"] is None else [c for c in state["affinity"] if c in lic]
+
+
+def is_sysadmin(state: dict) -> bool:
+    return bool(state["sysadmin"])
+
+
+def has_perm(state: dict, perm: str) -> bool:
+    """sysadmin holds every permission; VIEW SERVER STATE covers VIEW SERVER PERFORMANCE STATE (2022 docs)."""
+    if is_sysadmin(state):
+        return True
+    if perm == "VIEW SERVER PERFORMANCE STATE" and "VIEW SERVER STATE" in state["grants"]:
+        return True
+    return perm in state["grants"]
+
+
+def need_view_server_state(state: dict) -> None:
+    perm = "VIEW SERVER PERFORMANCE STATE" if major(state) >= 16 else "VIEW SERVER STATE"
+    if not has_perm(state, perm):
+        raise sql_error(300, f"{perm} permission was denied on object 'server', database 'master'.", "42000", 14)
+
+
+def xtp_limit_bytes(state: dict) -> tuple[int, str]:
+    """(bytes, what limits them): the edition's per-database quota, or the default pool's share of memory."""
+    committed_gb = state["memory_gb"] * 0.9
+    pct = 0.70 if committed_gb <= 8 else 0.75 if committed_gb <= 16 else 0.80 if committed_gb <= 32 \
+        else 0.85 if committed_gb <= 96 else 0.90
+    pool = int(committed_gb * pct * 2**30)
+    quota = XTP_QUOTA_MB.get(state["edition"])
+    if quota is not None and quota * 2**20 < pool:
+        return quota * 2**20, "quota"
+    return pool, "pool"
+
+
+def ring_row_bytes() -> int:
+    """lmax_ring: bigint, bigint, datetime2(7) (8), char(300), int; row header 24, one hash index pointer 8."""
+    return 24 + 8 + (8 + 8 + 8 + 300 + 4)
+
+
+# -- the workload scripts, as patterns -------------------------------------------------------------
+def _norm(sql: str) -> str:
+    """Comments out, whitespace collapsed: the form statements are matched in."""
+    sql = re.sub(r"--[^\n]*", "", sql)
+    return re.sub(r"\s+", " ", sql).strip()
+
+
+def _workload_patterns() -> list[tuple[re.Pattern, str, str, int]]:
+    """Every batch of workloads/*/sqlserver/*.sql as a regex ({{name}} placeholders match identifiers)."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "src"))
+    from contention_book.harness import workloads
+
+    out = []
+    for path in sorted((REPO / "workloads").glob("*/sqlserver/*.sql")):
+        chapter, script = path.parts[-3], path.stem
+        text = path.read_text(encoding="utf-8")
+        for i, batch in enumerate(workloads.split_tsql(text)):
+            norm = _norm(batch)
+            if not norm:
+                continue
+            pieces = re.split(r"(\{\{\s*\w+\s*\}\})", norm)
+            rx = "".join(r"(\w+)" if p.startswith("{{") else re.escape(p) for p in pieces)
+            out.append((re.compile("^" + rx + "$", re.S), chapter, script, i))
+    return out
+
+
+_PATTERNS: list | None = None
+
+
+def workload_batch(norm: str) -> tuple[str, str, int, tuple] | None:
+    global _PATTERNS
+    if _PATTERNS is None:
+        _PATTERNS = _workload_patterns()
+    for rx, chapter, script, i in _PATTERNS:
+        m = rx.match(norm)
+        if m:
+            return chapter, script, i, m.groups()
+    return None
+
+
+# -- answers ---------------------------------------------------------------------------------------
+Result = tuple[list[str], list[tuple]]  # (columns, rows)
+
+
+class Session:
+    """One connection's session: its spid, current database and what it holds."""
+
+    def __init__(self, spid: int, database: str):
+        self.spid, self.database = spid, database
+        self.trancount = 0
+        self.dead = False
+
+
+def _bump(stats: dict, kind: str, name: str, *values: float) -> None:
+    row = stats[kind].setdefault(name, [0] * len(values))
+    for i, v in enumerate(values):
+        if kind in ("wait", "latch") and i == 2:  # max_wait_time_ms: a maximum, not a sum
+            row[i] = max(row[i], v)
+        else:
+            row[i] += v
+
+
+def _work(state: dict, session: Session, what: str, units: int = 1) -> None:
+    """The statistics a unit of workload leaves, by what the articles and the docs say it waits on.
+
+    Simulated, not measured: they exist so every table and verdict of a chapter has rows to read.
+    """
+    st = state["stats"]
+    for w in BENIGN_BACKGROUND:
+        _bump(st, "wait", w, 1, 500, 500, 5)
+    if what == "parallel_insert":
+        if 3933 in state["trace_flags"]:  # unfair latch: spins instead of waits (seed 000)
+            _bump(st, "spinlock", "LATCH_SPIN_STATS", 3000 * units, 2_000_000 * units, 0, 1)
+            _bump(st, "latch", "NESTING_TRANSACTION_FULL", 1 * units, 1 * units, 1)
+            _bump(st, "wait", "CXPACKET", 3000 * units, 200 * units, 2, 30)
+        else:
+            _bump(st, "latch", "NESTING_TRANSACTION_FULL", 2700 * units, 220 * units, 22)
+            _bump(st, "wait", "LATCH_EX", 2700 * units, 219 * units, 21, 26)
+            _bump(st, "wait", "CXPACKET", 700 * units, 49 * units, 96, 6)
+            _bump(st, "spinlock", "X_PACKET_LIST", 33 * units, 566 * units, 0, 0)
+    elif what == "singleton_insert":
+        _bump(st, "spinlock", "LOGCACHE_ACCESS", 50 * units, 5000 * units, 0, 1)
+        _bump(st, "spinlock", "XDESMGR", 10 * units, 900 * units, 0, 0)
+        _bump(st, "wait", "WRITELOG", 1 * units, 1 * units, 1, 0)
+    elif what == "page_insert":
+        _bump(st, "wait", "PAGELATCH_EX", 5 * units, 10 * units, 3, 1)
+        _bump(st, "latch", "BUFFER", 1 * units, 1 * units, 1)
+    elif what == "ghost_update":
+        _bump(st, "wait", "LCK_M_X", 0, 0, 0, 0)
+        _bump(st, "wait", "SOS_SCHEDULER_YIELD", 1 * units, 1 * units, 1, 1)
+    elif what == "queue_push":
+        _bump(st, "spinlock", "CMED_HASH_SET", 5 * units, 300 * units, 0, 0)
+        _bump(st, "wait", "PAGELATCH_EX", 1 * units, 1 * units, 1, 0)
+        _bump(st, "latch", "METADATA_SEQUENCE_GENERATOR", 1 * units, 1 * units, 1)
+    sess = state["sessions"].setdefault(str(session.spid), {"database": session.database, "pid": os.getpid()})
+    waits = sess.setdefault("waits", {})
+    name = {"parallel_insert": "CXPACKET", "singleton_insert": "WRITELOG", "page_insert": "PAGELATCH_EX",
+            "ghost_update": "SOS_SCHEDULER_YIELD", "queue_push": "PAGELATCH_EX"}.get(what, "SOS_SCHEDULER_YIELD")
+    row = waits.setdefault(name, [0, 0, 0, 0])
+    row[0] += units
+    row[1] += 2 * units
+    row[2] = max(row[2], 2)
+    row[3] += units
+    sess["last_wait"] = name
+
+
+def _stats_result(state: dict, kind: str) -> Result:
+    """sys.dm_os_wait_stats / latch_stats / spinlock_stats with the harness's column aliases."""
+    need_view_server_state(state)
+    st = state["stats"][kind]
+    if kind == "wait":
+        return (["name", "waits", "wait_time_ms", "max_wait_time_ms", "signal_wait_time_ms"],
+                [(n, v[0], v[1], v[2], v[3]) for n, v in sorted(st.items())])
+    if kind == "latch":
+        return (["name", "waits", "wait_time_ms", "max_wait_time_ms"],
+                [(n, v[0], v[1], v[2]) for n, v in sorted(st.items())])
+    return (["name", "collisions", "spins", "spins_per_collision", "sleep_time", "backoffs"],
+            [(n, v[0], v[1], (v[1] / v[0]) if v[0] else 0.0, v[2], v[3]) for n, v in sorted(st.items())])
+
+
+def _db_of(state: dict, name: str) -> dict:
+    db = state["databases"].get(name)
+    if db is None:
+        raise sql_error(911, f"Database '{name}' does not exist. Make sure that the name is entered correctly.",
+                        "08004")
+    return db
+
+
+def _cpu_ranges(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.match(r"^(\d+)(?:\s+TO\s+(\d+))?$", part, re.I)
+        if not m:
+            raise sql_error(102, f"Incorrect syntax near '{part}'.")
+        a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+        out.extend(range(a, b + 1))
+    return sorted(set(out))
+
+
+def _mask_config(state: dict) -> list[tuple]:
+    """'affinity mask' (CPUs 0-31, a signed int) and 'affinity64 mask' (CPUs 32-63); 0 = AUTO."""
+    mask = 0
+    for c in state["affinity"] or []:
+        mask |= 1 << c
+    low, high = mask & 0xFFFFFFFF, (mask >> 32) & 0xFFFFFFFF
+    signed = lambda v: v - 2**32 if v >= 2**31 else v  # noqa: E731 - sp_configure shows the int's value
+    return [("affinity mask", signed(low)), ("affinity64 mask", signed(high))]
+
+
+def _schedulers(state: dict) -> list[tuple]:
+    """(scheduler_id, cpu_id, parent_node_id, is_online, status) incl. the DAC and a hidden scheduler."""
+    online = set(online_cpus(state))
+    rows = [(c, c, 0, int(c in online), "VISIBLE ONLINE" if c in online else "VISIBLE OFFLINE")
+            for c in range(state["cpus"])]
+    rows.append((1048576, 0, 0, 1, "HIDDEN ONLINE"))
+    rows.append((1048578, 0, 64, 1, "VISIBLE ONLINE (DAC)"))
+    return rows
+
+
+def _ghost_counters(state: dict) -> Result:
+    c = state.setdefault("counters", {"ghost": 0, "locks": 0, "version_kb": 0})
+    name = "SQLServer"
+    return (["object_name", "counter_name", "instance_name", "cntr_value", "cntr_type"],
+            [(f"{name}:Access Methods", "Skipped Ghosted Records/sec", "", c["ghost"], 272696576),
+             (f"{name}:Locks", "Lock Requests/sec", "_Total", c["locks"], 272696576),
+             (f"{name}:Transactions", "Version Store Size (KB)", "", c["version_kb"], 65792)])
+
+
+def _perf_counters(state: dict, params: tuple) -> Result:
+    """sys.dm_os_performance_counters for the harness's (object suffix, name, base name) triples."""
+    need_view_server_state(state)
+    c = state.setdefault("perf", {})
+    rows = []
+    known = {  # counter -> (type, instance names); types from sys.dm_os_performance_counters' page
+        "CPU usage %": (537003264, ["default"]), "CPU usage % base": (1073939712, ["default"]),
+        "Latch Waits/sec": (272696576, [""]), "Average Latch Wait Time (ms)": (1073874176, [""]),
+        "Average Latch Wait Time Base": (1073939712, [""]),
+        "Log Bytes Flushed/sec": (272696576, ["_Total", "*db"]), "Log Flushes/sec": (272696576, ["_Total", "*db"]),
+        "Log Flush Waits/sec": (272696576, ["_Total", "*db"]), "Log Flush Wait Time": (65792, ["_Total", "*db"]),
+        "Transactions/sec": (272696576, ["_Total", "*db"]), "Extents Allocated/sec": (272696576, [""]),
+    }
+    objects = {"CPU usage %": "Resource Pool Stats", "CPU usage % base": "Resource Pool Stats",
+               "Latch Waits/sec": "Latches", "Average Latch Wait Time (ms)": "Latches",
+               "Average Latch Wait Time Base": "Latches", "Extents Allocated/sec": "Access Methods"}
+    for i in range(0, len(params), 3):
+        obj, name, base = params[i][2:], params[i + 1], params[i + 2]
+        for counter in (name, base):
+            for cname, (ctype, instances) in known.items():
+                if cname.lower() != counter.lower() or objects.get(cname, "Databases") != obj:
+                    continue
+                for inst in instances:
+                    insts = [d for d in state["databases"] if not state["databases"][d]["system"]] \
+                        if inst == "*db" else [inst]
+                    for ii in insts:
+                        key = f"{obj}|{cname}|{ii}"
+                        c[key] = c.get(key, 0) + 1000
+                        rows.append((f"SQLServer:{obj}", cname, ii, c[key], ctype))
+    return ["object_name", "counter_name", "instance_name", "cntr_value", "cntr_type"], rows
+
+
+def _index_stats(state: dict, db: dict) -> Result:
+    """sys.dm_db_index_physical_stats DETAILED of the one-row table, by versioning state (RESEARCH.md, seed 002)."""
+    t = db["tables"].get("GhostTest", {"updates": 0})
+    versioned = db["rcsi"]
+    held = t.get("held", 0)
+    cols = ["level", "pages", "used_pct", "avg_size", "rows", "ghosts", "versions", "ghost_versions"]
+    if not versioned:
+        return cols, [(0, 1, 0.1359, 11.0, 1, 0, 0, 0)]
+    if held:
+        pages = max(2, held // 150)
+        return cols, [(0, pages, 50.0, 25.0, 1, 0, held, held), (1, 1, 66.0, 11.0, pages, 0, 0, 0)]
+    return cols, [(0, 2, 0.3089, 25.0, 1, 1, 1, 0), (1, 1, 0.2965, 11.0, 2, 0, 0, 0)]
+
+
+def _check_xtp(state: dict, db: dict, add_bytes: int, transient: int = 0) -> None:
+    limit, why = xtp_limit_bytes(state)
+    if db["xtp_bytes"] + add_bytes + transient > limit:
+        if why == "quota":
+            raise sql_error(41823, "Could not perform the operation because the database has reached its quota "
+                                   "for in-memory tables. This error may be transient. Please retry the transaction.",
+                            "42000", 16)
+        raise sql_error(41805, "There is insufficient memory in the resource pool 'default' to run this operation "
+                               "on memory-optimized tables.", "42000", 16)
+    db["xtp_bytes"] += add_bytes
+
+
+def _waiting_tasks(state: dict, like: str | None, current_db: str | None) -> list[tuple]:
+    """Sessions that did work recently, waiting on what they last waited on (an in-flight snapshot).
+
+    PAGELATCH rows carry <db>:<file>:<page>; SQL Server 2022 appends the latch in parentheses.
+    """
+    out = []
+    for spid, s in state["sessions"].items():
+        if not s.get("last_wait"):
+            continue
+        db = state["databases"].get(s["database"])
+        if db is None:
+            continue
+        if s["last_wait"].startswith("PAGELATCH"):
+            page = db.get("last_page", 1000)
+            desc = f"{db['id']}:1:{page}"
+            if major(state) >= 16:
+                desc += f" (LATCH 0x000002A1B3C4D5E8: Class: BUFFER KP: 0 SH: 0 UP: 0 EX: 1 DT: 0 Sublatch: 0 " \
+                        f"HasWaiters: 1 Task: 0x000002A1B3C4D000 AnyReleasor: 0)"
+        else:
+            desc = ""
+        if like is not None and not desc.startswith(like.rstrip("%")):
+            continue
+        out.append((int(spid), s["last_wait"], 3, desc, None, s["database"]))
+    return out
+
+
+# -- the dispatcher --------------------------------------------------------------------------------
+def _current(state: dict, s: Session) -> dict:
+    return _db_of(state, s.database)
+
+
+def _alter_database(state: dict, s: Session, name: str, rest: str) -> list[Result]:
+    db = _db_of(state, name)
+    az = azure(state)
+    m = re.match(r"^SET RECOVERY (SIMPLE|FULL|BULK_LOGGED)$", rest, re.I)
+    if m:
+        if az:  # T-SQL differences pages: the recovery model cannot be changed on SQL Database or MI
+            raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
+                                  "the statement again.", "42000", 16)
+        db["recovery"] = m.group(1).upper()
+        return []
+    m = re.match(r"^SET DELAYED_DURABILITY = (DISABLED|ALLOWED|FORCED)$", rest, re.I)
+    if m:
+        db["delayed_durability"] = m.group(1).upper()
+        return []
+    m = re.match(r"^SET ALLOW_SNAPSHOT_ISOLATION (ON|OFF)$", rest, re.I)
+    if m:
+        db["snapshot"] = m.group(1).upper()
+        return []
+    m = re.match(r"^SET READ_COMMITTED_SNAPSHOT (ON|OFF) WITH ROLLBACK IMMEDIATE$", rest, re.I)
+    if m:
+        db["rcsi"] = m.group(1).upper() == "ON"
+        for sess in state["sessions"].values():  # ROLLBACK IMMEDIATE ends other sessions' transactions
+            if sess.get("database") == name:
+                sess["snapshot_txn"] = False
+        return []
+    m = re.match(r"^SET ACCELERATED_DATABASE_RECOVERY = (ON|OFF)$", rest, re.I)
+    if m:
+        if major(state) < 15 and not az:
+            raise sql_error(102, "Incorrect syntax near 'ACCELERATED_DATABASE_RECOVERY'.")
+        if az == "sqldb" and m.group(1).upper() == "OFF":  # ADR is always on in SQL Database (ADR page)
+            raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
+                                  "the statement again.")
+        db["adr"] = m.group(1).upper() == "ON"
+        return []
+    m = re.match(r"^MODIFY FILE \(NAME = N'([^']+)', SIZE = (\d+)MB\)$", rest, re.I)
+    if m:
+        for f in db["files"]:
+            if f["name"] == m.group(1):
+                f["size_mb"] = int(m.group(2))
+                return []
+        raise sql_error(5041, f"MODIFY FILE failed. File '{m.group(1)}' does not exist.")
+    m = re.match(r"^ADD FILE \(NAME = N'([^']+)', FILENAME = N'([^']+)', SIZE = (\d+)MB\)$", rest, re.I)
+    if m:
+        if az == "sqldb":
+            raise sql_error(40544 if False else 5008, "This ALTER DATABASE statement is not supported. Correct the "
+                                                      "syntax and execute the statement again.")
+        if az == "mi":  # MI places files itself; a FILENAME is refused (T-SQL differences page)
+            raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+        db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "ROWS", "name": m.group(1),
+                            "physical_name": m.group(2), "size_mb": int(m.group(3))})
+        return []
+    raise UnknownStatement(f"ALTER DATABASE [{name}] {rest}")
+
+
+def _trace(state: dict, on: bool, flags: list[int], cmd: str) -> list[Result]:
+    if azure(state) == "sqldb":
+        raise sql_error(40518, f"DBCC command '{cmd}' is not supported in this version of SQL Server.")
+    if not is_sysadmin(state):  # DBCC TRACEON page: requires membership in the sysadmin fixed server role
+        raise sql_error(2571, f"User 'reader' does not have permission to run DBCC {cmd}.", "42000", 14)
+    if azure(state) == "mi" and any(f not in MI_GLOBAL_TRACE_FLAGS for f in flags):
+        raise sql_error(2571, f"User 'reader' does not have permission to run DBCC {cmd}.", "42000", 14)
+    cur = set(state["trace_flags"])
+    cur = cur | set(flags) if on else cur - set(flags)
+    state["trace_flags"] = sorted(cur)
+    return []
+
+
+def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Result], list[str]]:
+    """Answer one statement: (result sets, informational messages).  Unknown SQL raises."""
+    n = _norm(sql)
+    msgs: list[str] = []
+    U = n.upper()
+
+    # -- session settings
+    if re.match(r"^SET LOCK_TIMEOUT \d+$", n) or U in ("SET STATISTICS XML ON", "SET STATISTICS XML OFF",
+                                                         "SET STATISTICS IO ON", "SET STATISTICS IO OFF"):
+        return [], msgs
+    if n == "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION":
+        s.trancount = 0
+        state["sessions"].get(str(s.spid), {})["snapshot_txn"] = False
+        db = state["databases"].get(s.database)
+        if db and "GhostTest" in db["tables"]:
+            db["tables"]["GhostTest"]["held"] = 0
+        return [], msgs
+
+    # -- server identity (targets.server_version, preflight)
+    if n.startswith("SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)), "
+                    "CAST(SERVERPROPERTY('ProductLevel') AS nvarchar(128)), "
+                    "CAST(SERVERPROPERTY('ProductUpdateLevel') AS nvarchar(128)), "
+                    "CAST(SERVERPROPERTY('Edition') AS nvarchar(128))"):
+        v = VERSIONS[state["version"]]
+        edition = "SQL Azure" if azure(state) else EDITIONS[state["edition"]][0]
+        cols = ["ProductVersion", "ProductLevel", "ProductUpdateLevel", "Edition"]
+        row = [v["ProductVersion"], v["ProductLevel"], v["ProductUpdateLevel"], edition]
+        if "EngineEdition" in n:
+            cols += ["EngineEdition", "IsXTPSupported", "is_sysadmin", "version"]
+            row += [engine_edition(state), int(bool(state["xtp"])), int(is_sysadmin(state)), version_text(state)]
+        return [(cols, [tuple(row)])], msgs
+    if n == ("SELECT cpu_count, hyperthread_ratio, socket_count, cores_per_socket, numa_node_count, "
+             "physical_memory_kb FROM sys.dm_os_sys_info"):
+        need_view_server_state(state)
+        cores = state["cpus"] // state["threads_per_core"]
+        return [(["cpu_count", "hyperthread_ratio", "socket_count", "cores_per_socket", "numa_node_count",
+                  "physical_memory_kb"], [(state["cpus"], state["cpus"], 1, cores, 1, state["memory_gb"] * 2**20)])], msgs
+    if n == "SELECT COUNT(*) FROM sys.dm_os_nodes WHERE node_state_desc NOT LIKE '%DAC%'":
+        need_view_server_state(state)
+        return [([""], [(1,)])], msgs
+    if n == "SELECT COUNT(*) FROM sys.dm_os_schedulers WHERE status = N'VISIBLE ONLINE'":
+        need_view_server_state(state)
+        return [([""], [(len(online_cpus(state)),)])], msgs
+
+    # -- the harness's own database (targets.ensure_own_database)
+    if n == "SELECT DB_ID(?)":
+        db = state["databases"].get(params[0])
+        return [([""], [(db["id"] if db else None,)])], msgs
+    m = re.match(r"^SELECT CAST\(value AS nvarchar\(400\)\) FROM (\[(\w+)\]\.)?sys\.extended_properties "
+                 r"WHERE class = 0 AND name = \?$", n)
+    if m:
+        if m.group(1) and azure(state) == "sqldb":  # no cross-database names in SQL Database
+            raise sql_error(40515, f"Reference to database and/or server name in '{m.group(2)}.sys."
+                                   "extended_properties' is not supported in this version of SQL Server.")
+        db = _db_of(state, m.group(2) or s.database)
+        v = db["props"].get(params[0])
+        return [([""], [(v,)] if v is not None else [])], msgs
+    m = re.match(r"^CREATE DATABASE \[(\w+)\]$", n)
+    if m:
+        if not has_perm(state, "CREATE ANY DATABASE"):
+            raise sql_error(262, "CREATE DATABASE permission denied in database 'master'.", "42000", 14)
+        if m.group(1) in state["databases"]:
+            raise sql_error(1801, f"Database '{m.group(1)}' already exists. Choose a different database name.")
+        db = _db(state["next_db_id"])
+        state["next_db_id"] += 1
+        if azure(state) == "sqldb":  # SQL Database defaults: RCSI on, ADR on (always)
+            db.update(rcsi=True, adr=True)
+        if azure(state) == "mi" and state["xtp"]:  # Business Critical: every database gets the XTP filegroup
+            db["filegroups"].append("FX")
+            db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "FILESTREAM", "name": "XTP",
+                                "physical_name": "", "size_mb": 0})
+        state["databases"][m.group(1)] = db
+        return [], msgs
+    m = re.match(r"^EXEC (\[(\w+)\]\.)?sys\.sp_addextendedproperty @name = \?, @value = \?$", n)
+    if m:
+        if m.group(1) and azure(state) == "sqldb":
+            raise sql_error(40515, f"Reference to database and/or server name in '{m.group(2)}.sys."
+                                   "sp_addextendedproperty' is not supported in this version of SQL Server.")
+        _db_of(state, m.group(2) or s.database)["props"][params[0]] = params[1]
+        return [], msgs
+
+    # -- the run lock (ownership.database_lock; sp_getapplock page: 0 granted, -1 timed out)
+    if n == ("SET NOCOUNT ON; DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', "
+             "@LockOwner = 'Session', @LockTimeout = 0; SELECT @r"):
+        key = f"{s.database}|{params[0]}"
+        holder = state["applocks"].get(key)
+        if holder and holder["spid"] != s.spid and _alive(holder["pid"]) and \
+                str(holder["spid"]) in state["sessions"]:
+            return [([""], [(-1,)])], msgs
+        state["applocks"][key] = {"spid": s.spid, "pid": os.getpid()}
+        return [([""], [(0,)])], msgs
+
+    # -- guarded changes
+    m = re.match(r"^ALTER DATABASE \[(\w+)\] (.+)$", n, re.S)
+    if m:
+        return _alter_database(state, s, m.group(1), m.group(2)), msgs
+    m = re.match(r"^DBCC (TRACEON|TRACEOFF)\(([\d, ]+), -1\)$", n)
+    if m:
+        return _trace(state, m.group(1) == "TRACEON", [int(x) for x in m.group(2).split(",")], m.group(1)), msgs
+    m = re.match(r"^DBCC TRACESTATUS\((?:(\d+), )?-1\) WITH NO_INFOMSGS$", n)
+    if m:
+        if azure(state) == "sqldb":
+            raise sql_error(40518, "DBCC command 'TRACESTATUS' is not supported in this version of SQL Server.")
+        flags = [int(m.group(1))] if m.group(1) else state["trace_flags"]
+        rows = [(f, int(f in state["trace_flags"]), int(f in state["trace_flags"]), 0) for f in flags]
+        if not m.group(1):
+            rows = [r for r in rows if r[1]]
+        return [(["TraceFlag", "Status", "Global", "Session"], rows)], msgs
+    m = re.match(r"^ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = (.+)$", n)
+    if m:
+        if azure(state):
+            raise sql_error(40517 if azure(state) == "sqldb" else 5008,
+                            "Keyword or statement option 'SERVER CONFIGURATION' is not supported in this version "
+                            "of SQL Server.")
+        if not has_perm(state, "ALTER SETTINGS"):  # ALTER SERVER CONFIGURATION page: needs ALTER SETTINGS
+            raise sql_error(15247, "User does not have permission to perform this action.", "42000", 16)
+        if m.group(1).upper() == "AUTO":
+            state["affinity"] = None
+        else:
+            cpus = _cpu_ranges(m.group(1))
+            if any(c >= state["cpus"] for c in cpus):
+                raise sql_error(5832, "The affinity mask specified does not match the CPU mask on this system.")
+            state["affinity"] = cpus
+        return [], msgs
+    m = re.match(r"^DBCC SQLPERF\('(sys\.dm_os_\w+_stats)', CLEAR\)$", n)
+    if m:
+        if not has_perm(state, "ALTER SERVER STATE"):
+            raise sql_error(297, "The user does not have permission to perform this action.", "42000", 16)
+        state["stats"][{"sys.dm_os_wait_stats": "wait", "sys.dm_os_latch_stats": "latch",
+                        "sys.dm_os_spinlock_stats": "spinlock"}[m.group(1)]] = {}
+        return [], msgs
+
+    # -- statistics (harness.sqlserver_dmv)
+    for kind, text in (("wait", "SELECT wait_type AS name, waiting_tasks_count AS waits, wait_time_ms, "
+                                "max_wait_time_ms, signal_wait_time_ms FROM sys.dm_os_wait_stats"),
+                       ("latch", "SELECT latch_class AS name, waiting_requests_count AS waits, wait_time_ms, "
+                                 "max_wait_time_ms FROM sys.dm_os_latch_stats"),
+                       ("spinlock", "SELECT name, collisions, spins, spins_per_collision, sleep_time, backoffs "
+                                    "FROM sys.dm_os_spinlock_stats")):
+        if n == text:
+            return [_stats_result(state, kind)], msgs
+    if n.startswith("SELECT RTRIM(object_name) AS object_name, RTRIM(counter_name) AS counter_name, "
+                    "RTRIM(instance_name) AS instance_name, cntr_value, cntr_type FROM sys.dm_os_performance_counters"):
+        return [_perf_counters(state, params)], msgs
+
+    # -- per-chapter statements the Python code builds
+    m = re.match(r"^SELECT (recovery_model_desc(?:, delayed_durability_desc, is_read_committed_snapshot_on, "
+                 r"snapshot_isolation_state_desc(?:, is_accelerated_database_recovery_on)?)?|delayed_durability_desc)"
+                 r" FROM sys\.databases WHERE name = \?$", n)
+    if m:
+        db = state["databases"].get(params[0])
+        if db is None:
+            return [(["x"], [])], msgs
+        if "is_accelerated_database_recovery_on" in n and major(state) < 15 and not azure(state):
+            raise sql_error(207, "Invalid column name 'is_accelerated_database_recovery_on'.")
+        full = {"recovery_model_desc": db["recovery"], "delayed_durability_desc": db["delayed_durability"],
+                "is_read_committed_snapshot_on": int(db["rcsi"]), "snapshot_isolation_state_desc": db["snapshot"],
+                "is_accelerated_database_recovery_on": int(db["adr"])}
+        cols = [c.strip() for c in m.group(1).split(",")]
+        return [(cols, [tuple(full[c] for c in cols)])], msgs
+    m = re.match(r"^SELECT MAX\(ID\) / 2 FROM dbo\.(\w+)$", n)
+    if m:
+        rows = _current(state, s)["tables"].get(m.group(1), {}).get("rows", 0)
+        return [([""], [(rows // 2 if rows else None,)])], msgs
+    if n.startswith("CREATE PARTITION FUNCTION lpi_pf_hash") or n.startswith("CREATE PARTITION SCHEME lpi_ps_hash") \
+            or n.startswith("CREATE UNIQUE CLUSTERED INDEX CIX_lpi_hash"):
+        return [], msgs
+    if n.startswith("CREATE TABLE dbo.lpi_hash ("):
+        _current(state, s)["tables"]["lpi_hash"] = {"rows": 0}
+        return [], msgs
+    m = re.match(r"^SELECT ID, col1 FROM dbo\.lpi_hash WHERE ID = \?( AND HashID = CAST\(ABS\(\? % (\d+)\) AS "
+                 r"tinyint\))?;$", n)
+    if m:
+        parts = 1 if m.group(1) else 8
+        plan = (f'<ShowPlanXML xmlns="http://schemas.microsoft.com/sqlserver/2004/07/showplan"><BatchSequence><Batch>'
+                f'<Statements><StmtSimple><QueryPlan><RelOp><RunTimeInformation><RunTimeCountersPerThread Thread="0" '
+                f'ActualRows="1" ActualLogicalReads="{2 * parts}"/></RunTimeInformation><IndexScan>'
+                f'<RunTimePartitionSummary><PartitionsAccessed PartitionCount="{parts}"/></RunTimePartitionSummary>'
+                f'</IndexScan></RelOp></QueryPlan></StmtSimple></Statements></Batch></BatchSequence></ShowPlanXML>')
+        msgs.append(f"Table 'lpi_hash'. Scan count {parts}, logical reads {2 * parts}, physical reads 0.")
+        return [(["ID", "col1"], [(params[0], "x" * 32)]),
+                (["Microsoft SQL Server 2005 XML Showplan"], [(plan,)])], msgs
+    if "FROM (VALUES " in n and ("sys.dm_db_page_info" in n or "sys.dm_os_buffer_descriptors" in n):
+        if "sys.dm_db_page_info" in n and major(state) < 15 and not azure(state):
+            raise sql_error(208, "Invalid object name 'sys.dm_db_page_info'.")
+        rows = []
+        for i in range(0, len(params), 3):
+            d, f, p = params[i:i + 3]
+            rows.append((d, f, p, "dbo", "lpi_sequential", "PK_lpi_sequential", 1, 0,
+                         0 if "page_info" in n else None, 1 if "page_info" in n else None))
+        return [(["database_id", "file_id", "page_id", "schema_name", "object_name", "index_name",
+                  "partition_number", "page_level", "next_page_page_id", "is_last_page"], rows)], msgs
+
+    extra = harness_statement(state, s, n, params)
+    if extra is not None:
+        return extra, msgs
+
+    found = workload_batch(n)
+    if found is None:
+        raise UnknownStatement(f"the simulator was never taught this statement: {n[:300]!r}")
+    chapter, script, i, ids = found
+    return _workload(state, s, chapter, script, i, ids, params), msgs
+
+
+def version_text(state: dict) -> str:
+    """@@VERSION's first line (version-transact-sql-configuration-functions page)."""
+    v = VERSIONS[state["version"]]
+    if azure(state):
+        return f"Microsoft SQL Azure (RTM) - {v['ProductVersion']}"
+    return f"Microsoft SQL Server {v['year']} - {v['ProductVersion']} (X64)"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: tuple, params: tuple) -> list[Result]:
+    """A batch of workloads/<chapter>/sqlserver/<script>.sql: its effect and its result sets."""
+    db = _current(state, s)
+    key = f"{chapter}/{script}"
+    none: list[Result] = []
+    if key == "ghost-cleanup/setup":
+        if i == 1:
+            db["tables"]["GhostTest"] = {"rows": 1, "updates": 0, "held": 0}
+        return none
+    if key == "ghost-cleanup/open_transaction":
+        s.trancount = 1
+        sess = state["sessions"].setdefault(str(s.spid), {"database": s.database, "pid": os.getpid()})
+        sess["snapshot_txn"] = bool(db["rcsi"])
+        return [(["row_count"], [(1,)])]
+    if key == "ghost-cleanup/open_transaction_check":
+        n = sum(1 for spid, x in state["sessions"].items()
+                if x.get("snapshot_txn") and x.get("database") == s.database and int(spid) != s.spid)
+        return [(["active"], [(n,)])]
+    if key == "ghost-cleanup/update_chunk":
+        todo = int(params[0])
+        t = db["tables"].setdefault("GhostTest", {"rows": 1, "updates": 0, "held": 0})
+        t["updates"] += todo
+        holders = any(x.get("snapshot_txn") and x.get("database") == s.database for x in state["sessions"].values())
+        if db["rcsi"] and holders and not (major(state) >= 16 and 7006 not in state["trace_flags"]):
+            t["held"] += todo  # versions pinned by the open transaction; 2022 cleans per statement unless TF 7006
+        c = state.setdefault("counters", {"ghost": 0, "locks": 0, "version_kb": 0})
+        c["ghost"] += todo * (2 if db["rcsi"] else 0)
+        c["locks"] += todo * 3
+        _work(state, s, "ghost_update", max(1, todo // 100))
+        return none
+    if key == "ghost-cleanup/index_stats":
+        return [_index_stats(state, db)]
+    if key == "ghost-cleanup/perf_counters":
+        need_view_server_state(state)
+        return [_ghost_counters(state)]
+    if key == "ghost-cleanup/database_options":
+        return [(["recovery_model_desc", "delayed_durability_desc", "is_read_committed_snapshot_on",
+                  "snapshot_isolation_state_desc"], [(db["recovery"], db["delayed_durability"], int(db["rcsi"]),
+                                                      db["snapshot"])])]
+    if key == "latch-fairness/insert":
+        rows = int(params[0]) if params else 0
+        _work(state, s, "parallel_insert", 1 + rows // 100_000)
+        return [(["elapsed_ms"], [(rows / 10_000.0,)])]
+    if key == "latch-fairness/log_space":
+        need_view_server_state(state)
+        return [(["Database Name", "Log Size (MB)", "Log Space Used (%)", "Status"],
+                 [(name, float(next(f["size_mb"] for f in d["files"] if f["type_desc"] == "LOG")), 3.5, 0)
+                  for name, d in state["databases"].items()])]
+    if key == "latch-fairness/schedulers":
+        need_view_server_state(state)
+        return [(["schedulers"], [(len(online_cpus(state)),)])]
+    if key == "latch-fairness/database_files":
+        return [(["file_id", "type_desc", "name", "physical_name", "size_mb"],
+                 [(f["file_id"], f["type_desc"], f["name"], f["physical_name"], f["size_mb"]) for f in db["files"]])]
+    if key == "latch-fairness/recovery_model":
+        return [(["recovery_model_desc"], [(db["recovery"],)])]
+    if key in ("last-page-insert/create_sequential", "last-page-insert/create_sequential_optimized"):
+        if script.endswith("optimized") and i == 1 and major(state) < 15 and not azure(state):
+            raise sql_error(155, "'OPTIMIZE_FOR_SEQUENTIAL_KEY' is not a recognized CREATE TABLE option.")
+        if i == 1:
+            db["tables"]["lpi_sequential_opt" if script.endswith("optimized") else "lpi_sequential"] = {"rows": 0}
+        return none
+    if key == "last-page-insert/database_id":
+        return [(["database_id"], [(db["id"],)])]
+    if key in ("last-page-insert/insert", "last-page-insert/insert_rows"):
+        n = int(params[0]) if params else 1
+        table = db["tables"].setdefault(ids[0], {"rows": 0})
+        table["rows"] += n
+        db["last_page"] = 1000 + table["rows"] // 200
+        _work(state, s, "page_insert", n)
+        return none
+    if key == "last-page-insert/waiting_tasks":
+        need_view_server_state(state)
+        rows = _waiting_tasks(state, params[0] if params else None, s.database)
+        return [(["session_id", "wait_type", "wait_duration_ms", "resource_description"],
+                 [r[:4] for r in rows if r[1].startswith("PAGELATCH_")])]
+    if key == "lmax-queue/memory_optimized_filegroup":
+        if azure(state) == "sqldb":
+            raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
+                                  "the statement again.")
+        # Both batches are guarded by IF NOT EXISTS: nothing to do once the filegroup and its container exist.
+        if i == 0 and "FX" not in db["filegroups"]:
+            db["filegroups"].append("FX")
+        elif i == 1 and not any(f["type_desc"] == "FILESTREAM" for f in db["files"]):
+            if azure(state) == "mi":
+                raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+            db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "FILESTREAM", "name": "mod",
+                                "physical_name": "/var/opt/mssql/data/mod", "size_mb": 0})
+        return none
+    if key == "lmax-queue/setup_imoltp":
+        if not state["xtp"]:
+            raise sql_error(40536 if azure(state) else 41342,
+                            "'MEMORY_OPTIMIZED tables' is not supported in this service tier of the database.")
+        if "FX" not in db["filegroups"] and azure(state) != "mi":
+            raise sql_error(41337, "Cannot create memory optimized tables. To create memory optimized tables, the "
+                                   "database must have a MEMORY_OPTIMIZED_FILEGROUP that is online and has at least "
+                                   "one container.")
+        if params:  # the slots: rows plus the hash buckets (estimate-memory-requirements page)
+            db["xtp_bytes"] = 0
+            _check_xtp(state, db, int(params[0]) * ring_row_bytes() + 2097152 * 8 + 524288 * 8)
+            db["tables"]["lmax_ring"] = {"rows": int(params[0])}
+        return none
+    if key == "lmax-queue/reset_imoltp":
+        rows = db["tables"].get("lmax_ring", {}).get("rows", 0)
+        _check_xtp(state, db, 0, transient=rows * ring_row_bytes())  # UPDATE of every row: a new version each
+        return none
+    if key == "lmax-queue/push_call":
+        _work(state, s, "queue_push", max(1, int(params[0]) // 100))
+        return none
+    if key == "lmax-queue/pop_disk_naive":
+        return [(["age_us"], [(150,)])]
+    if key in ("logcache-spinlock/setup",):
+        if i in (0, 1) and azure(state) == "sqldb":
+            raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
+                                  "the statement again.")
+        if i == 1 and azure(state) == "mi":
+            raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+        return none
+    if key == "logcache-spinlock/insert_call":
+        _work(state, s, "singleton_insert", max(1, int(params[0]) // 100))
+        return none
+    if key == "logcache-spinlock/log_writer":
+        need_view_server_state(state)
+        online = online_cpus(state)
+        cpu = online[0] if online else 0
+        return [(["session_id", "command", "scheduler_id", "cpu_id", "parent_node_id"], [(7, "LOG WRITER", cpu, cpu, 0)])]
+    if key == "logcache-spinlock/schedulers":
+        need_view_server_state(state)
+        return [(["scheduler_id", "cpu_id", "parent_node_id", "is_online", "status"],
+                 [r for r in _schedulers(state) if r[0] < 1048576])]
+    if key == "logcache-spinlock/sys_info":
+        need_view_server_state(state)
+        cores = state["cpus"] // state["threads_per_core"]
+        return [(["cpu_count", "hyperthread_ratio", "socket_count", "cores_per_socket", "numa_node_count",
+                  "affinity_type_desc"], [(state["cpus"], state["cpus"], 1, cores, 1,
+                                           "AUTO" if state["affinity"] is None else "MANUAL")])]
+    if key == "logcache-spinlock/trace_flags":
+        return execute(state, s, "DBCC TRACESTATUS(-1) WITH NO_INFOMSGS", ())[0]
+    return none  # DDL, resets and cleanups: recognised, no result set
+
+
+# Statements of harness modules added later (preflight, waits): (regex, handler(state, session, match, params)).
+HARNESS: list[tuple[re.Pattern, Callable]] = []
+
+
+def harness_statement(state: dict, s: Session, n: str, params: tuple) -> list[Result] | None:
+    for rx, fn in HARNESS:
+        m = rx.match(n)
+        if m:
+            return fn(state, s, m, params)
+    return None
+
+
+# -- the preflight's and the affinity plan's statements --------------------------------------------
+def _h(pattern: str):
+    def deco(fn):
+        HARNESS.append((re.compile("^" + pattern + "$"), fn))
+        return fn
+    return deco
+
+
+@_h(re.escape("SELECT SUSER_SNAME()"))
+def _suser(state, s, m, params):
+    return [([""], [("sa" if is_sysadmin(state) else "reader",)])]
+
+
+@_h(re.escape("SELECT HAS_PERMS_BY_NAME(NULL, NULL, ?)"))
+def _has_perms(state, s, m, params):
+    """HAS_PERMS_BY_NAME page: 1 held, 0 not held (NULL for a permission the version does not know)."""
+    perm = params[0]
+    if perm == "VIEW SERVER PERFORMANCE STATE" and major(state) < 16 and not azure(state):
+        return [([""], [(None,)])]
+    return [([""], [(int(has_perm(state, perm)),)])]
+
+
+@_h(re.escape("SELECT host_platform FROM sys.dm_os_host_info"))
+def _host(state, s, m, params):
+    if major(state) < 14 and not azure(state):  # sys.dm_os_host_info arrived in SQL Server 2017
+        raise sql_error(208, "Invalid object name 'sys.dm_os_host_info'.")
+    return [(["host_platform"], [(state["platform"],)])]
+
+
+@_h(re.escape("SELECT cpu_count, socket_count, cores_per_socket, committed_target_kb, affinity_type_desc "
+              "FROM sys.dm_os_sys_info"))
+def _sys_info(state, s, m, params):
+    need_view_server_state(state)
+    cores = state["cpus"] // state["threads_per_core"]
+    return [(["cpu_count", "socket_count", "cores_per_socket", "committed_target_kb", "affinity_type_desc"],
+             [(state["cpus"], 1, cores, int(state["memory_gb"] * 0.9 * 2**20),
+               "AUTO" if state["affinity"] is None else "MANUAL")])]
+
+
+@_h(re.escape("SELECT name, CAST(value_in_use AS bigint) AS value_in_use FROM sys.configurations "
+              "WHERE name IN (N'affinity mask', N'affinity64 mask')"))
+def _affinity_config(state, s, m, params):
+    return [(["name", "value_in_use"], _mask_config(state))]
+
+
+# -- harness.sqlserver_waits ----------------------------------------------------------------------
+@_h(re.escape("SELECT wt.session_id, wt.wait_type, wt.wait_duration_ms, wt.blocking_session_id, "
+              "wt.resource_description FROM sys.dm_os_waiting_tasks AS wt JOIN sys.dm_exec_sessions AS s "
+              "ON s.session_id = wt.session_id WHERE s.database_id = DB_ID() AND wt.session_id <> @@SPID"))
+def _in_flight(state, s, m, params):
+    """sys.dm_os_waiting_tasks of the current database's other sessions (sys.dm_exec_sessions.database_id)."""
+    need_view_server_state(state)
+    rows = [(r[0], r[1], r[2], r[4], r[3]) for r in _waiting_tasks(state, None, s.database)
+            if r[5] == s.database and r[0] != s.spid]
+    return [(["session_id", "wait_type", "wait_duration_ms", "blocking_session_id", "resource_description"], rows)]
+
+
+@_h(re.escape("SELECT sw.session_id, sw.wait_type, sw.waiting_tasks_count, sw.wait_time_ms, sw.max_wait_time_ms, "
+              "sw.signal_wait_time_ms FROM sys.dm_exec_session_wait_stats AS sw JOIN sys.dm_exec_sessions AS s "
+              "ON s.session_id = sw.session_id WHERE s.database_id = DB_ID() AND sw.session_id <> @@SPID"))
+def _session_waits(state, s, m, params):
+    """sys.dm_exec_session_wait_stats (2016+): a session's counters, gone when the session ends."""
+    need_view_server_state(state)
+    rows = []
+    for spid, sess in state["sessions"].items():
+        if sess.get("database") != s.database or int(spid) == s.spid:
+            continue
+        for wait, (n, ms, mx, sig) in sess.get("waits", {}).items():
+            rows.append((int(spid), wait, n, ms, mx, sig))
+    return [(["session_id", "wait_type", "waiting_tasks_count", "wait_time_ms", "max_wait_time_ms",
+              "signal_wait_time_ms"], rows)]
