@@ -82,4 +82,4 @@ clean:
 	rm -rf book/_build book/chapters .pytest_cache native/build
 
 clean-pg: setup
-	$(BIN)/python -c "from harness.embedded_pg import EmbeddedPostgres; EmbeddedPostgres().destroy()"
+	$(BIN)/python -c "from contention_book.harness.embedded_pg import EmbeddedPostgres; EmbeddedPostgres().destroy()"
