@@ -36,7 +36,7 @@ def test_session_waits_keep_each_sessions_last_reading():
                             "wait_time_ms": [10, 30, 20, 50], "max_wait_time_ms": [5, 9, 7, 8],
                             "signal_wait_time_ms": [1, 3, 2, 5]})
     t = W.session_totals(samples).iloc[0]
-    assert (t["sessions"], t["waiting_tasks"], t["wait_time_ms"], t["resource_wait_time_ms"]) == (2, 8, 80, 72)
+    assert (t["session_count"], t["waiting_tasks"], t["wait_time_ms"], t["resource_wait_time_ms"]) == (2, 8, 80, 72)
 
 
 import pytest
@@ -55,7 +55,7 @@ def test_a_run_records_in_flight_and_session_waits_of_its_own_sessions(tmp_path,
     inflight = pd.read_csv(tmp_path / "rec" / "samples" / "in_flight_waits.csv")
     assert "PAGELATCH_EX" in set(inflight["wait_type"]) and (inflight["wait_category"] == "Buffer Latch").any()
     sessions = pd.read_csv(tmp_path / "rec" / "dmv" / "session_waits.csv")
-    assert (sessions.loc[sessions["wait_type"] == "PAGELATCH_EX", "sessions"] == 2).all()
+    assert (sessions.loc[sessions["wait_type"] == "PAGELATCH_EX", "session_count"] == 2).all()
     dba = pd.read_csv(tmp_path / "rec" / "dmv" / "waits_dba.csv")
     assert "SLEEP_TASK" not in set(dba["wait_type"]) and "PAGELATCH_EX" in set(dba["wait_type"])
     hot = pd.read_csv(tmp_path / "rec" / "dmv" / "hot_pages.csv")

@@ -101,12 +101,13 @@ def in_flight_summary(samples: pd.DataFrame) -> pd.DataFrame:
 
 def session_totals(samples: pd.DataFrame) -> pd.DataFrame:
     """The last reading of each session's counters, summed over the run's sessions per wait type."""
-    cols = ["wait_type", "wait_category", "sessions", "waiting_tasks", "wait_time_ms", "signal_wait_time_ms",
+    # "session_count", not "sessions": the point's tags (variant, sessions ...) are added to these rows
+    cols = ["wait_type", "wait_category", "session_count", "waiting_tasks", "wait_time_ms", "signal_wait_time_ms",
             "resource_wait_time_ms", "max_wait_time_ms"]
     if samples.empty:
         return pd.DataFrame(columns=cols)
     last = samples.sort_values("t_s").groupby(["session_id", "wait_type"]).tail(1)
-    g = last.groupby("wait_type").agg(sessions=("session_id", "nunique"), waiting_tasks=("waiting_tasks_count", "sum"),
+    g = last.groupby("wait_type").agg(session_count=("session_id", "nunique"), waiting_tasks=("waiting_tasks_count", "sum"),
                                       wait_time_ms=("wait_time_ms", "sum"), signal_wait_time_ms=("signal_wait_time_ms", "sum"),
                                       max_wait_time_ms=("max_wait_time_ms", "max")).reset_index()
     g["resource_wait_time_ms"] = g["wait_time_ms"] - g["signal_wait_time_ms"]

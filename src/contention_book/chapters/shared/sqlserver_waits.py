@@ -2,20 +2,23 @@
 
 The runs write them with plain column names (harness.sqlserver_waits); a page shows them renamed.
 A recording made before these tables existed (or by another engine) has none: the functions return
-None and the page says so.
+None.  The ``show_*`` functions put one table on a page for every SQL Server recording the chapter shows,
+through the book's table helper; where the page shows no SQL Server recording they print nothing.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 
+from contention_book.harness.recording import Recording
 from contention_book.harness.sqlserver_waits import DBA_COLUMNS
 
 IN_FLIGHT_NAMES = {"wait_type": "wait_type", "wait_category": "wait_category", "samples": "Samples",
                    "share": "Share of samples", "avg_wait_duration_ms": "Avg Wait So Far (ms)",
                    "max_wait_duration_ms": "Max Wait So Far (ms)"}
-SESSION_NAMES = {"wait_type": "wait_type", "wait_category": "wait_category", "sessions": "Sessions",
+SESSION_NAMES = {"wait_type": "wait_type", "wait_category": "wait_category", "session_count": "Sessions",
                  "waiting_tasks": "Number of Waits", "wait_time_ms": "Wait Time (ms)",
                  "signal_wait_time_ms": "Signal Wait Time (ms)", "resource_wait_time_ms": "Resource Wait Time (ms)",
                  "max_wait_time_ms": "Max Wait (ms)"}
@@ -43,3 +46,87 @@ def in_flight_waits(recording: str | Path) -> pd.DataFrame | None:
 def session_waits(recording: str | Path) -> pd.DataFrame | None:
     """The run's own sessions' wait counters (dmv/session_waits.csv)."""
     return _read(recording, "dmv/session_waits.csv", SESSION_NAMES)
+
+
+ROWS_PER_POINT = 5  # a DBA reads the top waits of each point; the recording keeps them all
+
+
+def sqlserver_recordings(shown: Any, depth: int = 0) -> list[Recording]:
+    """Every measured SQL Server recording a chapter's ``shown`` holds, once each, in the order met.
+
+    Chapters hold their views differently (one ``measured``, a dict per engine, ``db``); this walks them
+    so each page needs no code of its own.  Published recordings carry no wait tables and are skipped.
+    """
+    found: list[Recording] = []
+    if depth > 3 or shown is None or isinstance(shown, (str, bytes, int, float, pd.DataFrame, Path)):
+        return found
+    recording = getattr(shown, "recording", None)
+    if isinstance(recording, Recording):
+        if recording.engine.get("name") == "sqlserver" and recording.kind != "published":
+            found.append(recording)
+        return found
+    items = shown.values() if isinstance(shown, dict) else (
+        shown if isinstance(shown, (list, tuple)) else (vars(shown).values() if hasattr(shown, "__dict__") else ()))
+    for value in items:
+        for r in sqlserver_recordings(value, depth + 1):
+            if all(r.path != f.path for f in found):
+                found.append(r)
+    return found
+
+
+def top_per_point(frame: pd.DataFrame, names: dict[str, str], rows: int = ROWS_PER_POINT) -> pd.DataFrame:
+    """The first ``rows`` rows of each point (the tag columns: variant, sessions, repetition ...), tags as index."""
+    tags = [c for c in frame.columns if c not in names.values()]
+    if not tags:
+        return frame.head(rows)
+    return frame.groupby(tags, sort=False, dropna=False).head(rows).set_index(tags)
+
+
+TABLES = {  # kind -> (reader, its column names, what the table is)
+    "dba": (dba_waits, DBA_COLUMNS, "server-wide waits over each point, benign waits removed, in sp_BlitzFirst's "
+            "columns"),
+    "in_flight": (in_flight_waits, IN_FLIGHT_NAMES, "in-flight waits of the run's own sessions, sampled from "
+                  "`sys.dm_os_waiting_tasks`"),
+    "session": (session_waits, SESSION_NAMES, "the run's own sessions' waits from "
+                "`sys.dm_exec_session_wait_stats`, resource and signal time apart"),
+}
+
+
+def wait_tables(shown: Any, kind: str, rows: int = ROWS_PER_POINT) -> list[tuple[str, pd.DataFrame | None]]:
+    """(caption, table) of one kind for each SQL Server recording shown; table None where it was not recorded."""
+    if kind not in TABLES:
+        raise ValueError(f"kind={kind!r}: expected one of {', '.join(TABLES)}")
+    read, names, what = TABLES[kind]
+    out: list[tuple[str, pd.DataFrame | None]] = []
+    for recording in sqlserver_recordings(shown):
+        frame = read(recording.path)
+        if frame is None:
+            out.append((f"*{recording.id}: recorded before this table existed.*", None))
+        else:
+            out.append((f"*Measured, {recording.id}: {what} (top {rows} rows per point).*",
+                        top_per_point(frame, names, rows)))
+    return out
+
+
+def _show(shown: Any, kind: str, rows: int) -> None:
+    from IPython.display import Markdown, display
+
+    for caption, table in wait_tables(shown, kind, rows):
+        display(Markdown(caption))
+        if table is not None:
+            display(table)  # DataFrames render through display.table_html (installed by notebook.start)
+
+
+def show_dba_waits(shown: Any, rows: int = ROWS_PER_POINT) -> None:
+    """The server-wide waits of each point as sp_BlitzFirst shows them, benign waits removed."""
+    _show(shown, "dba", rows)
+
+
+def show_in_flight_waits(shown: Any, rows: int = ROWS_PER_POINT) -> None:
+    """What the run's own sessions were waiting on when sampled (`sys.dm_os_waiting_tasks`)."""
+    _show(shown, "in_flight", rows)
+
+
+def show_session_waits(shown: Any, rows: int = ROWS_PER_POINT) -> None:
+    """The run's own sessions' wait counters (`sys.dm_exec_session_wait_stats`), resource and signal apart."""
+    _show(shown, "session", rows)
