@@ -332,6 +332,11 @@ def preflight(spec, params: dict[str, Any], raw_params: Mapping[str, Any], targe
         blocking.append(Problem("*", "clear_stats=true clears wait, latch and spinlock statistics server-wide",
                                 "add ALLOW_SERVER_CHANGES=1, or leave clear_stats off (the harness subtracts "
                                 "snapshots instead)", server_change=True))
+    if params.get("wait_source") == "xevents" and not allow_server_changes:
+        blocking.append(Problem("*", "wait_source=xevents creates an Extended Events session on the server (a "
+                                     "server-scope object, dropped at the end of every point)",
+                                "add ALLOW_SERVER_CHANGES=1 (make) or --allow-server-changes (python -m "
+                                "contention_book.run), or use wait_source=polling", server_change=True))
     if spec.chapter == "logcache-spinlock" and "no_logwriter_core" in keep:
         blocking.extend(_affinity_problems(facts, params))
     if not keep and not blocking:
