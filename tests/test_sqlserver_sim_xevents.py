@@ -14,7 +14,8 @@ from sqlserver_sim import server as S
 
 XE = {"wait_source": "xevents"}
 CHAPTERS = {"logcache-spinlock": ({"variants": "default"}, "WRITELOG", r"^EXEC dbo\.usp_logcache_insert"),
-            "last-page-insert": ({"variants": "sequential"}, "PAGELATCH_EX", r"^INSERT")}
+            "last-page-insert": ({"variants": "sequential"}, "PAGELATCH_EX", r"^INSERT"),
+            "lmax-queue": ({"variants": "disk_naive"}, "PAGELATCH_EX", r"^EXEC dbo\.")}
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))
@@ -65,7 +66,8 @@ def test_sigint_mid_run_leaves_no_event_session(chapter, tmp_path):
     XEP = {**XE, **params}
     state = S.create(tmp_path / "state.json", version="2022",
                      faults=[{"match": slow, "nth": 0, "kind": "slow", "seconds": 0.2}])
-    params = {**XEP, "duration_s": "5", "rows_per_session": "100000"}
+    params = {**XEP, "duration_s": "5", **({"messages_per_session": "1000"} if chapter == "lmax-queue"
+                                           else {"rows_per_session": "100000"})}
     cmd = [sys.executable, "-m", "contention_book.run", *R.argv(chapter, tmp_path / "rec", params, allow=True)]
     proc = subprocess.Popen(cmd, env=R.subprocess_env(state), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
