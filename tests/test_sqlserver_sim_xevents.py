@@ -85,3 +85,18 @@ def test_sigint_mid_run_leaves_no_event_session(chapter, tmp_path):
     assert proc.returncode == 128 + signal.SIGINT, out
     assert S.load(state).get("xe_sessions") == {}, out
     assert "[guard] restored:" in out
+
+
+@pytest.mark.parametrize("version,grant", [("2019", "ALTER ANY EVENT SESSION"), ("2022", "CREATE ANY EVENT SESSION")])
+def test_a_login_without_the_event_session_permission_is_refused_with_the_grant(version, grant, tmp_path):
+    state = S.create(tmp_path / "state.json", version=version, login="documented")
+    rc, out, seconds = R.run_in_process("logcache-spinlock", state, tmp_path / "rec",
+                                        {**XE, "variants": "default"}, allow=True)
+    assert rc == 2 and seconds < 5, out
+    assert f"GRANT {grant} TO [reader]" in out and "nothing was changed" in out, out
+    granted = S.create(tmp_path / "granted.json", version=version,
+                       login=["VIEW SERVER STATE", "CREATE ANY DATABASE", grant])
+    rc, out, _ = R.run_in_process("logcache-spinlock", granted, tmp_path / "rec2", {**XE, "variants": "default"},
+                                  allow=True)
+    assert rc == 0, out
+    assert S.load(granted).get("xe_sessions") == {}
