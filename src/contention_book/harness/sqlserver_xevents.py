@@ -116,7 +116,7 @@ def change(name: str, session_ids: Sequence[int]) -> Change:
 
     return Change(f"Extended Events session {name} on the completed waits of session(s) "
                   f"{', '.join(map(str, sorted(set(session_ids))))}", "server", read, apply,
-                  lambda _exists: drop_statements(name))
+                  lambda _exists: drop_statements(name), restore_if_attempted=True)
 
 
 def parse_ring_buffer(xml_text: str) -> tuple[pd.DataFrame, dict[str, int]]:
