@@ -85,6 +85,26 @@ def test_the_session_is_a_server_change_opt_in_and_dropped_on_every_exit():
     assert "DROP EVENT SESSION [contention_book_waits_7] ON SERVER;" in ran[-1]
 
 
+class _CutShort(_Conn):
+    """The server creates the session, then the client is interrupted before it hears back (a signal mid-call)."""
+
+    def execute(self, sql, *args):
+        out = super().execute(sql, *args)
+        if sql.startswith("CREATE EVENT SESSION"):
+            raise KeyboardInterrupt
+        return out
+
+
+def test_a_create_cut_short_by_a_signal_is_still_dropped():
+    ran = []
+    with pytest.raises(KeyboardInterrupt):
+        with StateGuard(lambda db: _CutShort(ran), [xe.change(xe.session_name(7), [55])], allow_server_changes=True,
+                        log=lambda *_: None, retry_wait_s=0):
+            pass
+    assert ran[-2].startswith("CREATE EVENT SESSION")
+    assert "DROP EVENT SESSION [contention_book_waits_7] ON SERVER;" in ran[-1]
+
+
 def test_an_existing_session_of_that_name_is_not_taken_over():
     with pytest.raises(RuntimeError, match="already exists"):
         with StateGuard(lambda db: _Conn([], exists=True), [xe.change(xe.session_name(7), [55])],

@@ -210,6 +210,8 @@ def lasting_changes(state: dict, baseline: dict) -> dict[str, Any]:
         out["trace_flags"] = (baseline["trace_flags"], state["trace_flags"])
     if state["affinity"] != baseline["affinity"]:
         out["affinity"] = (baseline["affinity"], state["affinity"])
+    if state.get("xe_sessions", {}) != baseline.get("xe_sessions", {}):
+        out["xe_sessions"] = (sorted(baseline.get("xe_sessions", {})), sorted(state.get("xe_sessions", {})))
     for name, db in state["databases"].items():
         old = baseline["databases"].get(name)
         if old is None:
@@ -387,6 +389,7 @@ def _work(state: dict, session: Session, what: str, units: int = 1) -> None:
     row[2] = max(row[2], 2)
     row[3] += units
     sess["last_wait"] = name
+    xe_record(state, session.spid, name, 2.0, 1.0)
 
 
 def _stats_result(state: dict, kind: str) -> Result:
@@ -1052,3 +1055,114 @@ def _session_waits(state, s, m, params):
             rows.append((int(spid), wait, n, ms, mx, sig))
     return [(["session_id", "wait_type", "waiting_tasks_count", "wait_time_ms", "max_wait_time_ms",
               "signal_wait_time_ms"], rows)]
+
+
+# -- Extended Events: the wait sampler's event session (harness/sqlserver_xevents.py) --------------
+# Sources (learn.microsoft.com):
+#   CREATE EVENT SESSION  /sql/t-sql/statements/create-event-session-transact-sql  (ON SERVER; ADD EVENT with
+#     ACTION and WHERE; ADD TARGET; WITH options; permission ALTER ANY EVENT SESSION, and from SQL Server 2022
+#     also CREATE ANY EVENT SESSION)
+#   ALTER EVENT SESSION   /sql/t-sql/statements/alter-event-session-transact-sql  (STATE = START | STOP)
+#   DROP EVENT SESSION    /sql/t-sql/statements/drop-event-session-transact-sql
+#   sys.server_event_sessions  /sql/relational-databases/system-catalog-views/sys-server-event-sessions-transact-sql
+#   sys.dm_xe_sessions    /sql/relational-databases/system-dynamic-management-views/sys-dm-xe-sessions-transact-sql
+#     (only started sessions appear in it)
+#   sys.dm_xe_session_targets  /sql/relational-databases/system-dynamic-management-views/
+#     sys-dm-xe-session-targets-transact-sql (target_data: the ring_buffer's XML)
+#   ring_buffer target    /sql/relational-databases/extended-events/targets-for-extended-events-in-sql-server
+#     (<RingBufferTarget eventsPerSec= processingTime= totalEventsProcessed= eventCount= droppedCount=
+#     memoryUsed=> with <event name= timestamp=><data name=><value/><text/></data><action .../></event>)
+XE_RING_EVENTS = 1000  # events the simulated ring keeps (the real one is bounded by max_memory)
+
+
+def _xe_permission(state: dict) -> None:
+    """ALTER ANY EVENT SESSION (sysadmin holds it); on 2022 CREATE ANY EVENT SESSION also allows creating."""
+    if is_sysadmin(state) or has_perm(state, "ALTER ANY EVENT SESSION") or (
+            major(state) >= 16 and has_perm(state, "CREATE ANY EVENT SESSION")):
+        return
+    raise sql_error(15247, "User does not have permission to perform this action.", "42000", 16)
+
+
+@_h(re.escape("SELECT COUNT(*) FROM sys.server_event_sessions WHERE name = ?"))
+def _xe_exists(state, s, m, params):
+    return [([""], [(int(params[0] in state.setdefault("xe_sessions", {})),)])]
+
+
+@_h(r"SELECT session_id FROM sys\.dm_exec_sessions WHERE database_id = DB_ID\(\) AND session_id <> @@SPID "
+    r"AND is_user_process = 1")
+def _user_sessions(state, s, m, params):
+    need_view_server_state(state)
+    return [(["session_id"], [(int(k),) for k, v in state["sessions"].items()
+                              if v.get("database") == s.database and int(k) != s.spid])]
+
+
+@_h(r"CREATE EVENT SESSION \[(\w+)\] ON SERVER ADD EVENT sqlos\.wait_info \( ACTION \(sqlserver\.session_id\) "
+    r"WHERE \(\[opcode\] = \(1\) AND \(((?:\[sqlserver\]\.\[session_id\] = \(\d+\)(?: OR )?)+)\)\)\) "
+    r"ADD TARGET package0\.ring_buffer \(SET max_memory = \((\d+)\)\) WITH \(MAX_DISPATCH_LATENCY = \d+ SECONDS, "
+    r"EVENT_RETENTION_MODE = ALLOW_SINGLE_EVENT_LOSS, STARTUP_STATE = OFF\);?")
+def _xe_create(state, s, m, params):
+    _xe_permission(state)
+    sessions = state.setdefault("xe_sessions", {})
+    if m.group(1) in sessions:
+        raise sql_error(25631, f"The event session, \"{m.group(1)}\", already exists.  Choose a unique name for "
+                               "the event session.")
+    ids = sorted(int(x) for x in re.findall(r"\[session_id\] = \((\d+)\)", m.group(2)))
+    sessions[m.group(1)] = {"session_ids": ids, "started": False, "events": [], "processed": 0, "dropped": 0}
+    return []
+
+
+@_h(r"ALTER EVENT SESSION \[(\w+)\] ON SERVER STATE = (START|STOP);?")
+def _xe_state(state, s, m, params):
+    _xe_permission(state)
+    sess = state.setdefault("xe_sessions", {}).get(m.group(1))
+    if sess is None:
+        raise sql_error(15151, f"Cannot alter the event session '{m.group(1)}', because it does not exist or you do "
+                               "not have permission.")
+    sess["started"] = m.group(2) == "START"
+    if not sess["started"]:
+        sess.update(events=[], processed=0, dropped=0)  # STOP frees the ring buffer's memory
+    return []
+
+
+@_h(r"IF EXISTS \(SELECT 1 FROM sys\.server_event_sessions WHERE name = N'(\w+)'\) DROP EVENT SESSION \[(\w+)\] "
+    r"ON SERVER;?")
+def _xe_drop(state, s, m, params):
+    if m.group(1) != m.group(2):
+        raise UnknownStatement(f"IF EXISTS on {m.group(1)} but DROP of {m.group(2)}")
+    if m.group(1) in state.setdefault("xe_sessions", {}):
+        _xe_permission(state)
+        del state["xe_sessions"][m.group(1)]
+    return []
+
+
+@_h(r"SELECT CAST\(t\.target_data AS xml\) FROM sys\.dm_xe_session_targets AS t JOIN sys\.dm_xe_sessions AS s "
+    r"ON s\.address = t\.event_session_address WHERE s\.name = N'(\w+)' AND t\.target_name = N'ring_buffer';?")
+def _xe_ring(state, s, m, params):
+    need_view_server_state(state)
+    sess = state.setdefault("xe_sessions", {}).get(m.group(1))
+    if sess is None or not sess["started"]:
+        return [([""], [])]  # sys.dm_xe_sessions lists started sessions only
+    from xml.sax.saxutils import quoteattr
+
+    events = "".join(
+        f'<event name="wait_info" package="sqlos" timestamp={quoteattr(ts)}>'
+        f'<data name="wait_type"><value>0</value><text>{wait}</text></data>'
+        f'<data name="opcode"><value>1</value><text>End</text></data>'
+        f'<data name="duration"><value>{ms}</value></data><data name="signal_duration"><value>{sig}</value></data>'
+        f'<action name="session_id" package="sqlserver"><value>{spid}</value></action></event>'
+        for ts, spid, wait, ms, sig in sess["events"])
+    xml = (f'<RingBufferTarget truncated="0" processingTime="0" totalEventsProcessed="{sess["processed"]}" '
+           f'eventCount="{len(sess["events"])}" droppedCount="{sess["dropped"]}" memoryUsed="0">{events}'
+           f'</RingBufferTarget>')
+    return [([""], [(xml,)])]
+
+
+def xe_record(state: dict, spid: int, wait: str, ms: float, signal_ms: float) -> None:
+    """A completed wait of ``spid``: into every started event session that watches it (oldest dropped when full)."""
+    for sess in state.get("xe_sessions", {}).values():
+        if sess["started"] and spid in sess["session_ids"]:
+            sess["processed"] += 1
+            sess["events"].append([time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), spid, wait, ms, signal_ms])
+            if len(sess["events"]) > XE_RING_EVENTS:
+                sess["events"].pop(0)
+                sess["dropped"] += 1

@@ -46,6 +46,9 @@ class Change:
     apply: Callable[[Any], Sequence[str]]
     restore: Callable[[Any], Sequence[str]]
     database: str | None = None  # the database the statements run in (None: the default one)
+    # The restore is harmless when the change never happened (IF EXISTS ... DROP): run it even when the apply
+    # was cut short before the server answered (a signal mid-statement), since the server may have done it.
+    restore_if_attempted: bool = False
     prior: Any = field(default=None, init=False)
     applied: bool = field(default=False, init=False)
 
@@ -107,6 +110,7 @@ class StateGuard:
         that failed halfway is restored like a whole one.
         """
         conn = self.connect(change.database)
+        change.applied = change.restore_if_attempted
         try:
             cur = conn.cursor()
             for sql in statements:

@@ -238,10 +238,12 @@ def stacks(engines: tuple[str, ...] = ("sqlserver",)) -> Param:
                  "by commas (WPA CSV or tree, xperf text, perf script, folded)", default="", engines=engines)
 
 
-def load(engines: tuple[str, ...] = ("postgres",), warmup_default: float = 0.5) -> tuple[Param, ...]:
+def load(engines: tuple[str, ...] = ("postgres",), warmup_default: float = 0.5,
+         sqlserver_waits: bool = False) -> tuple[Param, ...]:
     """How the sessions driver drives and watches a point: warm-up, closed or open loop, wait sampling.
 
-    Every chapter that runs the sessions driver takes these, by these names.
+    Every chapter that runs the sessions driver takes these, by these names.  ``sqlserver_waits``: the
+    chapter's SQL Server runner samples waits too, so ``wait_source`` applies there (polling or xevents).
     """
     return (
         Param("warmup_s", "float", "seconds every session runs its call before the measured window",
@@ -251,7 +253,16 @@ def load(engines: tuple[str, ...] = ("postgres",), warmup_default: float = 0.5) 
               engines=engines),
         Param("arrival", "str", "open-loop schedule: poisson (exponential gaps) or fixed", default="poisson",
               choices=("poisson", "fixed"), engines=engines),
-        Param("wait_source", "str", "wait sampling: auto (pg_wait_sampling where the server loads it, else "
-              "polling), pg_wait_sampling, or polling", default="auto",
-              choices=("auto", "pg_wait_sampling", "polling"), engines=tuple(e for e in engines if e == "postgres")),
+        wait_source(tuple(e for e in engines if e == "postgres") + (("sqlserver",) if sqlserver_waits else ())),
     )
+
+
+def wait_source(engines: tuple[str, ...] = ("postgres",)) -> Param:
+    """Where wait samples come from.  On SQL Server ``xevents`` is an Extended Events session, a server-scope
+    change: opt-in (allow_server_changes), so polling is the default there and ``auto`` means polling."""
+    choices = {"postgres": ("auto", "pg_wait_sampling", "polling"), "sqlserver": ("auto", "polling", "xevents")}
+    return Param("wait_source", "str", "wait sampling: PostgreSQL auto (pg_wait_sampling where the server loads it, "
+                 "else polling), pg_wait_sampling or polling; SQL Server polling (auto) or xevents (an Extended "
+                 "Events session on the run's sessions, created and dropped by the run: needs "
+                 "allow_server_changes)", default={"postgres": "auto", "sqlserver": "polling"},
+                 choices={e: choices[e] for e in engines}, engines=engines)

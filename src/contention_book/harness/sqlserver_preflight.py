@@ -127,7 +127,8 @@ def read_facts(target: Target, database: str | None) -> Facts:
             return facts  # refused by feature below; server-level DMVs and DBCC would only fail here
         facts.login = str(_one(cur, "SELECT SUSER_SNAME()") or "")
         view = view_state_permission(facts.major)
-        for perm in (view, "CREATE ANY DATABASE", "ALTER SETTINGS", "ALTER SERVER STATE"):
+        event_perms = ("ALTER ANY EVENT SESSION",) + (("CREATE ANY EVENT SESSION",) if facts.major >= 16 else ())
+        for perm in (view, "CREATE ANY DATABASE", "ALTER SETTINGS", "ALTER SERVER STATE", *event_perms):
             facts.perms[perm] = bool(_one(cur, "SELECT HAS_PERMS_BY_NAME(NULL, NULL, ?)", perm))
         if database:
             facts.database_exists = _one(cur, "SELECT DB_ID(?)", database) is not None
@@ -235,6 +236,13 @@ def login_problems(facts: Facts, params: Mapping[str, Any]) -> list[Problem]:
         out.append(Problem("*", f"the lab database {params.get('database')} does not exist and the login may not "
                                 "create it", f"USE master; GRANT CREATE ANY DATABASE TO [{facts.login or 'your_login'}];"
                                              " (or create the database yourself and make the login its owner)"))
+    if params.get("wait_source") == "xevents" and not (facts.perms.get("ALTER ANY EVENT SESSION")
+                                                       or facts.perms.get("CREATE ANY EVENT SESSION")):
+        # CREATE EVENT SESSION page: ALTER ANY EVENT SESSION; from SQL Server 2022 also CREATE ANY EVENT SESSION
+        grant = "CREATE ANY EVENT SESSION" if facts.major >= 16 else "ALTER ANY EVENT SESSION"
+        out.append(Problem("*", "wait_source=xevents creates and drops an Extended Events session, which needs "
+                                "ALTER ANY EVENT SESSION" + (" or CREATE ANY EVENT SESSION" if facts.major >= 16 else ""),
+                           f"USE master; GRANT {grant} TO [{facts.login or 'your_login'}]; (or use wait_source=polling)"))
     if params.get("clear_stats"):
         if not facts.perms.get("ALTER SERVER STATE"):
             out.append(Problem("*", "clear_stats=true runs DBCC SQLPERF(..., CLEAR), which needs ALTER SERVER STATE",
@@ -332,6 +340,11 @@ def preflight(spec, params: dict[str, Any], raw_params: Mapping[str, Any], targe
         blocking.append(Problem("*", "clear_stats=true clears wait, latch and spinlock statistics server-wide",
                                 "add ALLOW_SERVER_CHANGES=1, or leave clear_stats off (the harness subtracts "
                                 "snapshots instead)", server_change=True))
+    if params.get("wait_source") == "xevents" and not allow_server_changes:
+        blocking.append(Problem("*", "wait_source=xevents creates an Extended Events session on the server (a "
+                                     "server-scope object, dropped at the end of every point)",
+                                "add ALLOW_SERVER_CHANGES=1 (make) or --allow-server-changes (python -m "
+                                "contention_book.run), or use wait_source=polling", server_change=True))
     if spec.chapter == "logcache-spinlock" and "no_logwriter_core" in keep:
         blocking.extend(_affinity_problems(facts, params))
     if not keep and not blocking:

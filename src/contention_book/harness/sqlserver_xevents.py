@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 import pandas as pd
 
 from .guard import Change
+from .spec import Table
 
 PREFIX = "contention_book_waits_"
 NAME = re.compile(r"^contention_book_waits_\d{1,10}$")
@@ -37,6 +38,13 @@ COLUMNS = ["timestamp", "session_id", "wait_type", "duration_ms", "signal_durati
 # Waits a session spends idle, not working: left out by the shares, as wait analyses of SQL Server usually do.
 IDLE_WAITS = frozenset({"SLEEP_TASK", "WAITFOR", "BROKER_RECEIVE_WAITFOR", "SOS_WORK_DISPATCHER", "XE_DISPATCHER_WAIT",
                         "XE_TIMER_EVENT", "REQUEST_FOR_DEADLOCK_SEARCH", "LAZYWRITER_SLEEP", "SQLTRACE_BUFFER_FLUSH"})
+
+# The recording's table of what the event session captured, per point (a chapter's layout declares it).
+XEVENT_WAITS = Table("samples/xevent_waits.csv",
+                     ("variant", "sessions", "wait", "waits", "wait_ms", "share", "events_processed",
+                      "events_dropped", "observer_cpu_per_s"), (),
+                     "completed waits of the run's sessions from an Extended Events session (wait_source=xevents); "
+                     "observer_cpu_per_s is the client CPU spent reading the ring buffer, per second of run")
 
 
 def session_name(pid: int | None = None) -> str:
@@ -83,6 +91,15 @@ def read_statement(name: str) -> str:
             f"WHERE s.name = N'{name}' AND t.target_name = N'ring_buffer';")
 
 
+RUN_SESSIONS = ("SELECT session_id FROM sys.dm_exec_sessions WHERE database_id = DB_ID() AND session_id <> @@SPID "
+                "AND is_user_process = 1")
+
+
+def run_session_ids(conn) -> list[int]:
+    """The user sessions in the harness's database other than ``conn``'s own: the driver's, once they are connected."""
+    return sorted(int(r[0]) for r in conn.cursor().execute(RUN_SESSIONS).fetchall())
+
+
 def change(name: str, session_ids: Sequence[int]) -> Change:
     """The event session as a guarded server-scope change: created and started, then dropped."""
     name = _checked(name)
@@ -99,7 +116,7 @@ def change(name: str, session_ids: Sequence[int]) -> Change:
 
     return Change(f"Extended Events session {name} on the completed waits of session(s) "
                   f"{', '.join(map(str, sorted(set(session_ids))))}", "server", read, apply,
-                  lambda _exists: drop_statements(name))
+                  lambda _exists: drop_statements(name), restore_if_attempted=True)
 
 
 def parse_ring_buffer(xml_text: str) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -188,3 +205,61 @@ class XEventWaitSampler:
 
     def frame(self) -> pd.DataFrame:
         return self._frame
+
+    def summary(self, tags: dict[str, Any]) -> pd.DataFrame:
+        """Shares per wait type, tagged, with the ring buffer's counters and the client's cost of reading it."""
+        out = shares(self._frame)
+        return out.assign(**tags, events_processed=self.counters.get("eventsProcessed", 0),
+                          events_dropped=self.counters.get("droppedCount", 0), observer_cpu_per_s=self.cpu_per_s)
+
+
+class XEventWatch:
+    """A point's event session, for a runner: ``on_ready`` creates it (through the guard) on the sessions just
+    connected; ``finish`` reads the ring buffer; ``close`` drops it.  Use as a context manager around the point,
+    so the drop runs on every exit path (error, KeyboardInterrupt, SIGTERM turned into an exception).
+    """
+
+    def __init__(self, connect: Callable[[], Any], connect_db: Callable[[str | None], Any],
+                 log: Callable[[str], None], allow_server_changes: bool):
+        import contextlib
+
+        self.connect, self.connect_db, self.log = connect, connect_db, log
+        self.allow = allow_server_changes
+        self.sampler = XEventWaitSampler(connect)
+        self._stack = contextlib.ExitStack()
+
+    def on_ready(self) -> None:
+        from .guard import StateGuard
+
+        conn = self.connect()
+        try:
+            ids = run_session_ids(conn)
+        finally:
+            conn.close()
+        self._stack.enter_context(StateGuard(self.connect_db, [change(self.sampler.name, ids)],
+                                             allow_server_changes=self.allow, log=self.log))
+        self.sampler.start()
+
+    def finish(self) -> "XEventWaitSampler":
+        if self.sampler._started:
+            self.sampler.stop()
+        return self.sampler
+
+    def __enter__(self) -> "XEventWatch":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self._stack.close()
+        return False
+
+
+def write_xevents(writer, sampler: XEventWaitSampler, tags: dict[str, Any], path: str, log: Callable[[str], None],
+                  chapter: str) -> None:
+    """A point's captured waits into the recording, its observer cost into the run log (and the table)."""
+    writer.append_csv(path, sampler.summary(tags))
+    if sampler.error:
+        writer.add_note(f"Extended Events waits ({', '.join(f'{k}={v}' for k, v in tags.items())}): {sampler.error}")
+    top = sampler.summary(tags).head(3)
+    log(f"[{chapter}] xevents {sampler.name}: {len(sampler.frame()):,} completed wait(s)"
+        + (f", most time in {', '.join(top['wait'])}" if len(top) else "")
+        + f"; observer cost {sampler.cpu_per_s * 1e3:.2f} ms client CPU per s of run (reading the ring buffer)")

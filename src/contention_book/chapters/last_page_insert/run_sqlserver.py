@@ -14,6 +14,7 @@ import pandas as pd
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.sqlserver_waits import WaitWatch
+from contention_book.harness.sqlserver_xevents import XEventWatch, write_xevents
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.recording import RecordingWriter
@@ -98,12 +99,14 @@ def _frame(cur) -> pd.DataFrame:
 class SqlServerRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: list[int],
                  rows_per_session: int, max_seconds: float, partitions: int, hz: float,
-                 allow_server_changes: bool, log: Callable[[str], None], rows_per_call: int = 1):
+                 allow_server_changes: bool, log: Callable[[str], None], rows_per_call: int = 1,
+                 wait_source: str = "polling"):
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.allow, self.log = partitions, hz, allow_server_changes, log
         self.version = gate_version(writer.manifest["engine"])
         self.per_call = rows_per_call
+        self.xevents = wait_source == "xevents"
         self.repetition = 0  # the round being run (harness.schedule)
 
     def connect(self):
@@ -125,15 +128,22 @@ class SqlServerRun:
                                  params=[f"{db_id}:%"], hz=self.hz, name="waiting-tasks")
         before = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
         watch = WaitWatch(self.connect)
-        try:
-            result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
-                                  operations_per_session=calls_per_session(self.rows, self.per_call),
-                                  duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
-                                  on_ready=lambda: (sampler.start(), watch.start()),
-                                  progress=f"{variant}, {n} session(s)")
-        finally:
-            sampler.stop()
-            watch.stop()
+        # wait_source=xevents replaces the DBA wait polling; the waiting-task sampler stays, since only it names
+        # the page a PAGELATCH wait is on (wait_info carries no resource description).
+        xe = XEventWatch(self.connect, lambda d: self.t.connect(d or self.db), self.log, self.allow)
+        with xe:  # the event session is dropped on every way out of the point
+            try:
+                result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
+                                      operations_per_session=calls_per_session(self.rows, self.per_call),
+                                      duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
+                                      on_ready=lambda: (sampler.start(), xe.on_ready() if self.xevents
+                                                        else watch.start()),
+                                      progress=f"{variant}, {n} session(s)")
+            finally:
+                sampler.stop()
+                if not self.xevents:
+                    watch.stop()
+            xevents = xe.finish() if self.xevents else None
         after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
         self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
             result, self.per_call, variant=variant, repetition=self.repetition,
@@ -144,8 +154,12 @@ class SqlServerRun:
         rest = waits[~waits["name"].isin(WAITS_OF_INTEREST)].head(10)
         self.w.append_csv(FILES["wait_deltas"], pd.concat([named, rest]).assign(variant=variant, sessions=n,
                                                                                      repetition=self.repetition))
-        watch.write(self.w, {"variant": variant, "sessions": n, "repetition": self.repetition}, before["wait"],
-                    after["wait"], result.elapsed_s, self.w.manifest["host"].get("logical_cpus"))
+        tags = {"variant": variant, "sessions": n, "repetition": self.repetition}
+        if xevents is None:
+            watch.write(self.w, tags, before["wait"], after["wait"], result.elapsed_s,
+                        self.w.manifest["host"].get("logical_cpus"))
+        else:
+            write_xevents(self.w, xevents, tags, FILES["xevent_waits"], self.log, CHAPTER)
         latches = dmv.first(dmv.delta(before["latch"], after["latch"], "latch"), ["BUFFER"]).head(10)
         self.w.append_csv(FILES["latch_deltas"], latches.assign(variant=variant, sessions=n,
                                                                  repetition=self.repetition))
@@ -234,6 +248,6 @@ def run_sqlserver(ctx) -> None:
     run = SqlServerRun(ctx.target, ctx.database, ctx.writer, sessions=p["sessions"],
                        rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
                        partitions=p["partitions"], hz=p["wait_hz"], allow_server_changes=ctx.allow_server_changes,
-                       log=ctx.log, rows_per_call=p["rows_per_call"])
+                       log=ctx.log, rows_per_call=p["rows_per_call"], wait_source=p["wait_source"])
     for run.repetition, variant in interleaved(ctx.variants, p["repetitions"]):
         run.variant(variant)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
+from contention_book.harness.sqlserver_xevents import XEVENT_WAITS
 from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
 from contention_book.harness.sqlserver_preflight import Needs
@@ -62,6 +63,7 @@ LAYOUT = {
     "index": Table("dmv/index_stats.csv", INDEX_COLUMNS, unique=("variant", "repetition", "index")),
     "read_cost": Table("dmv/read_cost.csv", READ_COLUMNS, unique=("variant", "repetition", "query")),
     "wait_deltas": Table("dmv/wait_deltas.csv", ("variant", "sessions", "name", "waits")),
+    "xevent_waits": XEVENT_WAITS,
     "latch_deltas": Table("dmv/latch_deltas.csv", ("variant", "sessions", "name", "waits")),
     "before_after": Table("dmv/before_after.csv", ("measurement", "before", "after")),
     "facts": Table("published/facts.csv", ("fact", "value", "unit")),
@@ -72,7 +74,7 @@ FILES = {key: table.path for key, table in LAYOUT.items()}
 PARAMS = (
     P.sessions((1, 2, 4, 8)),
     P.variants(VARIANTS),
-    *P.load(),
+    *P.load(sqlserver_waits=True),
     P.duration_s(7.0),
     P.repetitions({"postgres": 5, "sqlserver": 3}),
     P.database(),

@@ -15,6 +15,7 @@ import pandas as pd
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.sqlserver_waits import WaitWatch
+from contention_book.harness.sqlserver_xevents import XEventWatch, write_xevents
 from contention_book.harness.driver import LatencyHistogram, run_sessions
 from contention_book.harness.guard import Change, StateGuard
 from contention_book.harness.schedule import interleaved
@@ -102,6 +103,7 @@ def run_sqlserver(ctx) -> None:
     version, variants, sessions = gate_version(writer.manifest["engine"]), ctx.variants, sorted(p["sessions"])
     queue_size, messages_per_session, push_chunk = p["queue_size"], p["messages_per_session"], p["push_chunk"]
     duration_s = p["duration_s"]
+    xevents = p["wait_source"] == "xevents"
     writer.update(parameters={**writer.manifest["parameters"], "delayed_durability": "FORCED (guarded, restored after)"})
     keep, notes = runnable(variants, version)
     for n in notes:
@@ -141,14 +143,20 @@ def run_sqlserver(ctx) -> None:
 
                     before = {k: dmv.snapshot(conn, k) for k in ("wait", "latch", "spinlock")}
                     watch = WaitWatch(lambda: target.connect(database))
-                    try:
-                        result = run_sessions(lambda: target.connect(database), operation, sessions=n + consumers,
-                                              on_ready=watch.start,
-                                              operations_per_session=calls if not consumers else None,
-                                              duration_s=duration_s if consumers else None,
-                                              progress=f"{variant} x{n}, repetition {repetition + 1}")
-                    finally:
-                        watch.stop()
+                    xe = XEventWatch(lambda: target.connect(database), lambda d: target.connect(d or database), log,
+                                     ctx.allow_server_changes)
+                    with xe:  # the event session (wait_source=xevents) is dropped on every way out of the point
+                        try:
+                            result = run_sessions(lambda: target.connect(database), operation,
+                                                  sessions=n + consumers,
+                                                  on_ready=xe.on_ready if xevents else watch.start,
+                                                  operations_per_session=calls if not consumers else None,
+                                                  duration_s=duration_s if consumers else None,
+                                                  progress=f"{variant} x{n}, repetition {repetition + 1}")
+                        finally:
+                            if not xevents:
+                                watch.stop()
+                        sampler = xe.finish() if xevents else None
                     after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch", "spinlock")}
                     pushes = sum(s.operations for s in result.per_session[:n]) * chunk
                     hist = LatencyHistogram()
@@ -168,6 +176,9 @@ def run_sqlserver(ctx) -> None:
                     writer.append_csv(FILES["spinlocks"], d["spinlock"].assign(**tags))
                     writer.append_csv(FILES["latches"], d["latch"].assign(**tags))
                     writer.append_csv(FILES["sqlwaits"], d["wait"].assign(**tags))
-                    watch.write(writer, tags, before["wait"], after["wait"], result.elapsed_s,
-                                writer.manifest["host"].get("logical_cpus"))
+                    if sampler is None:
+                        watch.write(writer, tags, before["wait"], after["wait"], result.elapsed_s,
+                                    writer.manifest["host"].get("logical_cpus"))
+                    else:
+                        write_xevents(writer, sampler, tags, FILES["xevent_waits"], log, CHAPTER)
                     log(f"[{CHAPTER}] {variant} x{n}: {pushes:,} pushes, {row['throughput']:,.0f}/s")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
+from contention_book.harness.sqlserver_xevents import XEVENT_WAITS
 from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
 from contention_book.harness.sqlserver_preflight import FILE_PATH, IMOLTP, Needs
@@ -62,6 +63,7 @@ LAYOUT = {
     "spinlocks": Table("dmv/spinlock_deltas.csv", SPINLOCK_COLUMNS),
     "latches": Table("dmv/latch_deltas.csv", ("variant", "sessions", "name", "waits", "wait_time_ms")),
     "sqlwaits": Table("dmv/wait_deltas.csv", ("variant", "sessions", "name", "waits", "wait_time_ms")),
+    "xevent_waits": XEVENT_WAITS,
     "findings": Table("published/findings.csv", FINDING_COLUMNS),
     "increments": Table("published/increment_costs.csv", INCREMENT_COLUMNS),
     **LOAD_TABLES,
@@ -75,7 +77,7 @@ PARAMS = (
     P.sessions({"native": (1, 2, 3, 4), "postgres": (1, 2, 4, 8), "sqlserver": (1, 2, 4, 8, 16, 23, 32)},
                "producer sessions (native: producer threads)"),
     P.variants(VARIANTS),
-    *P.load(),
+    *P.load(sqlserver_waits=True),
     P.duration_s(3.0, "seconds per point (database engines)"),
     P.repetitions({"native": 5, "postgres": 5, "sqlserver": 3}),
     P.database(),

@@ -26,6 +26,7 @@ import pandas as pd
 from contention_book.harness import sqlserver_dmv as dmv
 from contention_book.harness import workloads
 from contention_book.harness.sqlserver_waits import WaitWatch
+from contention_book.harness.sqlserver_xevents import XEventWatch, write_xevents
 from contention_book.harness.driver import run_sessions
 from contention_book.harness.guard import Change, ServerChangeNotAllowed, StateGuard
 from contention_book.harness.recording import RecordingWriter
@@ -185,11 +186,13 @@ def trace_flags(conn) -> list[int]:
 # -- the run -----------------------------------------------------------------------
 class SqlServerRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: Sequence[int],
-                 rows_per_session: int, batch: int, duration_s: float, seed_rows: int, log: Callable[[str], None]):
+                 rows_per_session: int, batch: int, duration_s: float, seed_rows: int, log: Callable[[str], None],
+                 wait_source: str = "polling", allow_server_changes: bool = False):
         self.t, self.db, self.w = target, database, writer
         self.sessions = sorted(set(int(s) for s in sessions))
         self.rows_per_session, self.batch = int(rows_per_session), int(batch)
         self.duration_s, self.seed_rows, self.log = float(duration_s), int(seed_rows), log
+        self.xevents, self.allow_server_changes = wait_source == "xevents", allow_server_changes
         self.point = 0
         self.repetition = 0  # the round being run (harness.schedule)
 
@@ -212,15 +215,19 @@ class SqlServerRun:
             before = {k: dmv.snapshot(conn, k) for k in ("spinlock", "wait")}
             c_before = self.counters(conn)
             watch = WaitWatch(self.connect)
-            try:
-                result = run_sessions(
-                    self.connect,
-                    lambda cur, i, op: _drain(cur.execute(call, batch, point * OFFSET_SPAN + (op + 1) * batch)),
-                    sessions=n, operations_per_session=max(1, self.rows_per_session // batch),
-                    duration_s=self.duration_s,
-                    progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}", on_ready=watch.start)
-            finally:
-                watch.stop()
+            xe = XEventWatch(self.connect, lambda d: self.t.connect(d or self.db), self.log, self.allow_server_changes)
+            with xe:  # the event session (wait_source=xevents) is dropped on every way out of the point
+                try:
+                    result = run_sessions(
+                        self.connect,
+                        lambda cur, i, op: _drain(cur.execute(call, batch, point * OFFSET_SPAN + (op + 1) * batch)),
+                        sessions=n, operations_per_session=max(1, self.rows_per_session // batch),
+                        duration_s=self.duration_s, progress=f"{variant}, {n} session(s), repetition "
+                        f"{self.repetition + 1}", on_ready=xe.on_ready if self.xevents else watch.start)
+                finally:
+                    if not self.xevents:
+                        watch.stop()
+                sampler = xe.finish() if self.xevents else None
             after = {k: dmv.snapshot(conn, k) for k in ("spinlock", "wait")}
             c_after = self.counters(conn)
             lw = _frame(conn, "log_writer").assign(variant=variant, sessions=n, repetition=self.repetition)
@@ -233,7 +240,11 @@ class SqlServerRun:
         self.w.append_csv(FILES["spinlocks"], spins.assign(**tags, rows=rows))
         waits = dmv.delta(before["wait"], after["wait"], "wait")
         self.w.append_csv(FILES["waits"], waits.assign(**tags))
-        watch.write(self.w, tags, before["wait"], after["wait"], result.elapsed_s, self.w.manifest["host"].get("logical_cpus"))
+        if sampler is None:
+            watch.write(self.w, tags, before["wait"], after["wait"], result.elapsed_s,
+                        self.w.manifest["host"].get("logical_cpus"))
+        else:
+            write_xevents(self.w, sampler, tags, FILES["xevent_waits"], self.log, CHAPTER)
         self.w.append_csv(FILES["counters"], dmv.interpret(c_before, c_after, result.elapsed_s).assign(**tags))
         self.w.append_csv(FILES["log_writer"], lw)
         self.log(f"[{CHAPTER}] {variant}, {n} session(s): {rows:,} inserts in {result.elapsed_s:.2f} s "
@@ -256,7 +267,8 @@ def run_sqlserver(ctx) -> None:
             "variant no_logwriter_core changes the server's process affinity (restored afterwards), which is off by "
             "default. Re-run with allow_server_changes=True (ALLOW_SERVER_CHANGES=1), or with variants=default")
     run = SqlServerRun(target, database, writer, sessions=p["sessions"], rows_per_session=p["rows_per_session"],
-                       batch=p["batch"], duration_s=p["duration_s"], seed_rows=p["seed_rows"], log=ctx.log)
+                       batch=p["batch"], duration_s=p["duration_s"], seed_rows=p["seed_rows"], log=ctx.log,
+                       wait_source=p["wait_source"], allow_server_changes=allow_server_changes)
     log = run.log
     with contextlib.closing(target.connect(database)) as conn:
         settings, sched, lw = server_facts(conn)

@@ -1,6 +1,7 @@
 """The cache-line chapter as data: engines, variants, labels, live-run parameters, recording layout."""
 from __future__ import annotations
 
+from contention_book.harness.sqlserver_xevents import XEVENT_WAITS
 from contention_book.harness import params as P
 from contention_book.harness.load_record import LOAD_TABLES
 from contention_book.harness.spec import ChapterSpec, Table, known_variants
@@ -51,6 +52,7 @@ LAYOUT = {
     "spinlocks": Table("dmv/spinlocks.csv", ("variant", "sessions", "name", "collisions", "spins", "backoffs"),
                        ("sqlserver",)),
     "waits": Table("dmv/waits.csv", ("variant", "sessions", "name", "waits", "wait_time_ms")),
+    "xevent_waits": XEVENT_WAITS,
     "counters": Table("dmv/perf_counters.csv", ("variant", "sessions", "counter", "value", "unit")),
     "log_writer": Table("dmv/log_writer.csv", ("variant", "session_id", "scheduler_id", "cpu_id", "parent_node_id")),
     "log_writer_start": Table("dmv/log_writer_start.csv", ("session_id", "scheduler_id", "cpu_id")),
@@ -78,7 +80,7 @@ PARAMS = (
     P.sessions({"native": (), "postgres": (1, 2, 4, 8), "sqlserver": (1, 2, 4, 8, 16)},
                "session counts (native: toy log-cache worker threads; empty: n-1 and n CPUs)"),
     P.variants(VARIANTS),
-    *P.load(),
+    *P.load(sqlserver_waits=True),
     P.duration_s({"native": 2.0, "postgres": 8.0, "sqlserver": 20.0}),
     P.repetitions({"native": 5, "postgres": 5, "sqlserver": 3}),
     P.database(),
