@@ -81,17 +81,23 @@ def throughput(curve: pd.DataFrame):
     if curve.empty:
         return _empty("no insert-rate data")
     pub, meas = curve[curve["kind"] == "published"], curve[curve["kind"] == "measured"]
-    panels = [p for p in (pub, meas) if len(p)]
+    panels = [(p, measured) for p, measured in ((pub, False), (meas, True)) if len(p)]
     fig, axes = plt.subplots(len(panels), 1, figsize=(7.6, 3.6 * len(panels)), squeeze=False)
-    for ax, part in zip(axes[:, 0], panels):
-        sns.lineplot(data=part.assign(what=part["recording"] + ": " + part["setting"]), x="sessions", y="throughput",
-                     hue="what", marker="o", ax=ax)
+    for ax, (part, measured) in zip(axes[:, 0], panels):
+        one_recording = part["recording"].nunique() == 1  # then the title names it and the legend the settings
+        part = part.assign(what=part["setting"] if one_recording else part["recording"] + ": " + part["setting"])
+        sns.lineplot(data=part, x="sessions", y="throughput", hue="what", marker="o", ax=ax)
+        if measured and "low" in part:  # the interval over repetitions, as a band in the line's colour
+            for line, (_, one) in zip(ax.get_lines(), part.groupby("what", sort=False)):
+                one = one.sort_values("sessions")
+                ax.fill_between(one["sessions"], one["low"], one["high"], color=line.get_color(), alpha=0.2, lw=0)
         ax.set_ylim(bottom=0)
         ax.set_xlabel("sessions (threads)")
         ax.set_ylabel("inserts per second")
-        ax.set_title("published (article)" if part is pub else "measured")
+        title = "measured" if measured else "published (article)"
+        ax.set_title(f"{title}: {part['recording'].iloc[0]}" if one_recording else title, wrap=True)
         legend_below(ax)
-        if part is pub:
+        if not measured:
             for r in part.itertuples(index=False):
                 ax.annotate(f"{r.throughput:,.0f}", (r.sessions, r.throughput), textcoords="offset points",
                             xytext=(4, 6), fontsize=8)
@@ -115,15 +121,23 @@ def spins(summary: pd.DataFrame):
     axes = list(grid.flat)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
+    groups = list(dict.fromkeys(data["workers"]))
+    settings = list(dict.fromkeys(data["setting"]))
+    width = 0.8 / len(settings)
+    colours = sns.color_palette(n_colors=len(settings))
     for ax, (col, title, log) in zip(axes, panels):
-        sns.barplot(data=data, x="workers", y=col, hue="setting", ax=ax)
+        for i, (setting, colour) in enumerate(zip(settings, colours)):
+            part = data[data["setting"] == setting]
+            x = [groups.index(w) - 0.4 + width * (i + 0.5) for w in part["workers"]]
+            whisker = None
+            if f"{col}_low" in part:  # the interval over repetitions
+                whisker = [(part[col] - part[f"{col}_low"]).clip(lower=0), (part[f"{col}_high"] - part[col]).clip(lower=0)]
+            ax.bar(x, part[col], width=width * 0.95, color=colour, label=setting, yerr=whisker,
+                   error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "0.2"})
+        ax.set_xticks(range(len(groups)), groups)
         ax.set_title(title)
-        ax.set_xlabel("")
-        ax.set_ylabel("")
         if log:
             ax.set_yscale("log")
-        if ax.get_legend():
-            ax.get_legend().remove()
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), frameon=False, fontsize="small")
     return fig

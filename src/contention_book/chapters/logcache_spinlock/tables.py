@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 
-from ..shared.spread import ratio_spread
+from ..shared.spread import ratio_spread, spread
 from .spec import BACKOFF_FUNCTIONS, BASELINE, LABELS, RELIEVED
 from ..shared.stacks import StackSection, share_of, flame
 from .recordings import LogcacheRecording
@@ -114,6 +114,9 @@ def ladder(nat: LogcacheRecording) -> pd.DataFrame:
 
 
 # -- native: the toy log cache ------------------------------------------------------
+INTERVAL_COLUMNS = ("throughput", "spins_per_record", "backoffs_per_million_records", "writer_flushes_per_s")
+
+
 def logcache_summary(nat: LogcacheRecording) -> pd.DataFrame:
     r = nat.runs
     if r is None or r.empty or "spins_per_record" not in r:
@@ -134,6 +137,11 @@ def logcache_summary(nat: LogcacheRecording) -> pd.DataFrame:
         first = r.drop_duplicates(["variant", "workers"]).set_index(["variant", "workers"])
         out["worker_cpus"] = [str(first.loc[(v, w), "worker_cpus"]) for v, w in zip(out["variant"], out["workers"])]
         out["writer_cpu"] = [int(first.loc[(v, w), "writer_cpu"]) for v, w in zip(out["variant"], out["workers"])]
+    r = r.assign(backoffs_per_million_records=r["backoffs_per_record"] * 1e6)
+    for col in INTERVAL_COLUMNS:  # the interval each bar of the figure draws as a whisker
+        spreads = [spread(part[col]) for _, part in r.groupby(["variant", "workers"], sort=False)]
+        out[f"{col}_low"] = [x.low for x in spreads]
+        out[f"{col}_high"] = [x.high for x in spreads]
     out["setting"] = out["variant"].map(lambda v: LABELS.get(v, v))
     return out
 
@@ -169,17 +177,18 @@ def placement_text(lc: pd.DataFrame, workers: int) -> str:
 
 # -- database curves ---------------------------------------------------------------
 def throughput_curve(recs: Mapping[str, LogcacheRecording] | list[LogcacheRecording]) -> pd.DataFrame:
-    """Inserts per second by sessions and variant, for every database recording given."""
+    """Inserts per second by sessions and variant, for every database recording given: median and interval."""
     rows = []
     for g in (recs.values() if isinstance(recs, Mapping) else recs):
         if g.engine == "native" or g.runs is None:
             continue
-        r = g.runs.groupby(["variant", "sessions"], sort=False)["throughput"].median().reset_index()
-        for x in r.itertuples(index=False):
-            rows.append({"recording": g.label, "kind": g.kind, "engine": g.engine, "variant": x.variant,
-                         "setting": LABELS.get(x.variant, x.variant), "sessions": int(x.sessions),
-                         "throughput": float(x.throughput)})
-    return pd.DataFrame(rows, columns=["recording", "kind", "engine", "variant", "setting", "sessions", "throughput"])
+        for (variant, sessions), part in g.runs.groupby(["variant", "sessions"], sort=False):
+            s = spread(part["throughput"])
+            rows.append({"recording": g.label, "kind": g.kind, "engine": g.engine, "variant": variant,
+                         "setting": LABELS.get(variant, variant), "sessions": int(sessions),
+                         "throughput": s.median, "low": s.low, "high": s.high, "repetitions": s.n})
+    return pd.DataFrame(rows, columns=["recording", "kind", "engine", "variant", "setting", "sessions", "throughput",
+                                       "low", "high", "repetitions"])
 
 
 def pg_wait_table(pg: LogcacheRecording, backend_type: str = "client backend", top: int = 8) -> pd.DataFrame:
