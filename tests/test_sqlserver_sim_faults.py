@@ -24,7 +24,19 @@ CASES = {
     "logcache-spinlock": ({"variants": "default,no_logwriter_core"},
                           r"^ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = \d",
                           r"^ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO"),
+    # the harness's own database: delayed durability FORCED for the run, restored after
+    "last-page-insert": ({"variants": "sequential,hash_partitioned"},
+                         r"^ALTER DATABASE \[\w+\] SET DELAYED_DURABILITY = FORCED",
+                         r"^ALTER DATABASE \[\w+\] SET DELAYED_DURABILITY = DISABLED"),
+    "lmax-queue": ({"variants": "disk_ring_sequence,imoltp_v2"},
+                   r"^ALTER DATABASE \[\w+\] SET DELAYED_DURABILITY = FORCED",
+                   r"^ALTER DATABASE \[\w+\] SET DELAYED_DURABILITY = DISABLED"),
 }
+
+
+def forced(st) -> bool:
+    """The run's database has its delayed durability forced (the change last-page and LMAX make)."""
+    return any(db.get("delayed_durability") == "FORCED" for db in st["databases"].values())
 
 
 def run(tmp_path, chapter, faults=(), **kw):
@@ -33,7 +45,15 @@ def run(tmp_path, chapter, faults=(), **kw):
     params, _apply, _restore = CASES[chapter]
     rc, out, _ = R.run_in_process(chapter, state, tmp_path / "rec", params, allow=True)
     after = S.load(state)
-    return rc, out, S.lasting_changes(after, before), after
+    return rc, out, lasting(after, before), after
+
+
+def lasting(after: dict, before: dict) -> dict:
+    """What the run left changed; the run's own database is new to lasting_changes, so its option is read here."""
+    out = S.lasting_changes(after, before)
+    if forced(after):
+        out["the run's database: delayed durability"] = "FORCED"
+    return out
 
 
 @pytest.mark.parametrize("chapter", sorted(CASES))
@@ -79,12 +99,14 @@ def test_a_restore_that_fails_once_is_retried(chapter, tmp_path):
 @pytest.mark.parametrize("chapter", sorted(CASES))
 def test_a_restore_that_always_fails_names_the_statements_to_run_by_hand(chapter, tmp_path):
     _params, _apply, restore = CASES[chapter]
-    rc, out, lasting, _ = run(tmp_path, chapter, [{"match": restore, "nth": 0, "kind": "error"}])
+    rc, out, lasting, after = run(tmp_path, chapter, [{"match": restore, "nth": 0, "kind": "error"}])
     assert rc == 1, out
     assert "RESTORE FAILED" in out and "Run by hand" in out
     assert lasting, "the simulator should still show the change the restore could not undo"
     statement = {"ghost-cleanup": "DBCC TRACEOFF(7006, -1)", "latch-fairness": "DBCC TRACEOFF(3933, -1)",
-                 "logcache-spinlock": "ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO"}[chapter]
+                 "logcache-spinlock": "ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO",
+                 "last-page-insert": "SET DELAYED_DURABILITY = DISABLED",
+                 "lmax-queue": "SET DELAYED_DURABILITY = DISABLED"}[chapter]
     assert statement in out
 
 
@@ -101,6 +123,10 @@ SIGNAL_CASES = {
                       r"^SET NOCOUNT, XACT_ABORT ON", lambda st: 7006 in st["trace_flags"]),
     "logcache-spinlock": ({"variants": "no_logwriter_core", "duration_s": "5", "rows_per_session": "100000"},
                           r"^EXEC dbo\.usp_logcache_insert", lambda st: st["affinity"] is not None),
+    "last-page-insert": ({"variants": "sequential", "duration_s": "5", "rows_per_session": "100000"},
+                         r"^INSERT INTO dbo\.", forced),
+    "lmax-queue": ({"variants": "disk_ring_sequence", "duration_s": "5", "messages_per_session": "100000",
+                    "queue_size": "1048576"}, r"^EXEC dbo\.usp_", forced),
 }
 
 
@@ -126,5 +152,49 @@ def test_a_stop_signal_mid_run_restores_the_server(chapter, signum, tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 128 + signum, out
-    assert S.lasting_changes(S.load(state), before) == {}, out
+    assert lasting(S.load(state), before) == {}, out
     assert "[guard] restored:" in out
+
+
+# -- one run at a time per database --------------------------------------------------------------------------
+@pytest.mark.parametrize("login", ["sysadmin", "documented"])
+def test_a_second_run_on_the_database_is_refused_at_once_naming_the_first(login, tmp_path):
+    params, slow, changed = SIGNAL_CASES["last-page-insert"]
+    state = S.create(tmp_path / "state.json", version="2022", login=login,
+                     faults=[{"match": slow, "nth": 0, "kind": "slow", "seconds": 0.2}])
+    cmd = [sys.executable, "-m", "contention_book.run", *R.argv("last-page-insert", tmp_path / "first", params)]
+    first = subprocess.Popen(cmd, env=R.subprocess_env(state), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not S.load(state)["applocks"]:
+            assert first.poll() is None, first.stdout.read()
+            assert time.monotonic() < deadline, "the first run never took its lock"
+            time.sleep(0.05)
+        rc, out, seconds = R.run_in_process("last-page-insert", state, tmp_path / "second", params)
+        first.send_signal(signal.SIGINT)
+        first_out, _ = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert rc == 2 and seconds < 2, out
+    assert "in use by another contention-book run" in out, out
+    # both logins hold VIEW SERVER STATE (the documented grants), which shows the holder's session
+    assert f"pid {first.pid} on " in out and ", started 20" in out, out
+    assert not (tmp_path / "second").exists()
+    assert first.returncode == 128 + signal.SIGINT, first_out
+
+
+def test_without_view_server_state_the_refusal_says_what_would_name_the_holder(tmp_path):
+    from contention_book.harness.ownership import _sqlserver_holder
+
+    state = S.create(tmp_path / "state.json", version="2019", login="documented")
+    with S._locked(state) as st:
+        st["grants"] = [g for g in st["grants"] if g != "VIEW SERVER STATE"]
+    from sqlserver_sim import fake_pyodbc
+    conn = fake_pyodbc.connect(R.connection_string(state), autocommit=True)
+    try:
+        text = _sqlserver_holder(conn.cursor())
+    finally:
+        conn.close()
+    assert "VIEW SERVER STATE" in text, text

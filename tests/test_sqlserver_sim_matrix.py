@@ -16,9 +16,12 @@ from sqlserver_sim import run as R
 from sqlserver_sim import server as S
 
 # Every version with both logins on Developer; Express and Standard (licensing limits, memory quotas) on the
-# oldest and newest version with the documented login; the two Azure services.  75 runs, about two minutes.
+# oldest and newest version with the documented login, and on 2019; Enterprise on 2019 and 2022 with each
+# login; the two Azure services.  95 runs, about two and a half minutes.
 BOX = ([(v, "developer", l) for v in ("2016sp2", "2017", "2019", "2022") for l in ("sysadmin", "documented")]
-       + [(v, e, "documented") for v in ("2016sp2", "2022") for e in ("express", "standard")])
+       + [(v, e, "documented") for v in ("2016sp2", "2022") for e in ("express", "standard")]
+       + [("2019", "express", "sysadmin"), ("2019", "standard", "documented"),
+          ("2019", "enterprise", "documented"), ("2022", "enterprise", "sysadmin")])
 AZURE = [("sqldb", "azure", "sysadmin"), ("mi", "azure", "sysadmin"), ("mi", "azure", "documented")]
 CHAPTERS = list(R.SMALL)
 SERVER_CHANGE_VARIANTS = {"ghost-cleanup": "rcsi_open_txn_tf7006", "latch-fairness": "unfair",
@@ -70,7 +73,9 @@ def test_every_chapter_completes_or_is_refused_at_once(chapter, version, edition
                      login=login)
     before = S.load(state)
     rc, out, seconds = R.run_in_process(chapter, state, tmp_path / "rec", allow=True)
-    assert S.lasting_changes(S.load(state), before) == {}, out
+    after = S.load(state)
+    assert S.lasting_changes(after, before) == {}, out
+    assert not after.get("without_lock_timeout"), "statements sent before SET LOCK_TIMEOUT on their connection"
     refusal = expected(chapter, version, login)
     if refusal:
         assert rc == 2, out

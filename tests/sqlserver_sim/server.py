@@ -65,6 +65,10 @@ Documentation followed (https://learn.microsoft.com/sql/... unless a full addres
   Log Size (MB), Log Space Used (%), Status; CLEAR needs ALTER SERVER STATE)
 - sp_getapplock: relational-databases/system-stored-procedures/sp-getapplock-transact-sql
   (0 granted, 1 granted after wait, -1 timeout, -2 cancelled, -3 deadlock, -999 parameter error)
+- sys.dm_tran_locks: relational-databases/system-dynamic-management-views/sys-dm-tran-locks-transact-sql
+  (an APPLICATION lock's resource_description keeps the name's first 32 characters in brackets, as
+  the sp_getapplock page says); sys.dm_exec_sessions: .../sys-dm-exec-sessions-transact-sql
+  (host_process_id, host_name, login_time)
 - In-Memory OLTP: relational-databases/in-memory-oltp/estimate-memory-requirements-for-memory-optimized-tables
   (row header 24 bytes, 8 bytes per index pointer, 8 bytes per hash bucket);
   sql-server/editions-and-components-of-sql-server-2019 (memory-optimized data per database: Express
@@ -82,10 +86,12 @@ where this file had to choose, the comment next to the answer says so.
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import fcntl
 import json
 import os
 import re
+import socket
 import threading
 import time
 from pathlib import Path
@@ -336,6 +342,7 @@ class Session:
         self.spid, self.database = spid, database
         self.trancount = 0
         self.dead = False
+        self.lock_timeout_ms: int | None = None  # SET LOCK_TIMEOUT; None: wait without bound (the default, -1)
 
 
 def _bump(stats: dict, kind: str, name: str, *values: float) -> None:
@@ -618,8 +625,15 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
     U = n.upper()
 
     # -- session settings
-    if re.match(r"^SET LOCK_TIMEOUT \d+$", n) or U in ("SET STATISTICS XML ON", "SET STATISTICS XML OFF",
-                                                         "SET STATISTICS IO ON", "SET STATISTICS IO OFF"):
+    m = re.match(r"^SET LOCK_TIMEOUT (\d+)$", n)
+    if m:
+        s.lock_timeout_ms = int(m.group(1))
+        return [], msgs
+    if s.lock_timeout_ms is None:  # a statement that could wait for a lock without bound: tests read this list
+        unbounded = state.setdefault("without_lock_timeout", [])
+        if len(unbounded) < 20:
+            unbounded.append(n[:120])
+    if U in ("SET STATISTICS XML ON", "SET STATISTICS XML OFF", "SET STATISTICS IO ON", "SET STATISTICS IO OFF"):
         return [], msgs
     if n == "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION":
         s.trancount = 0
@@ -700,8 +714,24 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
         if holder and holder["spid"] != s.spid and _alive(holder["pid"]) and \
                 str(holder["spid"]) in state["sessions"]:
             return [([""], [(-1,)])], msgs
-        state["applocks"][key] = {"spid": s.spid, "pid": os.getpid()}
+        state["applocks"][key] = {"spid": s.spid, "pid": os.getpid(), "host": socket.gethostname(),
+                                  "login_time": _dt.datetime.now().isoformat(timespec="seconds")}
         return [([""], [(0,)])], msgs
+    # who holds it: sys.dm_tran_locks (resource_description of an APPLICATION lock is
+    # <DbPrincipalId>:[<first 32 characters of the name>]:(<hash>)) joined to sys.dm_exec_sessions
+    # (host_process_id: the client's pid sent at login; login_time); both need VIEW SERVER STATE
+    # (2022: VIEW SERVER PERFORMANCE STATE) to show another session: dm_tran_locks raises Msg 300 without it
+    if n == ("SELECT TOP (1) s.host_process_id, s.host_name, CONVERT(varchar(19), s.login_time, 126) "
+             "FROM sys.dm_tran_locks l JOIN sys.dm_exec_sessions s ON s.session_id = l.request_session_id "
+             "WHERE l.resource_type = 'APPLICATION' AND l.request_status = 'GRANT' "
+             "AND l.resource_database_id = DB_ID() AND l.resource_description LIKE ?"):
+        need_view_server_state(state)
+        name = re.fullmatch(r"%\[\[\](\w+)\]%", params[0])
+        holder = state["applocks"].get(f"{s.database}|{name.group(1)}") if name else None
+        if not holder or not _alive(holder["pid"]):
+            return [(["host_process_id", "host_name", "login_time"], [])], msgs
+        return [(["host_process_id", "host_name", "login_time"],
+                 [(holder["pid"], holder.get("host", ""), holder.get("login_time", ""))])], msgs
 
     # -- guarded changes
     m = re.match(r"^ALTER DATABASE \[(\w+)\] (.+)$", n, re.S)

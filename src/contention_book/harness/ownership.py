@@ -91,12 +91,36 @@ def database_lock(target: Target, database: str, log=print) -> Iterator[None]:
                         SQLSERVER_RESOURCE)
             result = cur.fetchone()[0]
             if result < 0:
-                raise RunBusy(f"database {database} is in use by another contention-book run (sp_getapplock "
-                              f"returned {result}); wait for it to end")
+                raise RunBusy(f"database {database} is in use by another contention-book run "
+                              f"({_sqlserver_holder(cur)}); wait for it to end")
         log(f"[harness] run lock taken on database {database}")
         yield
     finally:
         conn.close()  # the lock belongs to this session: closing it releases the lock
+
+
+def _sqlserver_holder(cur) -> str:
+    """'pid N on HOST, started T' for the session holding the run lock, read from the DMVs.
+
+    The holder's pid is the client process id its driver sent at login
+    (``sys.dm_exec_sessions.host_process_id``) and its start the session's
+    ``login_time``: the lock is taken on a connection opened at the run's
+    start.  Seeing another session's rows needs VIEW SERVER STATE (2022:
+    VIEW SERVER PERFORMANCE STATE); without it the message says so.
+    """
+    try:
+        row = cur.execute(
+            "SELECT TOP (1) s.host_process_id, s.host_name, CONVERT(varchar(19), s.login_time, 126) "
+            "FROM sys.dm_tran_locks l JOIN sys.dm_exec_sessions s ON s.session_id = l.request_session_id "
+            "WHERE l.resource_type = 'APPLICATION' AND l.request_status = 'GRANT' "
+            "AND l.resource_database_id = DB_ID() AND l.resource_description LIKE ?",
+            f"%[[]{SQLSERVER_RESOURCE}]%").fetchone()
+    except Exception as exc:  # noqa: BLE001 - the refusal stands; only its detail is missing
+        return f"VIEW SERVER STATE would name its pid; reading it failed: {str(exc).splitlines()[0][:160]}"
+    if not row:
+        return "held by a session this login cannot see; VIEW SERVER STATE shows its pid"
+    pid, host, since = row
+    return f"pid {pid} on {host.strip() if host else 'an unnamed host'}, started {since}"
 
 
 def connections_needed(params: dict, per_session: int = 1, extra: int = 6) -> int:
