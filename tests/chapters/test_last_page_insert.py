@@ -256,6 +256,11 @@ def test_little_law_and_verdicts_can_go_either_way():
                   "verdict"].startswith("not testable here")
     assert "waiting for their client" in vi.loc[
         "Concurrent inserts with an ever-increasing key queue on the last page's latch", "measured"]
+    # no backend ever waits on the page latch (all on CPU): no queue, the claim must come out "differs"
+    busy = _fake(runs, [("sequential", 1, "CPU", 10), ("sequential", 4, "CPU", 100), ("hash_partitioned", 4, "CPU", 100),
+                        ("hash_partitioned", 1, "CPU", 10)], repetitions=3)
+    assert analysis.verdicts([], busy).set_index("claim")["verdict"][
+        "Concurrent inserts with an ever-increasing key queue on the last page's latch"] == "differs"
     worse = _fake([(a, b, c / 2 if a == "hash_partitioned" and b == 4 else c) for a, b, c in runs], waits,
                   repetitions=3)
     assert analysis.verdicts([], worse).set_index("claim")["verdict"]["Hash partitioning raises the insert rate"] == "differs"

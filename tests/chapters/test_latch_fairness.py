@@ -144,6 +144,18 @@ def test_verdicts_for_a_sqlserver_measured_recording(tmp_path):
     single.tables = {k: (t[t["repetition"] == 0] if "repetition" in t else t) for k, t in single.tables.items()}
     v = claims.verdicts(lf.Shown(p, single))
     assert set(v["verdict"]) == {"inconclusive: 1 repetition, the rule needs 3"}  # one run decides nothing
+    # the same recording with fair and unfair swapped: every rule must turn round
+    swapped = tmp_path / "swapped"
+    with RecordingWriter(swapped, chapter="latch-fairness", kind="measured",
+                         engine={"name": "sqlserver", "version": "16.0.4135.4"},
+                         host={"cpu_model": None, "sockets": 1, "cores": 8, "logical_cpus": 16, "numa_nodes": 1},
+                         parameters={}, measured={"tool": "t", "tool_version": "0", "command": "test"}) as w:
+        for name in ("runs.csv", "dmv/latch.csv", "dmv/spinlock.csv", "dmv/wait.csv"):
+            one = p.recording.csv(name)
+            one["variant"] = one["variant"].map({"fair": "unfair", "unfair": "fair"})
+            w.write_csv(name, pd.concat([one.assign(repetition=k) for k in range(3)], ignore_index=True))
+    v = claims.verdicts(lf.Shown(p, lf.load(swapped)))
+    assert list(v["verdict"]) == ["differs", "differs", "differs", "differs"], v[["claim", "verdict"]]
 
 
 def test_bad_recordings_give_clear_errors(tmp_path):

@@ -488,3 +488,26 @@ def test_logcache_xdesmgr_both_ways(logcache):
     claim = "Relieving LOGCACHE_ACCESS moves the pressure to XDESMGR"
     assert verdict(with_xdes(3.0), claim) == "agrees"
     assert verdict(with_xdes(0.5), claim) == "differs"
+
+
+def test_logcache_sqlserver_affinity_both_ways(logcache):
+    """The article's own claim on a SQL Server recording: the relieved mask's best rate over the default's."""
+    def with_rates(default: float, relieved: float, spread=(1.0,) * 5):
+        runs = [{"variant": variant, "sessions": n, "repetition": rep, "throughput": rate * n / 40 * (1 + rep / 100)
+                 * (spread[rep] if variant == "no_logwriter_core" else 1.0),
+                 "operations": 1_000_000, "rows": 1_000_000, "errors": 0, "elapsed_s": 5.0}
+                for rep in range(5) for n in (20, 40)
+                for variant, rate in (("default", default), ("no_logwriter_core", relieved))]
+        view = _as_sqlserver(logcache.measured["native"], "13.0.4001.0", {"runs": runs})
+        s = copy.copy(logcache)
+        s.measured = {**logcache.measured, "sqlserver": view}
+        frame = logcache_spinlock.verdicts(s, stack_shares=pd.DataFrame())
+        rows = frame[frame["claim"] == logcache_spinlock.claims.CLAIM1]
+        assert len(rows) == 1, list(frame["claim"])
+        return rows["verdict"].iloc[0].split(":")[0]
+
+    assert with_rates(186_915.0, 436_781.0) == "agrees"   # the article's direction
+    assert with_rates(436_781.0, 186_915.0) == "differs"  # the masks reversed
+    assert with_rates(200_000.0, 205_000.0) == "differs"  # 1.025x in every repetition: below 1.05
+    # repetitions from 0.95x to 1.15x: the interval straddles 1.05
+    assert with_rates(200_000.0, 200_000.0, (0.95, 1.0, 1.05, 1.10, 1.15)) == "inconclusive"

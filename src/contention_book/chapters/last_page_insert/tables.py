@@ -18,7 +18,7 @@ from contention_book.harness import recording as rec
 
 from ..shared.stacks import StackSection, absent_text, flame, top_table
 from .recordings import LpiRecording
-from ..shared.spread import summarize
+from ..shared.spread import ratio_spread, spread, summarize
 from .spec import BASELINE, RANGE_QUERY, SHORT
 
 _pass_cache: dict | None = None  # set only while measured_numbers runs: one view's tables do not change then
@@ -309,6 +309,14 @@ def _measured_numbers(g: LpiRecording) -> dict[str, Any]:
         nums[f"m_{v}_pages_pinned"] = pin_pages_touched(g, v)
         for col in ("avg_leaf_density", "leaf_fragmentation", "rows_per_leaf", "leaf_pages", "rows"):
             nums[f"m_{v}_{col}"] = _dens(g, v, col)
+    # the prose quotes these with their spread: "1.02× (95% interval 0.49–1.21×, median of 5)"
+    runs = g.runs.dropna(subset=["sessions"])
+    for v in ("hash_partitioned", "random_key", "sequential_optimized"):
+        nums[f"m_{v}_vs_seq_text"] = ratio_spread(runs, "throughput", v, BASELINE, where={"sessions": nmax}).text(
+            ".2f", "×")
+    for n, key in ((nmin, "one"), (nmax, "max")):
+        part = runs[(runs["variant"] == BASELINE) & (runs["sessions"] == n)]
+        nums[f"m_sequential_tp_{key}_text"] = spread(part["throughput"]).text(",.0f", " rows/s")
     nums["m_insert_us_one"] = 1e6 / nums["m_sequential_tp_one"] if nums["m_sequential_tp_one"] else nan
     nums["m_rows_per_call"] = rows_per_call(g)
     nums.update(prose_texts(g, nums))
