@@ -67,6 +67,7 @@ NAMES = {
     "worker_cpus": "worker CPUs",
     "writer_cpu": "writer CPU",
     "throughput": "records / s",
+    "calls_per_s": "driver calls / s",
     "wal_buffers_full": "WAL buffers full",
     "rcsi": "RCSI",
     "rcsi_open_txn": "RCSI, open transaction",
