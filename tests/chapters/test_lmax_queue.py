@@ -214,6 +214,15 @@ def test_call_notes_follow_the_recording():
     old = analysis.call_notes(g)  # no pushes_per_call column: an old, one-statement-per-message recording
     assert old["db_pushes_per_call"] == 1 and "one round trip" in old["db_call_how"]
     assert "25%" in old["db_client_note"] and "2 CPUs" in old["db_client_note"]
+    assert "polling pg_stat_activity" in old["db_wait_sampler"]
+    # with the load check's rows, the client's share is the backends' ClientRead share, not the busy sessions'
+    g.tables["load_points"] = pd.DataFrame({"variant": ["ring", "naive"], "sessions": [1, 1],
+                                            "client_share": [0.30, 0.40], "wait_source": ["pg_wait_sampling"] * 2,
+                                            "wait_sample_hz": [99.0, 99.0]})
+    loaded = analysis.call_notes(g)
+    assert "35% of the backends' samples" in loaded["db_client_note"]
+    assert "inside the server by the pg_wait_sampling extension, about 99 times a second" in loaded["db_wait_sampler"]
+    del g.tables["load_points"]
     g.runs["pushes_per_call"] = 50
     new = analysis.call_notes(g)
     assert new["db_pushes_per_call"] == 50 and "50 messages" in new["db_call_how"] and "per call" in new["db_call_how"]

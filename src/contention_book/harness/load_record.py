@@ -109,3 +109,18 @@ def load_summary(view) -> pd.DataFrame | str:
         out = out.rename(columns={"observer_cpu_per_s": "sampler CPU ms/s"})
     # the driver counts calls: one row, or a server-side loop's worth of rows or messages
     return out.rename(columns={"throughput": "calls_per_s"}).round(3)
+
+
+def wait_sampler_text(g) -> str:
+    """How this recording sampled wait events, in words (the load check names its sampler)."""
+    points = g.by_repetition("load_points")
+    source = ""
+    if points is not None and "wait_source" in points and points["wait_source"].notna().any():
+        source = str(points["wait_source"].dropna().iloc[0])
+    hz = (f", about {points['wait_sample_hz'].median():.0f} times a second"
+          if source and "wait_sample_hz" in points and points["wait_sample_hz"].notna().any() else "")
+    if source == "pg_wait_sampling":
+        return f"Wait events are sampled inside the server by the pg_wait_sampling extension{hz}."
+    if source:
+        return f"Wait events are sampled by polling pg_stat_activity{hz}."
+    return "Wait events are sampled by polling pg_stat_activity 20 times a second."

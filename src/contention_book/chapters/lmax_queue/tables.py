@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contention_book.harness import load_record
 from ..shared.spread import summarize
 from .spec import LABELS, PG_LABELS
 from .recordings import LmaxRecording
@@ -138,12 +139,20 @@ def pushes_per_call(g: LmaxRecording) -> int:
     return values.pop()
 
 
-def client_wait_share(g: LmaxRecording) -> float:
-    """Share of all sampled busy sessions that waited on their client (Client:ClientRead), over every run."""
+def client_wait_share(g: LmaxRecording) -> tuple[float, str]:
+    """(share, what it is a share of): the time the workload's backends waited for their client.
+
+    From the load check (``results/load_points.csv``: the median over points of the ClientRead share of all
+    samples) when the recording has it; else from the wait table, whose samples are of sessions inside a
+    statement, where ClientRead appears only for a session idle in a transaction."""
+    points = g.by_repetition("load_points")
+    if points is not None and "client_share" in points and points["client_share"].notna().any():
+        return float(points["client_share"].median()), "of the backends' samples (median over the points)"
     if g.waits is None or g.waits.empty:
-        return NAN
+        return NAN, ""
     total = g.waits["samples"].sum()
-    return float(g.waits.loc[g.waits["wait"] == "Client:ClientRead", "samples"].sum() / total) if total else NAN
+    share = float(g.waits.loc[g.waits["wait"] == "Client:ClientRead", "samples"].sum() / total) if total else NAN
+    return share, "of the sampled busy sessions"
 
 
 def call_notes(g: LmaxRecording) -> dict[str, Any]:
@@ -154,10 +163,10 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
         return {"db_pushes_per_call": per_call, "db_call_how": f"the loops push in calls of {chunk} messages "
                 "(the recording's push_chunk)", "db_client_note": "The PostgreSQL analogue is not in this recording."}
     cpus = g.recording.host.get("logical_cpus") or "its"
-    share = client_wait_share(g)
+    share, of_what = client_wait_share(g)
     waited = "" if math.isnan(share) else (
-        f" Across all runs, {share:.0%} of the sampled busy sessions were waiting for their client "
-        "(Client:ClientRead).")
+        f" Across all runs, {share:.0%} {of_what} were spent waiting for the client's next statement "
+        "(Client:ClientRead; the load check below gives it per point).")
     if per_call == 1:
         how = ("each push is one statement, one round trip from the client and one transaction. Consumers pop one "
                "message per statement")
@@ -176,7 +185,8 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
                 f"transactions and the rates measure the server's work per message.{waited} The client and every "
                 f"session still share the same {cpus} CPUs, so beyond {cpus} producers the sessions take turns "
                 "rather than run side by side, and the absolute rates are this small machine's.")
-    return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": read}
+    return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": read,
+            "db_wait_sampler": load_record.wait_sampler_text(g)}
 
 
 def one_session_note(d: pd.DataFrame, label_of) -> str:

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 
+from contention_book.harness import load_record
 from ..shared.spread import ratio_spread, spread
 from .spec import BACKOFF_FUNCTIONS, BASELINE, LABELS, RELIEVED
 from ..shared.stacks import StackSection, share_of, flame
@@ -367,6 +368,7 @@ def key_numbers(shown) -> dict[str, Any]:
     n["pg_id"] = pg.id if pg else "(no PostgreSQL recording)"
     n["pg_version"] = pg.recording.engine["version"].split()[0] if pg else ""
     n["pg_batch"] = int(pg.recording.parameters.get("batch") or 1) if pg else 0
+    n["pg_wait_sampler"] = load_record.wait_sampler_text(pg) if pg else ""
     n["pg_cpus"] = int(pg.recording.host.get("logical_cpus") or 0) if pg else 0
     curve = throughput_curve([pg]) if pg else pd.DataFrame(columns=["engine", "variant", "sessions", "throughput"])
     for tag, variant in (("def", "default"), ("pin", "walwriter_alone")):
