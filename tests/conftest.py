@@ -12,6 +12,21 @@ KNOWN_PASSWORD = "Leak-Canary-7f3a9c"  # used only by the test cluster; tests gr
 TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def guard_journal_dir(tmp_path_factory):
+    """The guard's journals (what a killed run must restore) in a directory of this test session, not ~/.cache."""
+    from contention_book.harness.guard import JOURNAL_DIR_ENV
+
+    path = tmp_path_factory.mktemp("guard-journal")
+    saved = os.environ.get(JOURNAL_DIR_ENV)
+    os.environ[JOURNAL_DIR_ENV] = str(path)
+    yield path
+    if saved is None:
+        os.environ.pop(JOURNAL_DIR_ENV, None)
+    else:
+        os.environ[JOURNAL_DIR_ENV] = saved
+
+
 @pytest.fixture(scope="session")
 def pg():
     """The embedded cluster, in a temporary directory, with KNOWN_PASSWORD."""

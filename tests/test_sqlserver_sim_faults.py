@@ -198,3 +198,34 @@ def test_without_view_server_state_the_refusal_says_what_would_name_the_holder(t
     finally:
         conn.close()
     assert "VIEW SERVER STATE" in text, text
+
+
+# -- SIGKILL: nothing can restore, so the next run does ----------------------------------------------------
+@pytest.mark.parametrize("chapter", sorted(SIGNAL_CASES))
+def test_after_sigkill_the_next_run_restores_what_the_killed_one_left(chapter, tmp_path, guard_journal_dir):
+    params, slow, changed = SIGNAL_CASES[chapter]
+    state = S.create(tmp_path / "state.json", version="2022",
+                     faults=[{"match": slow, "nth": 0, "kind": "slow", "seconds": 0.2}])
+    before = S.load(state)
+    cmd = [sys.executable, "-m", "contention_book.run", *R.argv(chapter, tmp_path / "killed", params, allow=True)]
+    proc = subprocess.Popen(cmd, env=R.subprocess_env(state), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not changed(S.load(state)):
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "the run never made its server change"
+            time.sleep(0.05)
+        proc.kill()
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert lasting(S.load(state), before), "SIGKILL should leave the change in place"
+    assert list(guard_journal_dir.glob("*.json")), "the killed run's journal should be there"
+    with S._locked(state) as st:  # the slow statement was only there to catch the run mid-way
+        st["faults"] = []
+    rc, out, _ = R.run_in_process(chapter, state, tmp_path / "next", allow=True)
+    assert rc == 0, out
+    assert "a run that was killed (pid " in out and "restoring them first" in out, out
+    assert lasting(S.load(state), before) == {}, out

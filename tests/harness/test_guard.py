@@ -62,3 +62,64 @@ def test_ctrl_c_during_a_retry_wait_does_not_skip_the_other_restores(monkeypatch
         with g:
             pass
     assert "RESTORE a" in log and sleeps  # b's retries were interrupted, a was still restored
+
+
+# -- the journal a killed run leaves ----------------------------------------------------------------------
+def dead_pid():
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_changes_are_journaled_before_they_apply_and_dropped_once_restored(tmp_path):
+    path, log, seen = tmp_path / "j.json", [], []
+
+    class Watching(Conn):
+        def execute(self, sql):
+            if sql.startswith("APPLY"):
+                seen.append(G._read_journal(path))  # what a SIGKILL right now would leave for the next run
+            return super().execute(sql)
+
+    with G.journal(path, lambda db: Watching(log, []), log=lambda *_: None):
+        with G.StateGuard(lambda db: Watching(log, []), [change("a"), change("b")], log=lambda *_: None):
+            assert [e["restore"] for e in G._read_journal(path)] == [["RESTORE a"], ["RESTORE b"]]
+    assert [[e["restore"] for e in s] for s in seen] == [[["RESTORE a"]], [["RESTORE a"], ["RESTORE b"]]]
+    assert not path.exists()  # all restored: nothing for a next run to do
+
+
+def test_the_next_run_restores_what_a_dead_run_left_and_nothing_of_a_live_one(tmp_path):
+    import os
+
+    path, log, said = tmp_path / "j.json", [], []
+    G._write_journal(path, [
+        {"pid": dead_pid(), "started": "t0", "description": "trace flag 3933", "database": None,
+         "restore": ["DBCC TRACEOFF(3933, -1)"]},
+        {"pid": os.getpid(), "started": "t1", "description": "a live run's change", "database": None,
+         "restore": ["RESTORE live"]}])
+    with G.journal(path, lambda db: Conn(log, []), log=said.append):
+        pass
+    assert log == ["DBCC TRACEOFF(3933, -1)"]  # the live run's change is its own to restore
+    assert "a run that was killed (pid " in said[0] and "restoring them first" in said[0]
+    assert [e["description"] for e in G._read_journal(path)] == ["a live run's change"]
+
+
+def test_a_repair_that_fails_keeps_the_entry_and_names_the_statements(tmp_path, monkeypatch):
+    monkeypatch.setattr(G.time, "sleep", lambda s: None)
+    path = tmp_path / "j.json"
+    G._write_journal(path, [{"pid": dead_pid(), "started": "t0", "description": "trace flag 7006", "database": None,
+                             "restore": ["DBCC TRACEOFF(7006, -1)"]}])
+    with pytest.raises(G.RestoreFailed, match=r"DBCC TRACEOFF\(7006, -1\)"):
+        with G.journal(path, lambda db: Conn([], ["TRACEOFF"]), log=lambda *_: None):
+            pass
+    assert len(G._read_journal(path)) == 1  # the next run tries again
+
+
+def test_an_unreadable_journal_is_named(tmp_path):
+    path = tmp_path / "j.json"
+    path.write_text("{not json")
+    with pytest.raises(G.RestoreFailed, match=f"journal {path}: unreadable"):
+        with G.journal(path, lambda db: Conn([], []), log=lambda *_: None):
+            pass

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 from . import recording as rec
 from .guard import RestoreFailed, ServerChangeNotAllowed
 from .live import COMMAND_ENV, default_destination, live_target, measured_writer
+from . import guard
 from .ownership import check_connections, connections_needed, database_lock, local_lock
 from .params import ParameterError, describe, parse, split_assignments
 from .redaction import redact
@@ -248,6 +249,8 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
             if params.get("database"):
                 ensure_own_database(tgt, params["database"], log=log)
                 stack.enter_context(database_lock(tgt, params["database"], log=log))
+                # owning the database, first undo what a killed run on this target left changed
+                stack.enter_context(guard.journal(guard.journal_path(tgt), tgt.connect, log=log))
             rec.repair_abandoned(dest.parent, log)
             writer = measured_writer(tgt, spec.chapter, {"engine": engine, **params}, command, dest, title)
             with writer:
