@@ -31,7 +31,7 @@ def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
                 transform=ax.get_xaxis_transform(), fontsize=8, va="top", ha="right", color="dimgrey")
     ax.set_yscale("log")
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_major_formatter(_count())  # 1, 2, 4, 8: session counts, not 1.0, 2.0
     ax.set_xlabel("producer sessions (log scale)")
     ax.set_ylabel("messages pushed per second (log scale)")
     ax.set_title(f"Queue designs: {db.label} against the article's points")
@@ -53,6 +53,13 @@ def _bands(ax, table, col: str) -> None:
         if f"{col}_low" in part:
             ax.fill_between(part["sessions"], part[f"{col}_low"], part[f"{col}_high"], color=colours[design],
                             alpha=0.15, lw=0)
+
+
+def _count():
+    """Tick labels 1, 2, 4, 8 on a log-2 axis of session counts (the scalar formatter writes 1.0, 2.0)."""
+    import matplotlib.ticker
+
+    return matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}")
 
 
 def plot_delivery(db: LmaxRecording):
@@ -94,11 +101,14 @@ def plot_delivery(db: LmaxRecording):
         ax.set_yscale("log")
     for ax in axes:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.xaxis.set_major_formatter(_count())
+        ax.set_xticks(sorted(t["sessions"].unique()))
         ax.set_xlabel("producers (and as many consumers)")
     axes[0].get_legend().remove()
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=4, frameon=False)
+    # seaborn puts its column names ("design", "what") in as legend titles: the caption says what they are
+    keep = [(h, lab) for h, lab in zip(handles, labels) if lab not in ("design", "what")]
+    fig.legend(*zip(*keep), fontsize=7, loc="outside lower center", ncol=3, frameon=False)
     return fig
 
 
