@@ -8,9 +8,9 @@ Usage::
 ``--perf-capture`` (default ``.cache/perf-capture.txt`` when it exists) is a
 real ``perf script`` capture, recorded by ``benchmarks/record_perf_capture.sh``
 (PostgreSQL under pgbench plus a Rust compiler build, ``perf record -g``).
-On it, whole processes are timed: ``perftools collapse FILE`` against
-``inferno-collapse-perf FILE`` with its default threads (when installed),
-both writing to /dev/null, with each one's peak RSS.  ``perftools --help`` is
+On it, whole processes are timed, interleaved: ``perftools collapse FILE`` (its C core), the same with
+the Python reader only, and ``inferno-collapse-perf FILE`` with its default threads (when installed),
+all writing to /dev/null, with each one's peak RSS.  ``perftools --help`` is
 timed too (target < 0.3 s).
 
 Generates, in a temporary directory (deleted afterwards), a wpaexporter-style
@@ -186,9 +186,9 @@ def best(mode: str, path: str, repeat: int) -> dict:
     return out
 
 
-def run_process(cmd: list[str]) -> tuple[float, int]:
+def run_process(cmd: list[str], extra_env: dict | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one whole process, output to /dev/null."""
-    env = dict(os.environ)
+    env = {**os.environ, **(extra_env or {})}
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src")
     env["PYTHONPATH"] = os.path.abspath(src) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(os.devnull, "wb") as null:
@@ -216,16 +216,22 @@ def bench_capture(path: str, repeat: int) -> dict:
     """perftools collapse against inferno-collapse-perf on one real capture, whole processes."""
     size = os.path.getsize(path)
     res: dict = {"capture": path, "capture_mb": size / 1e6}
-    ours = [run_process(perftools_cmd() + ["collapse", path, "-o", os.devnull]) for _ in range(repeat)]
+    inferno = shutil.which("inferno-collapse-perf")
+    ours, python, theirs = [], [], []
+    for _ in range(repeat):  # interleaved, so the machine's drift falls on all three alike
+        ours.append(run_process(perftools_cmd() + ["collapse", path, "-o", os.devnull]))
+        python.append(run_process(perftools_cmd() + ["collapse", path, "-o", os.devnull],
+                                  {"CONTENTION_BOOK_PERFTOOLS_NATIVE": "0"}))
+        if inferno:
+            theirs.append(run_process([inferno, path]))
     res["perftools_s"] = min(t for t, _ in ours)
     res["perftools_rss_ratio"] = max(r for _, r in ours) / size
-    inferno = shutil.which("inferno-collapse-perf")
+    res["python_reader_s"] = min(t for t, _ in python)
     if inferno:
-        theirs = [run_process([inferno, path]) for _ in range(repeat)]
         res["inferno_s"] = min(t for t, _ in theirs)
         res["inferno_rss_ratio"] = max(r for _, r in theirs) / size
         res["collapse_ratio"] = res["perftools_s"] / res["inferno_s"]
-    res["runs"] = {"perftools": [round(t, 3) for t, _ in ours],
+    res["runs"] = {"perftools": [round(t, 3) for t, _ in ours], "python reader": [round(t, 3) for t, _ in python],
                    "inferno": [round(t, 3) for t, _ in theirs] if inferno else None}
     return res
 
@@ -301,6 +307,8 @@ def main(argv=None) -> dict:
             print(f"real capture {cap['capture']} ({cap['capture_mb']:.0f} MB), whole processes, best of {args.repeat}:")
             print(f"  perftools collapse      {cap['perftools_s']:8.2f} s   peak RSS / file {cap['perftools_rss_ratio']:.2f} "
                   f"(target <= 1.0): {ok(cap['perftools_rss_ratio'] <= 1.0)}")
+            print(f"  perftools collapse, Python reader only ({'CONTENTION_BOOK_PERFTOOLS_NATIVE=0'}) "
+                  f"{cap['python_reader_s']:.2f} s")
             if "inferno_s" in cap:
                 print(f"  inferno-collapse-perf   {cap['inferno_s']:8.2f} s   peak RSS / file {cap['inferno_rss_ratio']:.2f}")
                 print(f"  perftools / inferno time = {cap['collapse_ratio']:.2f}x (target <= 1.0): "

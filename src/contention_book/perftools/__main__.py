@@ -226,11 +226,18 @@ def _collapse(args) -> list[str]:
     scale = getattr(args, "scale", None)
     path, fmt, opts = _resolve(args.file, args)
     if fmt == "perf_script" and not _filtered(args) and not scale:
-        # the common pipe: straight from the parsed capture to folded lines, no Profile (no pandas)
-        from .importers import perf_script
-        from .source import gzip_errors_named
+        # the common pipe: straight from the parsed capture to folded lines, no Profile (no pandas); the C core
+        # when it reads this file (the usual shape, a plain file), else the Python reader
+        from . import native_collapse
 
-        lines, meta = gzip_errors_named(perf_script.collapse)(path, process_root=args.process_root, **opts)
+        got = None if args.process_root else native_collapse.collapse(path, weight=opts["weight"],
+                                                                        event=opts["event"])
+        if got is None:
+            from .importers import perf_script
+            from .source import gzip_errors_named
+
+            got = gzip_errors_named(perf_script.collapse)(path, process_root=args.process_root, **opts)
+        lines, meta = got
         _warn(meta)
     else:
         p = _load(path, args)

@@ -1,0 +1,177 @@
+"""The C core of ``perftools collapse`` gives what the Python reader gives, or steps aside.
+
+Every fixture, every header shape, generated captures with mixed events and missing periods, and (where
+fetched) the public corpus: the native collapse either equals ``perf_script.collapse`` line for line and
+meta for meta, or returns None so the Python reader runs.  A C compiler is installed by ``.ci/run``; the
+tests fail, not skip, when the core cannot be built there.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from contention_book.perftools import native_collapse as N
+from contention_book.perftools.__main__ import main
+from contention_book.perftools.importers import perf_script
+
+FIXTURES = Path(__file__).parent / "fixtures" / "perf"
+FRAMES = (
+    "\t          4b1ead80 XLogFlush+0x140 (/usr/lib/postgresql/15/bin/postgres)\n"
+    "\t          4b4732d9 PostgresMain+0x919 (/usr/lib/postgresql/15/bin/postgres)\n"
+)
+HEADERS = [
+    "java 19983 cycles:",
+    "node 31912 cpu-clock: ",
+    "iperf 27409/28744 [000] 441995.133575: cpu-clock:",
+    "perf 47118 [011] 51499.088689:          1 page-faults: ",
+    "emulator  4152 75695.008865:          1 cycles:u: ",
+    "V8 WorkerThread 24636/25607 [000] 94564.109216: cycles:",
+    "java 19983 250000 cycles:",
+    "busy\t4771 [001] 229.248454:\t\t1001001 cpu-clock:",
+    "a 1 2 3 4 5 cycles:",          # comm '1 2 3 4'? no: the shortest comm, then pid 1, then the rest
+    "x 12/34 [1] 1.5: 77 ev:ent:",  # an event with a colon inside
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def core():
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.fail("no C compiler: .ci/run installs gcc, and the C core must be tested")
+    assert N.library_path() is not None, "the C core did not build"
+
+
+def python(path, **kw):
+    return perf_script.collapse(path, **kw)
+
+
+def same(path, **kw):
+    """The native result equals the Python one; False when the core stepped aside."""
+    got = N.collapse(path, **kw)
+    if got is None:
+        return False
+    assert got == python(path, **kw)
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.txt")))
+def test_the_fixtures(name):
+    path = FIXTURES / name
+    read = same(path)
+    if name == "python_busy_no_callchain.perf-script.txt":  # one line per sample: the Python reader's shape
+        assert not read
+    else:
+        assert read
+        assert same(path, weight="samples")
+
+
+@pytest.mark.parametrize("header", HEADERS)
+def test_every_header_shape(tmp_path, header):
+    path = tmp_path / "c.txt"
+    path.write_text(f"# comment\n{header}\n{FRAMES}\n{header}\n{FRAMES}")
+    assert same(path)
+
+
+def _generated(rng: random.Random, samples: int, events=("cycles",), period=True) -> str:
+    mods = ["/usr/bin/postgres", "[kernel.kallsyms]", "/lib/x86_64-linux-gnu/libc.so.6", "", "/opt/a b/lib x.so"]
+    syms = ["XLogFlush+0x1f", "[unknown]", "operator new(unsigned long)+0x10", "s_lock", "hash_search", "",
+            "std::ratio<1/1000>::num", "f (inlined)", "deadbeef"]
+    out = []
+    for i in range(samples):
+        ev = events[rng.randrange(len(events))]
+        per = f" {rng.randrange(1, 10**6)}" if period else ""
+        comm = rng.choice(["postgres", "kworker/u8:2", "V8 Worker", "a"])
+        tid = rng.choice([f"{rng.randrange(1, 99999)}", f"{rng.randrange(1, 999)}/{rng.randrange(1, 999)}"])
+        cpu = rng.choice(["", f" [{rng.randrange(0, 64):03d}]"])
+        out.append(f"{comm} {tid}{cpu} {i}.{rng.randrange(10**6):06d}:{per} {ev}:")
+        for _ in range(rng.randrange(1, 12)):
+            sym = rng.choice(syms)
+            mod = rng.choice(mods)
+            out.append(f"\t    {rng.randrange(16**8):x} {sym} ({mod})" if sym else f"\t    {rng.randrange(16**8):x} ({mod})")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_captures(tmp_path, seed):
+    rng = random.Random(seed)
+    path = tmp_path / "g.txt"
+    events = ("cycles",) if seed % 2 else ("cycles", "instructions", "cycles:u")
+    path.write_text(_generated(rng, 400, events=events, period=seed != 4))
+    assert same(path)
+    assert same(path, weight="samples")
+    if len(events) > 1:
+        assert same(path, event="instructions")
+        with pytest.raises(ValueError, match="no samples of event 'nope'"):
+            N.collapse(path, event="nope")
+    if seed == 4:  # no period anywhere: period weights are refused as the Python reader refuses them
+        with pytest.raises(Exception, match="a period on every sample header"):
+            N.collapse(path, weight="period")
+
+
+def test_a_sample_without_frames_is_one_n_a_frame_as_in_python(tmp_path):
+    path = tmp_path / "e.txt"
+    path.write_text("a 1 1.0: 3 cycles:\n\na 1 2.0: 4 cycles:\n" + FRAMES + "\nb 2 3.0: 5 cycles: \n")
+    assert same(path)
+    assert "n/a 8" in N.collapse(path)[0]
+
+
+@pytest.mark.parametrize("text", [
+    "a 1 1.0: 3 cycles:\n\tBAD\n" + FRAMES + "\n",                     # a frame that does not parse
+    "a 1 1.0: 3 cycles:  10 leaf (x.so)\n\n",                           # a header with its frame in the tail
+    "\t  10 orphan (x.so)\n\na 1 1.0: 3 cycles:\n" + FRAMES + "\n",     # a frame outside a sample
+    "a 1 1.0: 3 cycles:\n" + FRAMES.replace("\t", "    ") + "\n",      # space-led frames
+    "a 1 1.0: 3 cycles:\r\n" + FRAMES + "\n",                          # CRLF
+    "é 1 1.0: 3 cycles:\n" + FRAMES + "\n",                             # not ASCII
+    "no header at all\n",
+    "",
+])
+def test_other_shapes_are_left_to_the_python_reader(tmp_path, text):
+    path = tmp_path / "x.txt"
+    path.write_text(text)
+    assert N.collapse(path) is None
+
+
+def test_the_cli_uses_it_and_says_the_same(tmp_path, capsys, monkeypatch):
+    path = FIXTURES / "postgres_update.perf-script.txt"
+    assert main(["collapse", str(path)]) == 0
+    native = capsys.readouterr().out
+    monkeypatch.setenv(N.OFF_ENV, "0")
+    assert main(["collapse", str(path)]) == 0
+    assert capsys.readouterr().out == native
+
+
+def test_a_gzipped_capture_is_read_by_python(tmp_path):
+    import gzip
+
+    path = tmp_path / "c.txt.gz"
+    path.write_bytes(gzip.compress(("a 1 1.0: 3 cycles:\n" + FRAMES + "\n").encode()))
+    assert N.collapse(path) is None
+
+
+MIRRORS = Path(os.environ.get("PERFTOOLS_CORPUS_MIRRORS", "/work/.mirror"))
+
+
+def test_the_public_corpus_where_fetched(tmp_path):
+    import subprocess
+
+    from test_perftools_inferno_corpus import _corpus  # the same captures the inferno comparison reads
+
+    corpus = _corpus()
+    if not corpus:
+        pytest.skip(f"no fetched capture mirrors under {MIRRORS}")
+    read = 0
+    for git_dir, name in corpus:
+        data = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"HEAD:{name}"], capture_output=True,
+                              check=True).stdout
+        path = tmp_path / Path(name).name
+        path.write_bytes(data)
+        try:
+            read += same(path)
+        except (ValueError, Exception) as err:  # the Python reader refuses it: so must the C core step aside
+            assert N.collapse(path) is None, (name, err)
+    print(f"\nthe C core read {read} of {len(corpus)} corpus captures; Python read the rest")
+    assert read > 0
