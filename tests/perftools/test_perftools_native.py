@@ -175,3 +175,17 @@ def test_the_public_corpus_where_fetched(tmp_path):
             assert N.collapse(path) is None, (name, err)
     print(f"\nthe C core read {read} of {len(corpus)} corpus captures; Python read the rest")
     assert read > 0
+
+
+def test_a_big_capture_read_in_two_halves_equals_the_python_reader(tmp_path):
+    """Over 4 MB the core reads two halves in two threads and merges them: the second half brings events,
+    frames and stacks the first never saw, and its own copies of the first's."""
+    rng = random.Random(7)
+    first = _generated(rng, 9000, events=("cycles",))
+    second = _generated(rng, 9000, events=("instructions", "cycles")).replace("postgres", "pg2")
+    path = tmp_path / "big.txt"
+    path.write_text(first + second)
+    assert path.stat().st_size > 4 << 20, path.stat().st_size
+    assert same(path)
+    assert same(path, event="instructions")
+    assert same(path, weight="samples")

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["ProfileBuilder", "NO_STACK", "frame_name", "split_frame_name"]
+__all__ = ["ProfileBuilder", "NO_STACK", "frame_name", "normalise_process", "split_frame_name"]
 
 #: Function name of the single frame given to samples that had no stack
 #: (WPA prints ``n/a``); keeps exclusive weights summing to 100 %.
@@ -22,6 +22,18 @@ NO_STACK = "n/a"
 def frame_name(module: str, function: str) -> str:
     """``module!function`` as WPA writes it, or just ``function`` without a module."""
     return f"{module}!{function}" if module else function
+
+
+def normalise_process(text: str) -> str:
+    """``"xperf.exe ( 288)"`` -> ``"xperf.exe (288)"``, WPA's spelling."""
+    t = text.strip()
+    if t.endswith(")"):
+        i = t.rfind("(")
+        if i >= 0:
+            pid = t[i + 1 : -1].strip()
+            if pid.isdigit():
+                return f"{t[:i].rstrip()} ({int(pid)})"
+    return t
 
 
 def split_frame_name(text: str) -> tuple[str, str]:

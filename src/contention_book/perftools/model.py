@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .builder import NO_STACK, ProfileBuilder, frame_name, split_frame_name
+from .builder import NO_STACK, ProfileBuilder, frame_name, normalise_process, split_frame_name
 
 __all__ = [
     "Profile",
@@ -39,18 +39,6 @@ __all__ = [
 
 
 SAMPLE_COLUMNS = ("stack_id", "weight", "process", "thread", "time", "cpu")
-
-
-def normalise_process(text: str) -> str:
-    """``"xperf.exe ( 288)"`` -> ``"xperf.exe (288)"``, WPA's spelling."""
-    t = text.strip()
-    if t.endswith(")"):
-        i = t.rfind("(")
-        if i >= 0:
-            pid = t[i + 1 : -1].strip()
-            if pid.isdigit():
-                return f"{t[:i].rstrip()} ({int(pid)})"
-    return t
 
 
 def _nullable_int(values, n, dtype):

@@ -49,7 +49,7 @@ def library_path(build: bool = True) -> Path | None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            done = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(SOURCE)],
+            done = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-pthread", "-o", str(tmp), str(SOURCE)],
                                   capture_output=True, text=True, timeout=120)
             if done.returncode == 0:
                 os.replace(tmp, path)

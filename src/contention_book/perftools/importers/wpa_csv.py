@@ -39,14 +39,13 @@ import math
 import re
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ..csv_columns import NUMERIC, find_columns, header_rows, sniff_delimiter
 from ..errors import FormatError
-from ..model import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
+from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import TIME_UNITS, decimal_evidence, parse_number, parse_strings, split_unit
 from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary, open_text, prefetch, read_head
 
@@ -280,6 +279,8 @@ def _consume(batches, h: _Header, wanted, path):
         time *= TIME_UNITS[wanted["time"][2]]
     process = None
     if "process" in wanted:
+        import pandas as pd  # here, not at the top: sniffing a file's format must not load pandas
+
         cats = pd.Index(proc_names, dtype=object)
         codes = cat("process")
         # Two spellings of one process ("a ( 1)", "a (1)") share a category.

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..csv_columns import find_columns, header_rows, sniff_delimiter, stack_cells
 from ..errors import FormatError
-from ..model import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
+from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import detect_decimal, parse_number
 from ..source import display_name, open_text
 

@@ -27,7 +27,7 @@ import re
 import numpy as np
 
 from ..errors import FormatError
-from ..model import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
+from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import parse_number
 from ..source import display_name, open_text
 

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,8 @@ typedef struct {
     double cur_period;
     int64_t line_no, fallback_line;
 } pc_result;
+
+void pc_free(pc_result *r);
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_ws(char c) { return c == ' ' || c == '\t'; }
@@ -331,27 +334,41 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     return 0;
 }
 
-/* Read the whole file; PC_OK with the arrays filled, or why not. */
-int pc_parse(const char *path, pc_result **out) {
+static pc_result *result_new(void) {
     pc_result *r = calloc(1, sizeof *r);
-    if (!r) return PC_NOMEM;
-    *out = r;
-    if (intern_init(&r->frames) || intern_init(&r->stacks) || intern_init(&r->events)) return PC_NOMEM;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PC_IOERROR;
+    if (r && (intern_init(&r->frames) || intern_init(&r->stacks) || intern_init(&r->events))) {
+        pc_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Read bytes [from, to) of the file -- whole samples: both ends at a line start after a blank line or
+ * the file's ends -- into r. */
+typedef struct { const char *path; off_t from, to; pc_result *r; int status; } part_t;
+
+static void *read_part(void *arg) {
+    part_t *pt = arg;
+    pc_result *r = pt->r;
+    int fd = open(pt->path, O_RDONLY);
+    if (fd < 0) { pt->status = PC_IOERROR; return NULL; }
     size_t cap = 8 << 20, have = 0;
     char *buf = malloc(cap);
     bytes_t key = {0};
     int status = PC_OK;
-    if (!buf) { close(fd); return PC_NOMEM; }
+    off_t at = pt->from;
+    if (!buf) { close(fd); pt->status = PC_NOMEM; return NULL; }
     for (;;) {
         if (have == cap) {  /* one line longer than the buffer: make room */
             char *b = realloc(buf, cap * 2);
             if (!b) { status = PC_NOMEM; break; }
             buf = b; cap *= 2;
         }
-        ssize_t got = read(fd, buf + have, cap - have);
+        size_t want = cap - have;
+        if ((off_t)want > pt->to - at) want = (size_t)(pt->to - at);
+        ssize_t got = want ? pread(fd, buf + have, want, at) : 0;
         if (got < 0) { if (errno == EINTR) continue; status = PC_IOERROR; break; }
+        at += got;
         int eof = got == 0;
         have += (size_t)got;
         char *s = buf, *end = buf + have;
@@ -373,6 +390,91 @@ int pc_parse(const char *path, pc_result **out) {
 done:
     if (status == PC_FALLBACK) r->fallback_line = r->line_no;
     free(buf); free(key.p); close(fd);
+    pt->status = status;
+    return NULL;
+}
+
+/* The second part's samples appended to the first's, its frames, stacks and events re-interned there
+ * (the first part's events came first in the file, so the order of first appearance holds). */
+static int merge(pc_result *a, pc_result *b) {
+    size_t nf = count(&b->frames), ns = count(&b->stacks), ne = count(&b->events);
+    int32_t *fmap = malloc((nf + 1) * sizeof *fmap), *smap = malloc((ns + 1) * sizeof *smap);
+    int32_t *emap = malloc((ne + 1) * sizeof *emap);
+    ints_t tmp = {0};
+    int status = PC_NOMEM;
+    if (!fmap || !smap || !emap) goto out;
+    for (size_t i = 0; i < nf; i++) {
+        int64_t x = b->frames.offsets.p[i], y = b->frames.offsets.p[i + 1];
+        if ((fmap[i] = intern(&a->frames, b->frames.arena.p + x, (size_t)(y - x))) < 0) goto out;
+    }
+    for (size_t i = 0; i < ne; i++) {
+        int64_t x = b->events.offsets.p[i], y = b->events.offsets.p[i + 1];
+        if ((emap[i] = intern(&a->events, b->events.arena.p + x, (size_t)(y - x))) < 0) goto out;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        const int32_t *ids = (const int32_t *)(b->stacks.arena.p + b->stacks.offsets.p[i]);
+        size_t n = (size_t)(b->stacks.offsets.p[i + 1] - b->stacks.offsets.p[i]) / sizeof(int32_t);
+        tmp.n = 0;
+        for (size_t k = 0; k < n; k++)
+            if (PUSH(tmp, fmap[ids[k]])) goto out;
+        if ((smap[i] = intern(&a->stacks, (const char *)tmp.p, n * sizeof(int32_t))) < 0) goto out;
+    }
+    for (size_t i = 0; i < b->sample_stack.n; i++)
+        if (PUSH(a->sample_stack, smap[b->sample_stack.p[i]]) || PUSH(a->sample_event, emap[b->sample_event.p[i]]) ||
+            PUSH(a->sample_period, b->sample_period.p[i])) goto out;
+    status = PC_OK;
+out:
+    free(fmap); free(smap); free(emap); free(tmp.p);
+    return status;
+}
+
+/* Where the second half starts: just after the first blank line ("\n\n") past the middle, or 0. */
+static off_t split_point(const char *path, off_t size) {
+    if (size < (4 << 20)) return 0;  /* small files: one thread */
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    char buf[1 << 16];
+    off_t at = size / 2, found = 0;
+    char prev = 0;
+    while (!found && at < size) {
+        ssize_t got = pread(fd, buf, sizeof buf, at);
+        if (got <= 0) break;
+        for (ssize_t i = 0; i < got; i++) {
+            if (buf[i] == '\n' && prev == '\n') { found = at + i + 1; break; }
+            prev = buf[i];
+        }
+        at += got;
+    }
+    close(fd);
+    return found < size ? found : 0;
+}
+
+/* Read the whole file, in two threads when it is big; PC_OK with the arrays filled, or why not. */
+int pc_parse(const char *path, pc_result **out) {
+    pc_result *r = result_new();
+    *out = r;
+    if (!r) return PC_NOMEM;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return PC_IOERROR;
+    off_t size = lseek(fd, 0, SEEK_END);
+    close(fd);
+    if (size < 0) return PC_IOERROR;
+    off_t mid = split_point(path, size);
+    part_t first = {path, 0, mid ? mid : size, r, PC_OK};
+    if (!mid) {
+        read_part(&first);
+        return first.status;
+    }
+    part_t second = {path, mid, size, result_new(), PC_OK};
+    if (!second.r) return PC_NOMEM;
+    pthread_t t;
+    int threaded = pthread_create(&t, NULL, read_part, &second) == 0;
+    read_part(&first);
+    if (threaded) pthread_join(t, NULL);
+    else read_part(&second);
+    int status = first.status ? first.status : second.status;
+    if (!status) status = merge(r, second.r);
+    pc_free(second.r);
     return status;
 }
 
