@@ -39,7 +39,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
-	$(BIN)/python -m contention_book.perftools.native_collapse
+	$(BIN)/python -m contention_book.perftools.native_build
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -24,12 +24,14 @@ fresh Python process so peak memories are separate and nothing is cached:
   read it; what the importer is measured against);
 * ``stream``: ``pyarrow.csv.open_csv`` iterated in 1 MB batches, the
   bounded-memory way to read it (single-threaded parsing; for context);
-* ``csv``: ``perftools.load(csv, format="wpa_csv")`` + ``top_functions``;
+* ``csv``: ``perftools.load(csv, format="wpa_csv")`` + ``top_functions``, through
+  the C core (``native/wpa_csv.c``), and again with ``CONTENTION_BOOK_PERFTOOLS_NATIVE=0``
+  (the pyarrow reader alone, for context);
 * ``perf``: ``perftools.load(text, format="perf_script")`` + ``top_functions``;
 * ``imports``: the imports alone (the interpreter's baseline memory).
 
-Times exclude interpreter start and imports; the best and the median of
-``--repeat`` runs are reported (on a shared two-core machine the floor
+Times exclude interpreter start and imports; the runs are interleaved (each
+variant once per round, ``--repeat`` rounds) and the best and the median are reported (on a shared two-core machine the floor
 alone varies 0.16-1.0 s between identical runs, so both are shown).  Peak memory is the child's VmHWM (peak resident set, which
 includes the imports).  Targets: CSV parse + aggregate within 1.5x of the
 floor, perf script at >= 50 MB/s, peak RSS <= 1.5x the file size.
@@ -167,8 +169,8 @@ def write_perf(path: str, stacks, size: int, rng) -> int:
 DEFAULT_CAPTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, ".cache", "perf-capture.txt")
 
 
-def run_child(mode: str, path: str) -> dict:
-    env = dict(os.environ)
+def run_child(mode: str, path: str, extra_env: dict | None = None) -> dict:
+    env = {**os.environ, **(extra_env or {})}
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src")
     env["PYTHONPATH"] = os.path.abspath(src) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     r = subprocess.run([sys.executable, "-c", CHILD, mode, path], capture_output=True, text=True, env=env)
@@ -177,12 +179,20 @@ def run_child(mode: str, path: str) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def best(mode: str, path: str, repeat: int) -> dict:
-    runs = [run_child(mode, path) for _ in range(repeat)]
-    out = min(runs, key=lambda r: r["seconds"])
-    out["median"] = float(np.median([r["seconds"] for r in runs]))
-    out["peak_rss"] = max(r["peak_rss"] for r in runs)
-    out["all_seconds"] = [round(r["seconds"], 3) for r in runs]
+def interleaved(jobs: dict[str, tuple], repeat: int) -> dict[str, dict]:
+    """Each job (mode, path[, extra env]) run ``repeat`` times, in turn, so drift falls on all alike:
+    its best run, with the median and all run times, and the highest peak RSS."""
+    runs: dict[str, list] = {label: [] for label in jobs}
+    for _ in range(repeat):
+        for label, job in jobs.items():
+            runs[label].append(run_child(*job))
+    out = {}
+    for label, rs in runs.items():
+        r = dict(min(rs, key=lambda r: r["seconds"]))
+        r["median"] = float(np.median([x["seconds"] for x in rs]))
+        r["peak_rss"] = max(x["peak_rss"] for x in rs)
+        r["all_seconds"] = [round(x["seconds"], 3) for x in rs]
+        out[label] = r
     return out
 
 
@@ -262,11 +272,11 @@ def main(argv=None) -> dict:
         csv_mb, perf_mb = os.path.getsize(csv_path) / 1e6, os.path.getsize(perf_path) / 1e6
         print(f"generated in {gen:.1f} s: CSV {csv_mb:.1f} MB ({csv_rows:,} samples), "
               f"perf script {perf_mb:.1f} MB ({perf_samples:,} samples), {len(stacks):,} distinct stacks")
-        base = best("imports", csv_path, 1)
-        floor = best("floor", csv_path, args.repeat)
-        stream = best("stream", csv_path, args.repeat)
-        ours = best("csv", csv_path, args.repeat)
-        perf = best("perf", perf_path, args.repeat)
+        base = interleaved({"imports": ("imports", csv_path)}, 1)["imports"]
+        got = interleaved({"floor": ("floor", csv_path), "stream": ("stream", csv_path), "csv": ("csv", csv_path),
+                           "csv_python": ("csv", csv_path, {"CONTENTION_BOOK_PERFTOOLS_NATIVE": "0"}),
+                           "perf": ("perf", perf_path)}, args.repeat)
+        floor, stream, ours, ours_python, perf = (got[k] for k in ("floor", "stream", "csv", "csv_python", "perf"))
         ratio = ours["seconds"] / floor["seconds"]
         ratio_median = ours["median"] / floor["median"]
         mbps = perf_mb / perf["seconds"]
@@ -277,17 +287,19 @@ def main(argv=None) -> dict:
             "floor_s": floor["seconds"], "csv_s": ours["seconds"], "csv_ratio": ratio,
             "floor_median_s": floor["median"], "csv_median_s": ours["median"], "csv_ratio_median": ratio_median,
             "stream_s": stream["seconds"], "stream_rss_mb": stream["peak_rss"] / 1e6,
+            "csv_python_s": ours_python["seconds"], "csv_python_rss_mb": ours_python["peak_rss"] / 1e6,
             "perf_s": perf["seconds"], "perf_mb_per_s": mbps,
             "floor_rss_mb": floor["peak_rss"] / 1e6, "csv_rss_mb": ours["peak_rss"] / 1e6, "perf_rss_mb": perf["peak_rss"] / 1e6,
             "csv_rss_ratio": ours["peak_rss"] / (csv_mb * 1e6), "perf_rss_ratio": perf["peak_rss"] / (perf_mb * 1e6),
-            "runs": {"floor": floor["all_seconds"], "stream": stream["all_seconds"], "csv": ours["all_seconds"],
-                     "perf": perf["all_seconds"]},
+            "runs": {k: r["all_seconds"] for k, r in got.items()},
         }
         ok = lambda c: "ok" if c else "MISSED"  # noqa: E731
         print(f"peak RSS of the imports alone: {base['peak_rss'] / mib:.0f} MiB")
+        print(f"best and median of {args.repeat} interleaved runs each:")
         print(f"{'':34}{'best s':>9}{'median s':>10}{'peak RSS':>12}{'RSS/file':>10}{'(RSS-imports)/file':>20}")
         for label, r, mb in (("pyarrow.csv.read_csv (floor)", floor, csv_mb), ("pyarrow.csv.open_csv, 1 MB batches", stream, csv_mb),
                              ("perftools wpa_csv + top_functions", ours, csv_mb),
+                             ("  the same, pyarrow reader only", ours_python, csv_mb),
                              ("perftools perf_script + top", perf, perf_mb)):
             print(f"{label:34}{r['seconds']:9.3f}{r['median']:10.3f}{r['peak_rss'] / mib:9.0f} MiB{r['peak_rss'] / (mb * 1e6):10.2f}"
                   f"{(r['peak_rss'] - base['peak_rss']) / (mb * 1e6):20.2f}")

@@ -19,16 +19,20 @@ percentages match WPA's.  Header names may carry units (``Weight (in
 view) (ms)``, ``TimeStamp (s)``); numbers follow the exporting machine's
 locale (see :mod:`perftools.numbers`).
 
-Speed and memory: pyarrow's CSV reader streams the file in 1 MB blocks
-(memory stays bounded) from a background thread, dictionary-encoding the
-Stack column while it parses, so Python sees each distinct stack string
-once per block, looks it up in a dict, and splits only strings never seen
-before (in bulk, with pyarrow.compute); samples become int32 stack ids
-through a numpy lookup table.  Measured on a 192 MB, 578k-sample export
-(benchmarks/bench_perftools.py): 0.25 s and 1.28x the file size in peak
-RSS; pyarrow.csv.read_csv alone takes 0.10 s on two cores but 3.4x the
-file in memory.  If pyarrow rejects the file, a slow pass with :mod:`csv`
-finds the bad line for the message.
+Speed and memory: files of the usual shape (a plain, uncompressed UTF-8 file
+with '.' decimals) are read by the C core in ``native/wpa_csv.c`` (see
+:mod:`..native_wpa_csv`), in two threads, which hands back each distinct
+Stack and Process cell once and the numeric columns as arrays; only the
+distinct stacks are then split into frames here, in bulk, with
+pyarrow.compute.  Anything else, or no C compiler, goes through pyarrow's
+CSV reader: it streams the file in 1 MB blocks (memory stays bounded) from
+a background thread, dictionary-encoding the Stack column while it parses,
+so Python sees each distinct stack string once per block.  Both give the
+same Profile (tests/perftools/test_perftools_native_wpa.py).  Measured on
+a 192 MB, 578k-sample export (benchmarks/bench_perftools.py, 2 CPUs): the
+C core path 1.11x pyarrow.csv.read_csv's time best-to-best, the pyarrow
+path 1.8x; peak RSS 1.19x the file, against read_csv's 3.4x.  If a file
+is refused, a slow pass with :mod:`csv` finds the bad line for the message.
 """
 
 from __future__ import annotations
@@ -109,6 +113,13 @@ def load(path, *, weight_column: str | None = None):
         h.cols["weight"] = (idx[0], h.names[idx[0]], split_unit(h.names[idx[0]])[1])
         h.plain.setdefault("weight", False)
     err: Exception
+    try:
+        got = _read_native(path, h, _wanted(h))
+        if got is not None:
+            return got
+    except _BadNumber as exc:
+        _diagnose(path, h)
+        raise FormatError(h.name, None, "a well-formed CSV table", str(exc)) from None
     all_strings, block = False, 1 << 20
     while True:
         try:
@@ -138,10 +149,16 @@ def _read(path, h: _Header, all_strings: bool, block: int = 1 << 20):
         return _read_in_pool(path, h, all_strings, block)
 
 
-def _read_in_pool(path, h: _Header, all_strings: bool, block: int):
+def _wanted(h: _Header) -> dict[str, tuple]:
+    """The columns read: field -> (position, header, unit); a weight column makes Count unused."""
     wanted = {f: h.cols[f] for f in ("stack", "process", "thread", "time", "cpu", "weight", "count") if f in h.cols}
     if "weight" in wanted:
         wanted.pop("count", None)
+    return wanted
+
+
+def _read_in_pool(path, h: _Header, all_strings: bool, block: int):
+    wanted = _wanted(h)
     types: dict[str, pa.DataType] = {wanted["stack"][1]: pa.dictionary(pa.int32(), pa.string())}
     if "process" in wanted:
         types[wanted["process"][1]] = pa.dictionary(pa.int32(), pa.string())
@@ -172,6 +189,45 @@ def _read_in_pool(path, h: _Header, all_strings: bool, block: int):
         batches.close()  # on an error, stop and join the reader thread now
 
 
+class _Splitter:
+    """Splits stack strings into frames and adds them to the builder as stacks, in bulk."""
+
+    def __init__(self, b: ProfileBuilder):
+        self.b = b
+        self.frame_cache: dict[str, int] = {}
+
+    def __call__(self, texts) -> np.ndarray:
+        """Stack ids of new stack strings (a list or a pyarrow string array)."""
+        arr = texts if isinstance(texts, pa.Array) else pa.array(texts, type=pa.string())
+        # no stack: n/a (which contains the separator), empty, or [Root] alone
+        arr = pc.if_else(pc.is_in(pc.utf8_trim_whitespace(arr), value_set=pa.array(["", "[Root]", NO_STACK])), _NONE, arr)
+        cut = pc.replace_substring_regex(arr, _FRAME_START, _CUT + r"\1")
+        for _ in range(2):
+            cut = pc.replace_substring_regex(cut, _BARE_FRAME, _CUT + r"\1\2")
+        lists = pc.split_pattern(cut, _CUT)
+        flat = pc.utf8_trim_whitespace(lists.flatten())
+        offsets = lists.offsets.to_numpy()
+        starts = offsets[:-1]
+        # drop the "[Root]" pseudo-frame that starts WPA stacks
+        is_root = pc.equal(pc.take(flat, pa.array(starts)), _ROOT).to_numpy(zero_copy_only=False)
+        keep = np.ones(len(flat), dtype=bool)
+        keep[starts[is_root]] = False
+        enc = pc.dictionary_encode(flat)
+        names = enc.dictionary.to_pylist()
+        lut = np.empty(len(names), dtype=np.int32)
+        b, cache = self.b, self.frame_cache
+        for i, fr in enumerate(names):
+            fid = cache.get(fr)
+            if fid is None:
+                fid = cache[fr] = b.frame("", NO_STACK) if fr == _NONE else b.frame(*split_frame_name(fr))
+            lut[i] = fid
+        fids = lut[enc.indices.to_numpy(zero_copy_only=False)][keep]
+        return b.add_stacks(np.diff(offsets) - is_root, fids)
+
+
+_ROOT = pa.scalar("[Root]")
+
+
 class _StackIds:
     """Turns the per-batch dictionary-encoded Stack columns into stack ids.
 
@@ -200,57 +256,35 @@ class _StackIds:
         return np.asarray(lut, dtype=np.int32)[col.indices.to_numpy(zero_copy_only=False)]
 
 
+class _Processes:
+    """Process cell texts -> codes in order of first appearance, each text normalised once."""
+
+    def __init__(self):
+        self.cache: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def codes(self, texts: list[str]) -> np.ndarray:
+        out = []
+        for p in texts:
+            code = self.cache.get(p)
+            if code is None:
+                code = self.cache[p] = len(self.names)
+                self.names.append(normalise_process(p))
+            out.append(code)
+        return np.asarray(out, dtype=np.int32)
+
+
 def _consume(batches, h: _Header, wanted, path):
     b = ProfileBuilder()
-    frame_cache: dict[str, int] = {}
-    proc_cache: dict[str, int] = {}
-    proc_names: list[str] = []
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("stack", "process", "thread", "time", "cpu", "weight", "count")}
-    root = pa.scalar("[Root]")
-
-    def intern_new(texts) -> np.ndarray:
-        """Split new stack strings into frames and append them as stacks."""
-        arr = texts if isinstance(texts, pa.Array) else pa.array(texts, type=pa.string())
-        # no stack: n/a (which contains the separator), empty, or [Root] alone
-        arr = pc.if_else(pc.is_in(pc.utf8_trim_whitespace(arr), value_set=pa.array(["", "[Root]", NO_STACK])), _NONE, arr)
-        cut = pc.replace_substring_regex(arr, _FRAME_START, _CUT + r"\1")
-        for _ in range(2):
-            cut = pc.replace_substring_regex(cut, _BARE_FRAME, _CUT + r"\1\2")
-        lists = pc.split_pattern(cut, _CUT)
-        flat = pc.utf8_trim_whitespace(lists.flatten())
-        offsets = lists.offsets.to_numpy()
-        starts = offsets[:-1]
-        # drop the "[Root]" pseudo-frame that starts WPA stacks
-        is_root = pc.equal(pc.take(flat, pa.array(starts)), root).to_numpy(zero_copy_only=False)
-        keep = np.ones(len(flat), dtype=bool)
-        keep[starts[is_root]] = False
-        enc = pc.dictionary_encode(flat)
-        names = enc.dictionary.to_pylist()
-        lut = np.empty(len(names), dtype=np.int32)
-        for i, fr in enumerate(names):
-            fid = frame_cache.get(fr)
-            if fid is None:
-                fid = frame_cache[fr] = b.frame("", NO_STACK) if fr == _NONE else b.frame(*split_frame_name(fr))
-            lut[i] = fid
-        fids = lut[enc.indices.to_numpy(zero_copy_only=False)][keep]
-        return b.add_stacks(np.diff(offsets) - is_root, fids)
-
-    stack_ids = _StackIds(intern_new)
-    row0 = 0
+    stack_ids = _StackIds(_Splitter(b))
+    processes = _Processes()
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("stack", "process", *NUMERIC)}
+    rows = 0
     for batch in batches:
-        n = batch.num_rows
         parts["stack"].append(stack_ids.lookup(batch.column(wanted["stack"][1])))
         if "process" in wanted:
-            pc_ = batch.column(wanted["process"][1])
-            pd_ = pc_.dictionary.to_pylist()
-            plut = []
-            for p in pd_:
-                code = proc_cache.get(p)
-                if code is None:
-                    code = proc_cache[p] = len(proc_names)
-                    proc_names.append(normalise_process(p))
-                plut.append(code)
-            parts["process"].append(np.asarray(plut, dtype=np.int32)[pc_.indices.to_numpy(zero_copy_only=False)])
+            col = batch.column(wanted["process"][1])
+            parts["process"].append(processes.codes(col.dictionary.to_pylist())[col.indices.to_numpy(zero_copy_only=False)])
         for f in NUMERIC:
             if f in wanted:
                 arr = batch.column(wanted[f][1])
@@ -261,38 +295,58 @@ def _consume(batches, h: _Header, wanted, path):
                     if bad is not None:
                         raise _BadNumber(f"a value in column {wanted[f][1]!r}")
                     parts[f].append(vals)
-        row0 += n
-    if row0 == 0:
+        rows += batch.num_rows
+    if rows == 0:
         raise FormatError(h.name, 2, "at least one data row after the CSV header", "end of file")
+    # concatenate, letting the per-batch pieces go
+    columns = {f: np.concatenate(parts.pop(f)) for f in list(parts) if parts[f]}
+    return _finish(b, h, wanted, columns, processes.names)
 
-    def cat(f):  # concatenate and let the per-batch pieces go
-        pieces = parts.pop(f, None)
-        return np.concatenate(pieces) if pieces else None
 
-    weight = cat("weight") if "weight" in wanted else (cat("count") if "count" in wanted else None)
+def _read_native(path, h: _Header, wanted):
+    """The Profile read by the C core, or None when it steps aside (see :mod:`..native_wpa_csv`)."""
+    from .. import native_wpa_csv
+
+    if h.decimal != ".":
+        return None
+    numbers = {f: wanted[f][0] for f in NUMERIC if f in wanted}
+    got = native_wpa_csv.parse(path, h.delimiter, len(h.names), wanted["stack"][0],
+                               wanted["process"][0] if "process" in wanted else None, numbers)
+    if got is None:
+        return None
+    stacks, stack_idx, procs, proc_idx, columns = got
+    b = ProfileBuilder()
+    columns["stack"] = _Splitter(b)(stacks)[stack_idx]
+    processes = _Processes()
+    if procs is not None:
+        columns["process"] = processes.codes(procs)[proc_idx]
+    return _finish(b, h, wanted, columns, processes.names)
+
+
+def _finish(b: ProfileBuilder, h: _Header, wanted, columns: dict[str, np.ndarray], proc_names: list[str]):
+    """The Profile from whole columns: weights checked, time in seconds, processes as categories."""
+    weight = columns.get("weight", columns.get("count"))
     if weight is not None and not (np.isfinite(weight) & (weight >= 0)).all():
         raise _BadNumber("a negative, empty or non-finite weight")
     unit = wanted["weight"][2] if "weight" in wanted else None
     weight_unit = (unit or "ms") if "weight" in wanted else ("samples" if "count" in wanted else "rows")
-    time = cat("time")
+    time = columns.get("time")
     if time is not None and TIME_UNITS.get(wanted["time"][2] or "s", 1.0) != 1.0:
         time *= TIME_UNITS[wanted["time"][2]]
     process = None
-    if "process" in wanted:
+    if "process" in wanted and proc_names:
         import pandas as pd  # here, not at the top: sniffing a file's format must not load pandas
 
-        cats = pd.Index(proc_names, dtype=object)
-        codes = cat("process")
         # Two spellings of one process ("a ( 1)", "a (1)") share a category.
         uniq, inv = np.unique(np.asarray(proc_names, dtype=object), return_inverse=True)
-        process = pd.Categorical.from_codes(inv[codes], categories=pd.Index(uniq).astype(str)) if len(cats) else None
+        process = pd.Categorical.from_codes(inv[columns["process"]], categories=pd.Index(uniq).astype(str))
     return b.build(
-        cat("stack"),
+        columns["stack"],
         weight,
         process=process,
-        thread=cat("thread"),
+        thread=columns.get("thread"),
         time=time,
-        cpu=cat("cpu"),
+        cpu=columns.get("cpu"),
         meta={
             "format": "wpa_csv",
             "source": h.name,

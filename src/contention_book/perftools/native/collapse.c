@@ -17,115 +17,14 @@
  * id sequences), the event id (in order of first appearance) and the period (NaN when the header has
  * none).  Python picks the event, weighs and folds.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include "core.h"
 
-#define PC_OK 0
-#define PC_FALLBACK 1
-#define PC_IOERROR 2
-#define PC_NOMEM 3
-
-/* -- growable arrays ---------------------------------------------------------------------------- */
-typedef struct { char *p; size_t n, cap; } bytes_t;
-typedef struct { int32_t *p; size_t n, cap; } ints_t;
-typedef struct { int64_t *p; size_t n, cap; } longs_t;
-typedef struct { double *p; size_t n, cap; } doubles_t;
-
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q) return -1;
-    *p = q; *cap = c;
-    return 0;
-}
-#define PUSH(arr, v) (grow((void **)&(arr).p, &(arr).cap, (arr).n + 1, sizeof *(arr).p) ? -1 : ((arr).p[(arr).n++] = (v), 0))
-
-static int put_bytes(bytes_t *b, const char *s, size_t n) {
-    if (grow((void **)&b->p, &b->cap, b->n + n, 1)) return -1;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    return 0;
-}
-
-/* -- interning: open addressing over (offset, length) keys in an arena -------------------------- */
-typedef struct {
-    bytes_t arena;        /* the keys' bytes, one after another */
-    longs_t offsets;      /* key i is arena[offsets[i] .. offsets[i+1]) */
-    int32_t *slots;       /* id + 1, 0 = empty */
-    uint64_t *hashes;
-    size_t nslots;
-} intern_t;
-
-static uint64_t hash_bytes(const char *s, size_t n) {  /* eight bytes at a time, multiply-xorshift mixing */
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n, w;
-    for (; n >= 8; s += 8, n -= 8) {
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-    }
-    w = 0;
-    memcpy(&w, s, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 29);
-}
-
-static int intern_init(intern_t *t) {
-    memset(t, 0, sizeof *t);
-    t->nslots = 1 << 12;
-    t->slots = calloc(t->nslots, sizeof *t->slots);
-    t->hashes = calloc(t->nslots, sizeof *t->hashes);
-    if (!t->slots || !t->hashes || PUSH(t->offsets, 0)) return -1;
-    return 0;
-}
-
-static void intern_free(intern_t *t) {
-    free(t->arena.p); free(t->offsets.p); free(t->slots); free(t->hashes);
-}
-
-static size_t count(const intern_t *t) { return t->offsets.n - 1; }
-
-static int rehash(intern_t *t) {
-    size_t n = t->nslots * 2;
-    int32_t *slots = calloc(n, sizeof *slots);
-    uint64_t *hashes = calloc(n, sizeof *hashes);
-    if (!slots || !hashes) { free(slots); free(hashes); return -1; }
-    for (size_t i = 0; i < t->nslots; i++) {
-        if (!t->slots[i]) continue;
-        size_t j = t->hashes[i] & (n - 1);
-        while (slots[j]) j = (j + 1) & (n - 1);
-        slots[j] = t->slots[i]; hashes[j] = t->hashes[i];
-    }
-    free(t->slots); free(t->hashes);
-    t->slots = slots; t->hashes = hashes; t->nslots = n;
-    return 0;
-}
-
-/* The id of key s[0..n), added when new; -1 when out of memory. */
-static int32_t intern(intern_t *t, const char *s, size_t n) {
-    uint64_t h = hash_bytes(s, n);
-    size_t j = h & (t->nslots - 1);
-    while (t->slots[j]) {
-        if (t->hashes[j] == h) {
-            int32_t id = t->slots[j] - 1;
-            size_t a = t->offsets.p[id], len = t->offsets.p[id + 1] - a;
-            if (len == n && memcmp(t->arena.p + a, s, n) == 0) return id;
-        }
-        j = (j + 1) & (t->nslots - 1);
-    }
-    int32_t id = (int32_t)count(t);
-    if (put_bytes(&t->arena, s, n) || PUSH(t->offsets, (int64_t)t->arena.n)) return -1;
-    t->slots[j] = id + 1; t->hashes[j] = h;
-    if (count(t) * 2 > t->nslots && rehash(t)) return -1;
-    return id;
-}
+#define PC_OK CORE_OK
+#define PC_FALLBACK CORE_FALLBACK
+#define PC_IOERROR CORE_IOERROR
+#define PC_NOMEM CORE_NOMEM
 
 /* -- the result handed to Python ---------------------------------------------------------------- */
 typedef struct {
@@ -134,6 +33,7 @@ typedef struct {
     doubles_t sample_period;
     /* the sample being read */
     ints_t cur;            /* its frame ids, leaf first */
+    bytes_t key;           /* scratch for a frame's key */
     int in_sample, cur_event;
     double cur_period;
     int64_t line_no, fallback_line;
@@ -347,49 +247,17 @@ static pc_result *result_new(void) {
  * the file's ends -- into r. */
 typedef struct { const char *path; off_t from, to; pc_result *r; int status; } part_t;
 
+static int line_cb(void *ctx, const char *s, const char *e) {
+    pc_result *r = ctx;
+    return line(r, s, e, &r->key);
+}
+
 static void *read_part(void *arg) {
     part_t *pt = arg;
     pc_result *r = pt->r;
-    int fd = open(pt->path, O_RDONLY);
-    if (fd < 0) { pt->status = PC_IOERROR; return NULL; }
-    size_t cap = 8 << 20, have = 0;
-    char *buf = malloc(cap);
-    bytes_t key = {0};
-    int status = PC_OK;
-    off_t at = pt->from;
-    if (!buf) { close(fd); pt->status = PC_NOMEM; return NULL; }
-    for (;;) {
-        if (have == cap) {  /* one line longer than the buffer: make room */
-            char *b = realloc(buf, cap * 2);
-            if (!b) { status = PC_NOMEM; break; }
-            buf = b; cap *= 2;
-        }
-        size_t want = cap - have;
-        if ((off_t)want > pt->to - at) want = (size_t)(pt->to - at);
-        ssize_t got = want ? pread(fd, buf + have, want, at) : 0;
-        if (got < 0) { if (errno == EINTR) continue; status = PC_IOERROR; break; }
-        at += got;
-        int eof = got == 0;
-        have += (size_t)got;
-        char *s = buf, *end = buf + have;
-        for (;;) {
-            char *nl = memchr(s, '\n', (size_t)(end - s));
-            if (!nl) break;
-            status = line(r, s, nl, &key);
-            if (status) goto done;
-            s = nl + 1;
-        }
-        if (eof) {
-            if (s < end) status = line(r, s, end, &key);
-            if (!status) status = end_sample(r);
-            break;
-        }
-        have = (size_t)(end - s);
-        memmove(buf, s, have);
-    }
-done:
+    int status = read_lines(pt->path, pt->from, pt->to, line_cb, r);
+    if (!status) status = end_sample(r);
     if (status == PC_FALLBACK) r->fallback_line = r->line_no;
-    free(buf); free(key.p); close(fd);
     pt->status = status;
     return NULL;
 }
@@ -428,27 +296,6 @@ out:
     return status;
 }
 
-/* Where the second half starts: just after the first blank line ("\n\n") past the middle, or 0. */
-static off_t split_point(const char *path, off_t size) {
-    if (size < (4 << 20)) return 0;  /* small files: one thread */
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return 0;
-    char buf[1 << 16];
-    off_t at = size / 2, found = 0;
-    char prev = 0;
-    while (!found && at < size) {
-        ssize_t got = pread(fd, buf, sizeof buf, at);
-        if (got <= 0) break;
-        for (ssize_t i = 0; i < got; i++) {
-            if (buf[i] == '\n' && prev == '\n') { found = at + i + 1; break; }
-            prev = buf[i];
-        }
-        at += got;
-    }
-    close(fd);
-    return found < size ? found : 0;
-}
-
 /* Read the whole file, in two threads when it is big; PC_OK with the arrays filled, or why not. */
 int pc_parse(const char *path, pc_result **out) {
     pc_result *r = result_new();
@@ -459,7 +306,7 @@ int pc_parse(const char *path, pc_result **out) {
     off_t size = lseek(fd, 0, SEEK_END);
     close(fd);
     if (size < 0) return PC_IOERROR;
-    off_t mid = split_point(path, size);
+    off_t mid = split_point(path, size, 1);
     part_t first = {path, 0, mid ? mid : size, r, PC_OK};
     if (!mid) {
         read_part(&first);
@@ -510,6 +357,6 @@ void pc_table(pc_result *r, int which, char *arena, int64_t *offsets) {
 void pc_free(pc_result *r) {
     if (!r) return;
     intern_free(&r->frames); intern_free(&r->stacks); intern_free(&r->events);
-    free(r->sample_stack.p); free(r->sample_event.p); free(r->sample_period.p); free(r->cur.p);
+    free(r->sample_stack.p); free(r->sample_event.p); free(r->sample_period.p); free(r->cur.p); free(r->key.p);
     free(r);
 }

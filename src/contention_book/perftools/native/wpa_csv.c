@@ -1,0 +1,267 @@
+/* The WPA CSV fast path of perftools, in C: one pass over a wpaexporter "CPU Usage (Sampled)" export.
+ *
+ * importers/wpa_csv.py reads the same files with pyarrow's CSV reader; this reads the usual shape at
+ * memory speed, in two threads for big files, and must give exactly the same Profile
+ * (tests/perftools/test_perftools_native.py compares both on every fixture).  Python has already read
+ * the header (delimiter, which column is what); per data row this keeps
+ *
+ *   the Stack cell and the Process cell, interned as raw bytes (quotes and all: Python unquotes and
+ *   splits each distinct one once), and
+ *   the numeric columns (thread, time, cpu, weight or count) as doubles, NaN when empty.
+ *
+ * It accepts only what it is sure of -- RFC 4180 fields, '\n' or "\r\n" line ends, empty lines skipped
+ * (as pyarrow does), numbers written [+-]digits[.digits][e[+-]digits] -- and gives up (CORE_FALLBACK)
+ * on anything else: a row with another number of fields, a quoted field running past its line, a
+ * stray carriage return, any other spelling of a number (spaces, decimal commas, "inf", "NaN").  Then
+ * the pyarrow reader reads the file and says what is wrong with it, with the line.
+ */
+#define _GNU_SOURCE
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include "core.h"
+
+#define ROLE_SKIP 0
+#define ROLE_STACK 1
+#define ROLE_PROCESS 2
+#define ROLE_NUMBER 3 /* + the number's slot */
+#define MAX_COLUMNS 4096
+#define MAX_SLOTS 8
+
+typedef struct {
+    intern_t stacks, processes;
+    ints_t row_stack, row_process;
+    doubles_t numbers[MAX_SLOTS];
+    /* how to read a row (shared, read-only) */
+    const int32_t *roles;
+    int ncols, nslots, skip_header;
+    char delim;
+    int64_t line_no;
+} wc_result;
+
+void wc_free(wc_result *r);
+
+static locale_t c_locale(void) {  /* strtod in the "C" locale, whatever the embedding program set */
+    static locale_t loc;
+    if (!loc) loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    return loc;
+}
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A number as pyarrow reads a float64 column of plain numbers; 0 = NaN for an empty cell, -1 = not
+ * plain.  Correctly rounded, as pyarrow's parser is: digits that fit 2^53 with a power of ten up to
+ * 1e22 are one exact IEEE multiply or divide (Clinger's fast path, which fast_float takes too);
+ * anything else goes to strtod. */
+static int number(const char *s, const char *e, double *out) {
+    if (s == e) { *out = NAN; return 0; }
+    const char *p = s;
+    int digits = 0, scale = 0, negative = *p == '-';
+    uint64_t mantissa = 0;
+    if (*p == '+' || *p == '-') p++;
+    for (; p < e && *p >= '0' && *p <= '9'; p++, digits++)
+        if (digits < 19) mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+    if (p < e && *p == '.') {
+        p++;
+        for (; p < e && *p >= '0' && *p <= '9'; p++, digits++, scale--)
+            if (digits < 19) mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+    }
+    if (!digits) return -1;
+    int exact = digits <= 19;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        int sign = 1, x = 0;
+        if (p < e && (*p == '+' || *p == '-')) sign = *p++ == '-' ? -1 : 1;
+        if (p == e || *p < '0' || *p > '9') return -1;
+        for (; p < e && *p >= '0' && *p <= '9'; p++)
+            if (x < 10000) x = x * 10 + (*p - '0');
+        scale += sign * x;
+    }
+    if (p != e) return -1;
+    if (exact && mantissa <= (1ULL << 53) && scale >= -22 && scale <= 22) {
+        double v = (double)mantissa;
+        v = scale < 0 ? v / POW10[-scale] : v * POW10[scale];
+        *out = negative ? -v : v;
+        return 0;
+    }
+    if (e - s > 63) return -1;
+    char buf[64];
+    memcpy(buf, s, (size_t)(e - s));
+    buf[e - s] = '\0';
+    *out = strtod_l(buf, NULL, c_locale());
+    return 0;
+}
+
+static int row(void *ctx, const char *s, const char *e) {
+    wc_result *r = ctx;
+    r->line_no++;
+    if (r->skip_header) {  /* Python read the header; a quote left open there is not for us */
+        r->skip_header = 0;
+        int quotes = 0;
+        for (const char *p = s; p < e; p++) quotes += *p == '"';
+        return quotes % 2 ? CORE_FALLBACK : CORE_OK;
+    }
+    if (e > s && e[-1] == '\r') e--;
+    if (s == e) return CORE_OK;  /* an empty line */
+    const char *p = s;
+    int col = 0;
+    for (;;) {
+        const char *a, *b, *next;  /* the cell's raw bytes [a, b); next: after its delimiter, or NULL */
+        a = p;
+        if (p < e && *p == '"') {
+            const char *q = p + 1;
+            for (;;) {
+                q = memchr(q, '"', (size_t)(e - q));
+                if (!q) return CORE_FALLBACK;  /* runs past the line */
+                if (q + 1 < e && q[1] == '"') { q += 2; continue; }
+                break;
+            }
+            b = q + 1;
+            if (b < e && *b != r->delim) return CORE_FALLBACK;
+        } else {
+            b = memchr(p, r->delim, (size_t)(e - p));
+            if (!b) b = e;
+        }
+        next = b < e ? b + 1 : NULL;
+        if (col >= r->ncols) return CORE_FALLBACK;
+        if (memchr(a, '\r', (size_t)(b - a))) return CORE_FALLBACK;
+        int role = r->roles[col];
+        if (role == ROLE_STACK || role == ROLE_PROCESS) {
+            int32_t id = intern(role == ROLE_STACK ? &r->stacks : &r->processes, a, (size_t)(b - a));
+            if (id < 0) return CORE_NOMEM;
+            if (PUSH(*(role == ROLE_STACK ? &r->row_stack : &r->row_process), id)) return CORE_NOMEM;
+        } else if (role >= ROLE_NUMBER) {
+            const char *x = a, *y = b;
+            if (x < y && *x == '"') {
+                x++, y--;
+                if (memchr(x, '"', (size_t)(y - x))) return CORE_FALLBACK;
+            }
+            double v;
+            if (number(x, y, &v)) return CORE_FALLBACK;
+            if (PUSH(r->numbers[role - ROLE_NUMBER], v)) return CORE_NOMEM;
+        }
+        col++;
+        if (!next) break;
+        p = next;
+    }
+    if (col != r->ncols) return CORE_FALLBACK;
+    return CORE_OK;
+}
+
+static wc_result *result_new(char delim, int ncols, const int32_t *roles) {
+    wc_result *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    if (intern_init(&r->stacks) || intern_init(&r->processes)) { wc_free(r); return NULL; }
+    r->delim = delim; r->ncols = ncols; r->roles = roles;
+    for (int i = 0; i < ncols; i++)
+        if (roles[i] >= ROLE_NUMBER && roles[i] - ROLE_NUMBER + 1 > r->nslots) r->nslots = roles[i] - ROLE_NUMBER + 1;
+    return r;
+}
+
+typedef struct { const char *path; off_t from, to; wc_result *r; int status; } part_t;
+
+static void *read_part(void *arg) {
+    part_t *pt = arg;
+    pt->status = read_lines(pt->path, pt->from, pt->to, row, pt->r);
+    return NULL;
+}
+
+/* The second part's rows appended to the first's, its stacks and processes re-interned there. */
+static int merge_table(intern_t *into, const intern_t *from, const ints_t *ids, ints_t *out) {
+    size_t n = count(from);
+    int32_t *map = malloc((n + 1) * sizeof *map);
+    if (!map) return CORE_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        int64_t x = from->offsets.p[i], y = from->offsets.p[i + 1];
+        if ((map[i] = intern(into, from->arena.p + x, (size_t)(y - x))) < 0) { free(map); return CORE_NOMEM; }
+    }
+    for (size_t i = 0; i < ids->n; i++)
+        if (PUSH(*out, map[ids->p[i]])) { free(map); return CORE_NOMEM; }
+    free(map);
+    return CORE_OK;
+}
+
+static int merge(wc_result *a, wc_result *b) {
+    if (merge_table(&a->stacks, &b->stacks, &b->row_stack, &a->row_stack) ||
+        merge_table(&a->processes, &b->processes, &b->row_process, &a->row_process)) return CORE_NOMEM;
+    for (int k = 0; k < a->nslots; k++) {
+        doubles_t *d = &a->numbers[k];
+        if (grow((void **)&d->p, &d->cap, d->n + b->numbers[k].n, sizeof *d->p)) return CORE_NOMEM;
+        memcpy(d->p + d->n, b->numbers[k].p, b->numbers[k].n * sizeof *d->p);
+        d->n += b->numbers[k].n;
+    }
+    return CORE_OK;
+}
+
+/* Read the file (header line first) with roles[col]: ROLE_SKIP, ROLE_STACK, ROLE_PROCESS or
+ * ROLE_NUMBER + slot; CORE_OK with the arrays filled, or why not. */
+int wc_parse(const char *path, char delim, int ncols, const int32_t *roles, wc_result **out) {
+    *out = NULL;
+    if (ncols <= 0 || ncols > MAX_COLUMNS) return CORE_FALLBACK;
+    for (int i = 0; i < ncols; i++)
+        if (roles[i] < 0 || roles[i] >= ROLE_NUMBER + MAX_SLOTS) return CORE_FALLBACK;
+    wc_result *r = result_new(delim, ncols, roles);
+    *out = r;
+    if (!r) return CORE_NOMEM;
+    r->skip_header = 1;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return CORE_IOERROR;
+    off_t size = lseek(fd, 0, SEEK_END);
+    close(fd);
+    if (size < 0) return CORE_IOERROR;
+    off_t mid = split_point(path, size, 0);
+    part_t first = {path, 0, mid ? mid : size, r, CORE_OK};
+    if (!mid) {
+        read_part(&first);
+        return first.status;
+    }
+    part_t second = {path, mid, size, result_new(delim, ncols, roles), CORE_OK};
+    if (!second.r) return CORE_NOMEM;
+    pthread_t t;
+    int threaded = pthread_create(&t, NULL, read_part, &second) == 0;
+    read_part(&first);
+    if (threaded) pthread_join(t, NULL);
+    else read_part(&second);
+    int status = first.status ? first.status : second.status;
+    if (!status) status = merge(r, second.r);
+    wc_free(second.r);
+    return status;
+}
+
+/* Accessors for ctypes: counts, then copies into arrays Python allocated. */
+int64_t wc_count(wc_result *r, int what) {
+    switch (what) {
+    case 0: return (int64_t)r->row_stack.n;
+    case 1: return (int64_t)count(&r->stacks);
+    case 2: return (int64_t)r->stacks.arena.n;
+    case 3: return (int64_t)count(&r->processes);
+    case 4: return (int64_t)r->processes.arena.n;
+    case 5: return (int64_t)r->row_process.n;
+    case 6: return (int64_t)r->nslots;
+    }
+    return -1;
+}
+
+/* which: 0 per-row stack ids, 1 per-row process ids, 2 + k the numbers of slot k */
+void wc_column(wc_result *r, int which, void *dest) {
+    if (which == 0) memcpy(dest, r->row_stack.p, r->row_stack.n * sizeof(int32_t));
+    else if (which == 1) memcpy(dest, r->row_process.p, r->row_process.n * sizeof(int32_t));
+    else memcpy(dest, r->numbers[which - 2].p, r->numbers[which - 2].n * sizeof(double));
+}
+
+/* which: 0 stacks, 1 processes */
+void wc_table(wc_result *r, int which, char *arena, int64_t *offsets) {
+    intern_t *t = which == 0 ? &r->stacks : &r->processes;
+    memcpy(arena, t->arena.p, t->arena.n);
+    memcpy(offsets, t->offsets.p, t->offsets.n * sizeof *offsets);
+}
+
+void wc_free(wc_result *r) {
+    if (!r) return;
+    intern_free(&r->stacks); intern_free(&r->processes);
+    free(r->row_stack.p); free(r->row_process.p);
+    for (int k = 0; k < MAX_SLOTS; k++) free(r->numbers[k].p);
+    free(r);
+}
