@@ -8,6 +8,7 @@ import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -141,6 +142,17 @@ def test_help_does_not_load_pandas():
             "print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib', 'numpy') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
+
+
+def test_collapse_does_not_load_pandas():
+    """A collapse goes from the capture to folded lines without a Profile: importing pandas costs it
+    about 0.17 s of a ~0.9 s run on a 240 MB capture (sniffing imports every importer's module)."""
+    capture_path = Path(__file__).parent / "fixtures" / "perf" / "postgres_update.perf-script.txt"
+    code = ("import sys, os; from contention_book.perftools.__main__ import main\n"
+            f"main(['collapse', {str(capture_path)!r}, '-o', os.devnull])\n"
+            "print('pandas' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip().splitlines()[-1] == "False", r.stdout + r.stderr
 
 
 def test_export_speedscope_per_thread_in_time_order(tmp_path, capsys):

@@ -209,7 +209,7 @@ class _Splitter:
         offsets = lists.offsets.to_numpy()
         starts = offsets[:-1]
         # drop the "[Root]" pseudo-frame that starts WPA stacks
-        is_root = pc.equal(pc.take(flat, pa.array(starts)), _ROOT).to_numpy(zero_copy_only=False)
+        is_root = pc.equal(pc.take(flat, pa.array(starts)), pa.scalar("[Root]")).to_numpy(zero_copy_only=False)
         keep = np.ones(len(flat), dtype=bool)
         keep[starts[is_root]] = False
         enc = pc.dictionary_encode(flat)
@@ -223,9 +223,6 @@ class _Splitter:
             lut[i] = fid
         fids = lut[enc.indices.to_numpy(zero_copy_only=False)][keep]
         return b.add_stacks(np.diff(offsets) - is_root, fids)
-
-
-_ROOT = pa.scalar("[Root]")
 
 
 class _StackIds:
