@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from contention_book.chapters.shared.claims import above, below, rule_above
-from contention_book.chapters.shared.spread import paired_ratios, ratio_spread, spread, summarize
+from contention_book.chapters.shared.spread import Spread, paired_ratios, ratio_spread, spread, summarize
 from contention_book.harness.schedule import interleaved
 
 
@@ -66,3 +66,10 @@ def test_variants_are_interleaved_round_after_round():
     assert list(interleaved(["a", "b", "c"], 2)) == [(0, "a"), (0, "b"), (0, "c"), (1, "a"), (1, "b"), (1, "c")]
     with pytest.raises(ValueError, match="repetitions=0"):
         list(interleaved(["a"], 0))
+
+
+def test_small_ratios_read_as_fractions():
+    s = Spread(4.5e-05, 4e-05, 5.8e-05, 5, "bootstrap 95%")
+    assert s.text("fraction") == "1/22,000 (95% interval 1/25,000–1/17,000, median of 5)"
+    assert Spread(0.45, 0.3, 0.6, 3, "min-max").text("fraction") == "0.45 (range 0.3–0.6, median of 3)"
+    assert Spread(2e-3, 2e-3, 2e-3, 1, "one run").text("fraction") == "1/500 (one run)"

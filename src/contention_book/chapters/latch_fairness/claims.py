@@ -56,7 +56,7 @@ def verdicts(shown) -> pd.DataFrame:
             ratio("wait_max_ns", tmax)
         rate = ratio("records_per_s", t_in) if t_in is not None else spread([])
         measured_dirs = [
-            (f"waits per record {waits.text('.2g', '×')} the fair lock's {where}", below(waits, 0.1)),
+            (f"waits per record {waits.text('fraction')} of the fair lock's {where}", below(waits, 0.1)),
             (f"spins per record {spins.text(',.1f')} more than the fair lock's {where}", above(spins, 0.0)),
             (f"records/s {rate.text(',.1f', '×')} the fair lock's at {t_in} threads on {cpus} CPUs "
              f"({ratio('records_per_s', tmax).text(',.0f', '×')} at {tmax}, oversubscribed)"
@@ -66,15 +66,17 @@ def verdicts(shown) -> pd.DataFrame:
         ]
         note = f" (native: fair vs {KIND_LABELS[u]})"
     elif measured.engine == "sqlserver" and measured.recording.kind == "measured":
-        def dmv(key, name, col, difference=False):
+        def dmv(key, name, col, difference=False, small=False):
             frame = measured.table(key)
             if frame is None:
                 return spread([]), "not recorded"
             part = frame[frame["name"] == name].groupby(["variant", "repetition"], as_index=False)[col].sum()
             r = ratio_spread(part, col, "unfair", "fair", difference=difference)
-            return r, r.text(",.0f") + " more than" if difference else r.text(".3g", "×")
+            if difference:
+                return r, r.text(",.0f") + " more than"
+            return r, r.text("fraction") + " of" if small else r.text(".3g", "×")
 
-        waits, waits_text = dmv("latch", LATCH, "waits")
+        waits, waits_text = dmv("latch", LATCH, "waits", small=True)
         spins, spins_text = dmv("spinlock", LATCH_SPIN, "spins", difference=True)
         wait_max, max_text = dmv("latch", LATCH, "max_wait_time_ms")
         elapsed = ratio_spread(measured.runs, "elapsed_s", "unfair", "fair")

@@ -43,13 +43,23 @@ class Spread:
         return self.n > 0 and self.high < threshold
 
     def text(self, fmt: str = ",.1f", unit: str = "") -> str:
-        """'12.3x (11.0-13.5, median of 5)': the number a page prints, with its spread."""
+        """'12.3x (11.0-13.5, median of 5)': the number a page prints, with its spread.
+
+        ``fmt="fraction"`` writes a small ratio as a reader says it, ``1/22,000`` rather than
+        ``4.5e-05`` (two significant digits in the denominator; 0.1 and above as plain numbers)."""
         if self.n == 0:
             return "not measured"
+        show = _fraction if fmt == "fraction" else (lambda v: f"{v:{fmt}}{unit}")
         if self.n == 1:
-            return f"{self.median:{fmt}}{unit} (one run)"
+            return f"{show(self.median)} (one run)"
         how = "95% interval" if self.method.startswith("bootstrap") else "range"
-        return f"{self.median:{fmt}}{unit} ({how} {self.low:{fmt}}–{self.high:{fmt}}{unit}, median of {self.n})"
+        return f"{show(self.median)} ({how} {show(self.low)}–{show(self.high)}, median of {self.n})"
+
+
+def _fraction(v: float) -> str:
+    if 0 < v < 0.1:
+        return f"1/{float(f'{1 / v:.2g}'):,.0f}"
+    return f"{v:.2g}"
 
 
 def spread(values: Iterable[float]) -> Spread:
