@@ -14,6 +14,7 @@ from contention_book.chapters.shared import display, style  # noqa: E402
 @pytest.mark.parametrize("value, text", [
     (271609.0, "271,609"), (22642.0, "22,642"), (76076006.1, "76,076,006"), (16.911018, "16.9"), (3.3, "3.3"),
     (0.0123, "0.0123"), (float("nan"), "—"), (None, "—"), (5, "5"), (0.0, "0"), (True, "yes"), ("text", "text"),
+    (1e-4, "0.0001"), (0.000123456, "0.000123"), (-3e-4, "-0.0003"), (4.5e-5, "0.000045"), (2e-8, "2.00e-08"),
 ])
 def test_numbers_read_as_a_person_writes_them(value, text):
     assert display.number_text(value) == text

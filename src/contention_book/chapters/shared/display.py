@@ -112,7 +112,7 @@ def human(name: Any) -> Any:
 
 def number_text(value: Any) -> str:
     """A number as a table cell: separators for thousands, no trailing ``.0``, three significant digits
-    below 100."""
+    below 100, written out down to a millionth (``0.0001``, not ``1.00e-04``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
         return MISSING
     if isinstance(value, bool):
@@ -132,6 +132,8 @@ def number_text(value: Any) -> str:
             return f"{v:,.0f}"
         if a >= 0.001:
             return f"{v:.3g}"
+        if a >= 1e-6:  # 0.0001, not 1.00e-04: three significant digits, written out
+            return f"{v:.{2 - math.floor(math.log10(a))}f}".rstrip("0")
         return f"{v:.2e}"
     return str(value)
 
