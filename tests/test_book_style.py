@@ -100,3 +100,10 @@ def test_a_layout_that_collapses_is_found():
         ax.set_title("title")
     assert any("layout" in p for p in style.overlaps(fig))
     plt.close(fig)
+
+
+def test_index_labels_read_like_cells():
+    frame = pd.DataFrame({"threads": [2, 10000], "oversubscribed": [False, True], "x": [1.5, 2.0]})
+    html = display.table_html(frame.set_index(["threads", "oversubscribed"]))
+    assert "False" not in html and "True" not in html and ">no<" in html and ">yes<" in html
+    assert "10,000" in html

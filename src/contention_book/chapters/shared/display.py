@@ -18,6 +18,7 @@ import numbers
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 MISSING = "—"
@@ -115,7 +116,7 @@ def number_text(value: Any) -> str:
     below 100, written out down to a millionth (``0.0001``, not ``1.00e-04``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
         return MISSING
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
         return f"{int(value):,}"
@@ -146,7 +147,8 @@ def is_missing(value: Any) -> bool:
 
 
 def _header_html(label: Any, glossary: str) -> str:
-    text = str(human(label))
+    numeric = isinstance(label, (numbers.Real, np.bool_)) and not isinstance(label, str)
+    text = number_text(label) if numeric else str(human(label))
     term = GLOSSARY_TERMS.get(text)
     body = html.escape(text)
     if term and glossary:
