@@ -18,7 +18,6 @@
  * none).  Python picks the event, weighs and folds.
  */
 #include <math.h>
-#include <pthread.h>
 #include "core.h"
 
 #define PC_OK CORE_OK
@@ -243,23 +242,16 @@ static pc_result *result_new(void) {
     return r;
 }
 
-/* Read bytes [from, to) of the file -- whole samples: both ends at a line start after a blank line or
- * the file's ends -- into r. */
-typedef struct { const char *path; off_t from, to; pc_result *r; int status; } part_t;
-
 static int line_cb(void *ctx, const char *s, const char *e) {
     pc_result *r = ctx;
     return line(r, s, e, &r->key);
 }
 
-static void *read_part(void *arg) {
-    part_t *pt = arg;
-    pc_result *r = pt->r;
-    int status = read_lines(pt->path, pt->from, pt->to, line_cb, r);
+static int end_part(void *ctx, int status) {
+    pc_result *r = ctx;
     if (!status) status = end_sample(r);
     if (status == PC_FALLBACK) r->fallback_line = r->line_no;
-    pt->status = status;
-    return NULL;
+    return status;
 }
 
 /* The second part's samples appended to the first's, its frames, stacks and events re-interned there
@@ -296,33 +288,17 @@ out:
     return status;
 }
 
+static void *make_like(void *like) { (void)like; return result_new(); }
+static int merge_cb(void *a, void *b) { return merge(a, b); }
+static void drop_cb(void *r) { pc_free(r); }
+static const core_ops OPS = {line_cb, end_part, make_like, merge_cb, drop_cb};
+
 /* Read the whole file, in two threads when it is big; PC_OK with the arrays filled, or why not. */
 int pc_parse(const char *path, pc_result **out) {
     pc_result *r = result_new();
     *out = r;
     if (!r) return PC_NOMEM;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PC_IOERROR;
-    off_t size = lseek(fd, 0, SEEK_END);
-    close(fd);
-    if (size < 0) return PC_IOERROR;
-    off_t mid = split_point(path, size, 1);
-    part_t first = {path, 0, mid ? mid : size, r, PC_OK};
-    if (!mid) {
-        read_part(&first);
-        return first.status;
-    }
-    part_t second = {path, mid, size, result_new(), PC_OK};
-    if (!second.r) return PC_NOMEM;
-    pthread_t t;
-    int threaded = pthread_create(&t, NULL, read_part, &second) == 0;
-    read_part(&first);
-    if (threaded) pthread_join(t, NULL);
-    else read_part(&second);
-    int status = first.status ? first.status : second.status;
-    if (!status) status = merge(r, second.r);
-    pc_free(second.r);
-    return status;
+    return read_file(path, 1, r, &OPS);
 }
 
 /* Accessors for ctypes: counts, then copies into arrays Python allocated. */

@@ -5,6 +5,7 @@
 #define PERFTOOLS_CORE_H
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,7 @@ static int32_t intern(intern_t *t, const char *s, size_t n) {
     return id;
 }
 
-/* -- reading by lines ---------------------------------------------------------------------------- */
+/* -- reading by lines, in one or two threads ------------------------------------------------------- */
 typedef int (*line_fn)(void *ctx, const char *s, const char *e);
 
 /* Calls fn(ctx, start, end) for each line of bytes [from, to) of the file, without its '\n' (the
@@ -176,6 +177,50 @@ static off_t split_point(const char *path, off_t size, int after_blank) {
     }
     close(fd);
     return found < size ? found : 0;
+}
+
+/* What a core does with its result while a file is read (the result is the core's own struct). */
+typedef struct {
+    line_fn line;                      /* each line, in file order within a part */
+    int (*end)(void *r, int status);   /* after a part's last line (or its first error): the part's status */
+    void *(*make)(void *like);         /* an empty result set up like this one, for the second part */
+    int (*merge)(void *into, void *from); /* append the second part's result to the first's */
+    void (*drop)(void *r);
+} core_ops;
+
+typedef struct { const char *path; off_t from, to; void *r; const core_ops *ops; int status; } core_part;
+
+static void *read_part(void *arg) {
+    core_part *pt = arg;
+    pt->status = pt->ops->end(pt->r, read_lines(pt->path, pt->from, pt->to, pt->ops->line, pt->r));
+    return NULL;
+}
+
+/* Read the whole file into r: big files in two threads, the second half (from split_point) into a
+ * result of its own that is then merged into r in file order. */
+static int read_file(const char *path, int after_blank, void *r, const core_ops *ops) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return CORE_IOERROR;
+    off_t size = lseek(fd, 0, SEEK_END);
+    close(fd);
+    if (size < 0) return CORE_IOERROR;
+    off_t mid = split_point(path, size, after_blank);
+    core_part first = {path, 0, mid ? mid : size, r, ops, CORE_OK};
+    if (!mid) {
+        read_part(&first);
+        return first.status;
+    }
+    core_part second = {path, mid, size, ops->make(r), ops, CORE_OK};
+    if (!second.r) return CORE_NOMEM;
+    pthread_t t;
+    int threaded = pthread_create(&t, NULL, read_part, &second) == 0;
+    read_part(&first);
+    if (threaded) pthread_join(t, NULL);
+    else read_part(&second);
+    int status = first.status ? first.status : second.status;
+    if (!status) status = ops->merge(r, second.r);
+    ops->drop(second.r);
+    return status;
 }
 
 #endif

@@ -18,7 +18,6 @@
 #define _GNU_SOURCE
 #include <locale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include "core.h"
 
@@ -160,14 +159,6 @@ static wc_result *result_new(char delim, int ncols, const int32_t *roles) {
     return r;
 }
 
-typedef struct { const char *path; off_t from, to; wc_result *r; int status; } part_t;
-
-static void *read_part(void *arg) {
-    part_t *pt = arg;
-    pt->status = read_lines(pt->path, pt->from, pt->to, row, pt->r);
-    return NULL;
-}
-
 /* The second part's rows appended to the first's, its stacks and processes re-interned there. */
 static int merge_table(intern_t *into, const intern_t *from, const ints_t *ids, ints_t *out) {
     size_t n = count(from);
@@ -195,6 +186,15 @@ static int merge(wc_result *a, wc_result *b) {
     return CORE_OK;
 }
 
+static int end_part(void *r, int status) { (void)r; return status; }
+static void *make_like(void *like) {
+    wc_result *r = like;
+    return result_new(r->delim, r->ncols, r->roles);
+}
+static int merge_cb(void *a, void *b) { return merge(a, b); }
+static void drop_cb(void *r) { wc_free(r); }
+static const core_ops OPS = {row, end_part, make_like, merge_cb, drop_cb};
+
 /* Read the file (header line first) with roles[col]: ROLE_SKIP, ROLE_STACK, ROLE_PROCESS or
  * ROLE_NUMBER + slot; CORE_OK with the arrays filled, or why not. */
 int wc_parse(const char *path, char delim, int ncols, const int32_t *roles, wc_result **out) {
@@ -206,28 +206,7 @@ int wc_parse(const char *path, char delim, int ncols, const int32_t *roles, wc_r
     *out = r;
     if (!r) return CORE_NOMEM;
     r->skip_header = 1;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return CORE_IOERROR;
-    off_t size = lseek(fd, 0, SEEK_END);
-    close(fd);
-    if (size < 0) return CORE_IOERROR;
-    off_t mid = split_point(path, size, 0);
-    part_t first = {path, 0, mid ? mid : size, r, CORE_OK};
-    if (!mid) {
-        read_part(&first);
-        return first.status;
-    }
-    part_t second = {path, mid, size, result_new(delim, ncols, roles), CORE_OK};
-    if (!second.r) return CORE_NOMEM;
-    pthread_t t;
-    int threaded = pthread_create(&t, NULL, read_part, &second) == 0;
-    read_part(&first);
-    if (threaded) pthread_join(t, NULL);
-    else read_part(&second);
-    int status = first.status ? first.status : second.status;
-    if (!status) status = merge(r, second.r);
-    wc_free(second.r);
-    return status;
+    return read_file(path, 0, r, &OPS);
 }
 
 /* Accessors for ctypes: counts, then copies into arrays Python allocated. */
