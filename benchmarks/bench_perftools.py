@@ -31,9 +31,10 @@ fresh Python process so peak memories are separate and nothing is cached:
 * ``imports``: the imports alone (the interpreter's baseline memory).
 
 Times exclude interpreter start and imports; the runs are interleaved (each
-variant once per round, ``--repeat`` rounds) and the best and the median are reported (on a shared two-core machine the floor
-alone varies 0.16-1.0 s between identical runs, so both are shown).  Peak memory is the child's VmHWM (peak resident set, which
-includes the imports).  Targets: CSV parse + aggregate within 1.5x of the
+variant once per round, ``--repeat`` rounds) and the best and the median are
+reported (on a shared two-core machine the floor alone varies 0.16-1.0 s
+between identical runs, so both are shown).  Peak memory is the child's
+VmHWM (peak resident set, which includes the imports).  Targets: CSV parse + aggregate within 1.5x of the
 floor, perf script at >= 50 MB/s, peak RSS <= 1.5x the file size.
 """
 
