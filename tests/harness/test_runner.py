@@ -196,3 +196,42 @@ def test_after_sigkill_the_lock_is_free_and_the_partial_recording_is_sealed(tmp_
     from contention_book.harness.recording import Recording
 
     assert Recording.open(dest, allow_incomplete=True).kind == "measured"  # checksums hold
+
+
+SIGNAL_MID_LINE = textwrap.dedent("""
+    import os, signal, sys
+    from contention_book.harness.runner import RunInterrupted, RunLog, stop_signals
+
+    class File:  # the run.log file: a second SIGTERM lands while the first one's line is being written
+        sent = False
+        def write(self, text):
+            if "received:" in text and not File.sent:
+                File.sent = True
+                os.kill(os.getpid(), signal.SIGTERM)
+        def flush(self):
+            pass
+        def close(self):
+            pass
+
+    log = RunLog(echo=lambda line: None)
+    log._file = File()
+    try:
+        with stop_signals(log):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):
+                pass
+    except RunInterrupted:
+        pass
+    log.detach()
+    print(log.text(), end="")
+""")
+
+
+def test_a_second_signal_while_the_first_is_being_logged_does_not_hang():
+    """The handler of the second signal must not wait for the log the first handler is writing with
+    (it did, and a SIGTERM sent to make's process group, so twice to the runner, hung a run for good)."""
+    r = subprocess.run([sys.executable, "-c", SIGNAL_MID_LINE], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["[run] SIGTERM received", "[run] SIGTERM received again"], lines

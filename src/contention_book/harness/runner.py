@@ -59,13 +59,19 @@ class RunFailed(RuntimeError):
 
 
 class RunLog:
-    """Prints a run's lines (redacted) and keeps them for the recording's ``run.log``."""
+    """Prints a run's lines (redacted) and keeps them for the recording's ``run.log``.
+
+    Signal handlers log through :meth:`from_signal`, which never waits for the lock: a handler runs in
+    the main thread between two bytecodes, possibly while that same thread is inside this log writing
+    a line, and waiting there would wait forever (a second SIGTERM during the first one's line did).
+    """
 
     def __init__(self, echo: Callable[[str], None] | None = None):
         self.echo = echo or (lambda line: print(line, flush=True))
         self.lines: list[str] = []
         self._lock = threading.Lock()
         self._file = None
+        self._pending: list[str] = []  # lines from signal handlers that found the log busy
 
     def attach(self, path: Path) -> None:
         """Write every line to ``path`` as it comes, so even a run killed by SIGKILL leaves its log."""
@@ -76,6 +82,7 @@ class RunLog:
 
     def detach(self) -> None:
         with self._lock:
+            self._emit()
             if self._file is not None:
                 self._file.close()
                 self._file = None
@@ -83,14 +90,34 @@ class RunLog:
     def __call__(self, message: Any) -> None:
         line = redact(str(message))
         with self._lock:
-            self.lines.append(line)
+            self._emit(line)
+
+    def from_signal(self, message: Any) -> None:
+        """Log from a signal handler: now if the log is free, else with the next line written."""
+        line = redact(str(message))
+        if self._lock.acquire(blocking=False):
+            try:
+                self._emit(line)
+            finally:
+                self._lock.release()
+        else:
+            self._pending.append(line)
+
+    def _emit(self, line: str | None = None) -> None:
+        """Keep, write and echo the pending lines and ``line`` (the caller holds the lock)."""
+        lines, self._pending = self._pending, []
+        if line is not None:
+            lines.append(line)
+        for one in lines:
+            self.lines.append(one)
             if self._file is not None:
-                self._file.write(line + "\n")
+                self._file.write(one + "\n")
                 self._file.flush()
-        self.echo(line)
+            self.echo(one)
 
     def text(self) -> str:
         with self._lock:
+            self._emit()
             return "\n".join(self.lines) + "\n"
 
 
@@ -106,6 +133,8 @@ def stop_signals(log: Callable[[str], None]) -> Iterator[dict]:
     if threading.current_thread() is not threading.main_thread():
         yield state
         return
+
+    log = getattr(log, "from_signal", log)
 
     def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
         if state["signum"] is None:
