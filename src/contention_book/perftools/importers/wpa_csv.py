@@ -32,8 +32,8 @@ same Profile (tests/perftools/test_perftools_native_wpa.py).  Measured on
 a 192 MB, 578k-sample export (benchmarks/bench_perftools.py, 2 CPUs): the
 C core path 1.08x pyarrow.csv.read_csv's time best-to-best (0.95x median
 to median), the pyarrow path 2.2x; peak RSS 1.20x the file, against
-read_csv's 3.4x.  If a file
-is refused, a slow pass with :mod:`csv` finds the bad line for the message.
+read_csv's 3.4x.  If a file is refused, a slow pass with :mod:`csv` finds
+the bad line for the message.
 """
 
 from __future__ import annotations
