@@ -102,6 +102,13 @@ def table(count, copy, which: int, n_what: int, bytes_what: int, elem="uint8"):
     return arena, offsets
 
 
+def texts(count, copy, which: int, n_what: int, bytes_what: int) -> list[str]:
+    """An interned table of byte strings out of a core, decoded (UTF-8; UnicodeDecodeError otherwise)."""
+    arena, offsets = table(count, copy, which, n_what, bytes_what)
+    raw, bounds = arena.tobytes(), offsets.tolist()
+    return [raw[a:b].decode("utf-8") for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 if __name__ == "__main__":  # make setup: build the cores ahead of first use
     for core in CORES:
         built = library_path(core)

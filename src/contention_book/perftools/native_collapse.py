@@ -16,8 +16,6 @@ import os
 
 from . import native_build
 
-PC_OK = native_build.OK
-
 
 def _declare(lib) -> None:
     lib.pc_parse.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
@@ -29,25 +27,21 @@ def _declare(lib) -> None:
     lib.pc_free.argtypes = [ctypes.c_void_p]
 
 
-def available() -> bool:
-    return native_build.load("collapse", _declare) is not None
-
-
 def parse(path):
     """(stack ids, event ids, periods, frame names, stack offsets, stack frames, events) or None."""
     import numpy as np
 
     from .builder import frame_name
 
-    if not native_build.enabled() or not native_build.plain_file(path):
+    if not native_build.plain_file(path):
         return None
-    lib = native_build.load("collapse", _declare)
+    lib = native_build.load("collapse", _declare)  # None when turned off or not built
     if lib is None:
         return None
     handle = ctypes.c_void_p()
     try:
         status = lib.pc_parse(os.fsencode(path), ctypes.byref(handle))
-        if status != PC_OK or lib.pc_count(handle, 0) == 0:
+        if status != native_build.OK or lib.pc_count(handle, 0) == 0:
             return None  # another shape, or nothing read: the Python reader says what
         n = lib.pc_count(handle, 0)
         stack = np.empty(n, dtype=np.int32)
@@ -56,16 +50,9 @@ def parse(path):
         lib.pc_samples(handle, stack.ctypes.data, event.ctypes.data, period.ctypes.data)
         count = lambda what: lib.pc_count(handle, what)  # noqa: E731
         copy = lambda which, arena, offsets: lib.pc_table(handle, which, arena, offsets)  # noqa: E731
-        arena, off = native_build.table(count, copy, 0, 1, 2)
-        text = arena.tobytes()
-        names = []
-        for a, b in zip(off[:-1].tolist(), off[1:].tolist()):
-            module, _, function = text[a:b].decode("utf-8").partition("\x00")
-            names.append(frame_name(module, function))
+        names = [frame_name(*key.partition("\x00")[::2]) for key in native_build.texts(count, copy, 0, 1, 2)]
         values, offsets = native_build.table(count, copy, 1, 3, 4, elem="int32")
-        ev_arena, ev_off = native_build.table(count, copy, 2, 5, 6)
-        ev_text = ev_arena.tobytes()
-        events = [ev_text[a:b].decode("utf-8") for a, b in zip(ev_off[:-1].tolist(), ev_off[1:].tolist())]
+        events = native_build.texts(count, copy, 2, 5, 6)
         return stack, event, period, names, offsets, values, events
     finally:
         lib.pc_free(handle)

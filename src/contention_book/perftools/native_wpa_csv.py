@@ -40,12 +40,12 @@ def parse(path, delimiter: str, ncols: int, stack: int, process: int | None, num
     """
     import numpy as np
 
-    if not native_build.enabled() or not native_build.plain_file(path) or len(delimiter.encode()) != 1:
+    if not native_build.plain_file(path) or len(delimiter.encode()) != 1:
         return None
     with open(path, "rb") as fh:
         if fh.read(2) in (b"\xff\xfe", b"\xfe\xff"):
             return None  # UTF-16
-    lib = native_build.load("wpa_csv", _declare)
+    lib = native_build.load("wpa_csv", _declare)  # None when turned off or not built
     if lib is None:
         return None
     roles = np.zeros(ncols, dtype=np.int32)
@@ -65,10 +65,7 @@ def parse(path, delimiter: str, ncols: int, stack: int, process: int | None, num
         copy = lambda which, arena, offsets: lib.wc_table(handle, which, arena, offsets)  # noqa: E731
 
         def texts(which: int) -> list[str]:
-            arena, off = native_build.table(count, copy, which, 1 + 2 * which, 2 + 2 * which)
-            raw = arena.tobytes()
-            bounds = off.tolist()
-            return [_unquote(raw[a:b].decode("utf-8")) for a, b in zip(bounds[:-1], bounds[1:])]
+            return list(map(_unquote, native_build.texts(count, copy, which, 1 + 2 * which, 2 + 2 * which)))
 
         def column(which: int, dtype):
             out = np.empty(n, dtype=dtype)

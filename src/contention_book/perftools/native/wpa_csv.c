@@ -217,8 +217,6 @@ int64_t wc_count(wc_result *r, int what) {
     case 2: return (int64_t)r->stacks.arena.n;
     case 3: return (int64_t)count(&r->processes);
     case 4: return (int64_t)r->processes.arena.n;
-    case 5: return (int64_t)r->row_process.n;
-    case 6: return (int64_t)r->nslots;
     }
     return -1;
 }
