@@ -661,8 +661,42 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
                              f"{', '.join(missing)}; not listed in its {MANIFEST}")
     view.stacks = {Path(f).name.split(".")[0]: r.path / f for f in r.files
                    if f.startswith("stacks/") and f.endswith(".folded.gz")}
+    if r.kind == "measured":
+        _set_aside_unbalanced_points(view, layout, engine)
     _set_aside_erroneous_points(view)
     return view
+
+
+def _set_aside_unbalanced_points(view: "RecordingView", layout: Mapping[str, Any], engine: str) -> None:
+    """Rows that break one of their table's accounting identities are kept out of the table (so out of every
+    figure and verdict), listed in ``tables["<key>_set_aside"]``, and named in a note: file, line, point and
+    the identity that fails.  A required identity whose columns the recording lacks is an error."""
+    from .spec import missing_for_identities, point_words, unbalanced
+
+    r = view.recording
+    for key, table in layout.items():
+        frame = view.tables.get(f"{key}_by_repetition", view.tables.get(key))
+        if frame is None or not getattr(table, "identities", ()):
+            continue
+        for ident, cols in missing_for_identities(table, frame, engine):
+            raise RecordingError(f"recording {r.path}: file {table.path} has no column {', '.join(cols)}; "
+                                 f"expected it, to check that {ident.name}")
+        bad = unbalanced(table, frame, engine)
+        if not bad:
+            continue
+        positions = sorted({pos for pos, _ in bad})
+        words = "; ".join(f"line {pos + 2} ({point_words(frame.iloc[pos])}): {ident.name} fails"
+                          for pos, ident in bad)
+        view.tables[f"{key}_set_aside"] = frame.iloc[positions].reset_index(drop=True)
+        keep = frame.drop(frame.index[positions]).reset_index(drop=True)
+        if f"{key}_by_repetition" in view.tables:
+            view.tables[f"{key}_by_repetition"] = keep
+            view.tables[key] = median_over_repetitions(keep, table)
+        else:
+            view.tables[key] = keep
+        r.manifest.setdefault("notes", []).append(
+            f"set aside, not shown and not used in any verdict, because they do not balance: file {table.path} "
+            f"{words}")
 
 
 def median_over_repetitions(frame: pd.DataFrame, table: Any) -> pd.DataFrame:

@@ -175,6 +175,21 @@ class RunContext:
     def variants(self) -> list[str]:
         return list(self.params.get("variants") or self.spec.variants[self.engine])
 
+    def check_balanced(self, key: str, rows) -> None:
+        """Call at the end of each point with the rows just measured for layout table ``key``: a point that does
+        not balance (messages lost, a consumer idle beside a full backlog, fewer updates than asked) fails the run
+        here, naming the point and the identity, instead of landing in a recording."""
+        import pandas as pd
+
+        from .spec import Unbalanced, check_balanced
+
+        frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows) if not isinstance(rows, dict)
+                                                                          else [rows])
+        try:
+            check_balanced(self.spec.layout[key], frame, self.engine, where=self.spec.layout[key].path)
+        except Unbalanced as exc:
+            raise RunFailed(f"the point does not balance: {exc}") from None
+
     def progress(self, total: int | None, desc: str, unit: str = "op"):
         from .progress import progress
 
@@ -299,6 +314,7 @@ def _run(runner: Runner, ctx: RunContext) -> None:
             raise RunFailed(f"{type(exc).__name__}: {redact(exc)}") from None
         if not _has_data(ctx.writer):
             raise RunFailed("the run wrote no data files")
+        _check_balanced(ctx)
         ctx.log("[run] sealing the recording")
         pause = float(os.environ.get(SEAL_PAUSE_ENV) or 0)
         if pause:  # fault tests deliver their signal while a recording is being sealed
@@ -306,6 +322,23 @@ def _run(runner: Runner, ctx: RunContext) -> None:
     finally:
         ctx.log.detach()
         ctx.writer.write_text("run.log", ctx.log.text(), "what the live runner printed (redacted)")
+
+
+def _check_balanced(ctx: RunContext) -> None:
+    """The safety net behind the chapters' per-point checks: a recording whose rows break an accounting
+    identity of its layout is never sealed ``complete``."""
+    import pandas as pd
+
+    from .spec import Unbalanced, check_balanced
+
+    for table in ctx.spec.layout.values():
+        path = ctx.writer.tmp / table.path
+        if not table.identities or not path.is_file():
+            continue
+        try:
+            check_balanced(table, pd.read_csv(path), ctx.engine, where=table.path)
+        except Unbalanced as exc:
+            raise RunFailed(f"the recording does not balance: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

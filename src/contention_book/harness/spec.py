@@ -20,7 +20,9 @@ Where files go in a recording (the same in every chapter):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
+
+import pandas as pd
 
 from .params import Param
 
@@ -33,6 +35,72 @@ TEXT_COLUMNS = frozenset({
     "variant", "name", "counter", "instance_name", "unit", "method", "placement", "l3", "function", "machine",
     "relation", "backend_type", "wait", "phase", "index", "query", "measurement", "fact", "layout", "statement",
     "topic", "page", "object", "is_last_page"})
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An accounting identity every row of a measured table must satisfy (what went in = what came out + what
+    is left), written once here and checked by the live runner after each point and by the loader.
+
+    ``holds(frame)`` returns a boolean Series, True where the row balances.
+    ``needs`` names the columns it reads; a measured recording of one of
+    ``engines`` (all engines when empty) that lacks one of them cannot be
+    checked, which is an error when ``required``.
+    """
+
+    name: str                                   # "pushed = popped + backlog change + lost"
+    holds: Callable[[pd.DataFrame], pd.Series]
+    needs: tuple[str, ...]
+    engines: tuple[str, ...] = ()
+    required: bool = True
+
+    def applies_to(self, engine: str) -> bool:
+        return not self.engines or engine in self.engines
+
+
+class Unbalanced(RuntimeError):
+    """A point whose numbers do not balance: the design under test is broken, not slow."""
+
+
+def unbalanced(table: "Table", frame: pd.DataFrame, engine: str) -> list[tuple[int, Identity]]:
+    """(row position, identity) for every row of ``frame`` that fails one of ``table``'s identities."""
+    out = []
+    for ident in table.identities:
+        if not ident.applies_to(engine) or not set(ident.needs) <= set(frame.columns) or frame.empty:
+            continue
+        ok = ident.holds(frame).reindex(frame.index).fillna(False).astype(bool)
+        out += [(pos, ident) for pos in (~ok).to_numpy().nonzero()[0]]
+    return sorted(out, key=lambda x: x[0])
+
+
+def missing_for_identities(table: "Table", frame: pd.DataFrame, engine: str) -> list[tuple[Identity, list[str]]]:
+    """Required identities that cannot be checked because ``frame`` lacks their columns."""
+    return [(i, [c for c in i.needs if c not in frame.columns]) for i in table.identities
+            if i.required and i.applies_to(engine) and not set(i.needs) <= set(frame.columns)]
+
+
+def point_words(row: Mapping) -> str:
+    """'ring at 4 sessions, repetition 2': the point a row belongs to, in words."""
+    parts = [str(row["variant"])] if "variant" in row else []
+    for col, word in (("sessions", "sessions"), ("producers", "producers"), ("threads", "threads"),
+                      ("repetition", "repetition")):
+        if col in row and pd.notna(row[col]):
+            value = row[col]
+            value = int(value) if isinstance(value, float) and float(value).is_integer() else value
+            parts.append(f"repetition {value}" if col == "repetition" else f"at {value} {word}")
+    return " ".join(parts) or "the point"
+
+
+def check_balanced(table: "Table", frame: pd.DataFrame, engine: str, where: str = "") -> None:
+    """Raise :class:`Unbalanced` naming the point and identity when a just-measured row does not balance."""
+    for ident, cols in missing_for_identities(table, frame, engine):
+        raise Unbalanced(f"{where or table.path}: cannot check {ident.name!r}: no column {', '.join(cols)}")
+    bad = unbalanced(table, frame, engine)
+    if bad:
+        pos, ident = bad[0]
+        row = frame.iloc[pos]
+        shown = ", ".join(f"{c}={row[c]}" for c in ident.needs)
+        raise Unbalanced(f"{where or table.path}: {point_words(row)} does not balance: {ident.name} ({shown})")
 
 
 @dataclass(frozen=True)
@@ -50,6 +118,7 @@ class Table:
     values: Mapping[str, tuple] = field(default_factory=dict)  # column -> the values it may hold (e.g. variants)
     unique: tuple[str, ...] = ()  # columns no two rows of a measured recording share (published rows are as printed)
     text: tuple[str, ...] = ()  # columns holding words beyond TEXT_COLUMNS; the rest hold numbers
+    identities: tuple[Identity, ...] = ()  # accounting identities each measured row must satisfy
 
     def __post_init__(self) -> None:
         if self.path != "runs.csv" and not self.path.startswith(FOLDERS):

@@ -1,0 +1,44 @@
+"""The verdict vocabulary: direction and size are judged apart, and each outcome can be reached."""
+from __future__ import annotations
+
+import pytest
+
+from contention_book.chapters.shared.claims import Claim, Size, above, judge
+from contention_book.chapters.shared.spread import spread
+
+
+def test_direction_with_a_size_not_comparable_is_direction_reproduced():
+    v, size = judge(above(spread([11, 12, 13, 12, 11]), 1.0), Size.not_comparable("a C model on 2 CPUs"))
+    assert v == "direction reproduced" and "a C model" in size
+
+
+def test_size_within_the_factor_is_reproduced():
+    v, size = judge("agrees", Size.compare(1.22, spread([1.3, 1.4, 1.35, 1.32, 1.38]), factor=1.5))
+    assert v == "reproduced" and size.startswith("compared, within")
+
+
+def test_size_outside_the_factor_differs_even_when_the_direction_holds():
+    v, size = judge("agrees", Size.compare(1.22, spread([11, 12, 13, 12, 11]), factor=2))
+    assert v.startswith("differs") and "outside" in size
+
+
+def test_a_straddling_size_is_inconclusive():
+    v, _ = judge("agrees", Size.compare(2.0, spread([1.2, 5.0, 3.0, 0.8, 6.0]), factor=2))
+    assert v.startswith("inconclusive")
+
+
+def test_a_contrary_direction_is_never_rescued_by_size():
+    v, _ = judge(above(spread([0.5, 0.6, 0.55, 0.52, 0.58]), 1.0), Size.compare(0.55, spread([0.55] * 5)))
+    assert v == "differs"
+
+
+def test_missing_point_verdict():
+    assert above(spread([]), 1.0).startswith("not testable with this recording")
+
+
+def test_claim_refuses_the_old_vocabulary_and_a_bare_verdict():
+    with pytest.raises(ValueError):
+        Claim("c", "p", "m", "r", "agrees")
+    with pytest.raises(ValueError, match="tested on"):
+        Claim("c", "p", "m", "r", "direction reproduced", size="not compared: x")
+    Claim("c", "p", "m", "r", "direction reproduced", tested_on="C model on 2 CPUs", size="not compared: x")
