@@ -30,7 +30,7 @@ from . import style
 from .stacks import StackSection
 
 __all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "show_verdicts",
-           "load_summary"]
+           "load_summary", "show_diagram"]
 
 # The runner's lines worth keeping on a page: its plan, the guard's actions and its outcome.
 SUMMARY_PREFIXES = ("[run]", "[guard]", "[harness]")
@@ -100,6 +100,39 @@ def show_figure(name: str, fig) -> None:
     glue(name, style.fit_width(fig), display=False)
     style.record_check(_page["chapter"], name, fig)
     plt.close(fig)
+
+
+_diagrams = itertools.count(1)
+
+
+def show_diagram(name: str, fig, alt: str, caption: str) -> None:
+    """A mechanism diagram (not a data figure): drawn as SVG, shown with its alt text and a numbered caption.
+
+    ``fig`` is a matplotlib figure or SVG text.  The SVG is embedded in the
+    page, so a diagram drawn from the reader's own measured numbers rebuilds
+    with them.  ``alt`` says what the picture shows for a reader who cannot
+    see it; it must be a sentence, not a file name."""
+    import base64
+    import html
+    import io
+
+    from IPython.display import HTML
+
+    if len(alt.split()) < 5:
+        raise ValueError(f"diagram {name}: alt text {alt!r} is too short; say what the picture shows")
+    if isinstance(fig, str):
+        svg = fig
+    else:
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+        plt.close(fig)
+        svg = buf.getvalue()
+    number = next(_diagrams)
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    anchor = f"diagram-{_page['chapter']}-{name}"
+    display(HTML(f'<figure class="diagram" id="{anchor}"><img src="data:image/svg+xml;base64,{data}" '
+                 f'alt="{html.escape(alt, quote=True)}" style="max-width:100%;height:auto"/>'
+                 f'<figcaption>Diagram {number}. {html.escape(caption)}</figcaption></figure>'))
 
 
 FLAME_CAPTION = ("Flame graph of the CPU samples, {title}. Each box is a function; its width is its share of the "
