@@ -138,6 +138,10 @@ class Cursor:
                                             "(0) (SQLExecDirectW)")
         slow, fail = 0.0, None
         with S._locked(self.conn.path) as state:
+            if sess.spid in state.get("killed", []):  # ended by another session's ALTER DATABASE ... ROLLBACK IMMEDIATE
+                sess.dead = True
+                raise OperationalError("08S01", "[Microsoft][ODBC Driver 18 for SQL Server]Communication link "
+                                                "failure (0) (SQLExecDirectW)")
             state["step"] += 1
             norm = S._norm(sql)
             for f in state["faults"]:

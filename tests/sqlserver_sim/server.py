@@ -569,20 +569,22 @@ def _alter_database(state: dict, s: Session, name: str, rest: str) -> list[Resul
     if m:
         db["snapshot"] = m.group(1).upper()
         return []
-    m = re.match(r"^SET READ_COMMITTED_SNAPSHOT (ON|OFF) WITH ROLLBACK IMMEDIATE$", rest, re.I)
+    m = re.match(r"^SET READ_COMMITTED_SNAPSHOT (ON|OFF)( WITH ROLLBACK IMMEDIATE)?$", rest, re.I)
     if m:
+        exclusive_access(state, s, name, bool(m.group(2)), "READ_COMMITTED_SNAPSHOT")
         db["rcsi"] = m.group(1).upper() == "ON"
-        for sess in state["sessions"].values():  # ROLLBACK IMMEDIATE ends other sessions' transactions
-            if sess.get("database") == name:
-                sess["snapshot_txn"] = False
         return []
-    m = re.match(r"^SET ACCELERATED_DATABASE_RECOVERY = (ON|OFF)$", rest, re.I)
+    m = re.match(r"^SET ACCELERATED_DATABASE_RECOVERY = (ON|OFF)( WITH ROLLBACK IMMEDIATE)?$", rest, re.I)
     if m:
         if major(state) < 15 and not az:
             raise sql_error(102, "Incorrect syntax near 'ACCELERATED_DATABASE_RECOVERY'.")
-        if az == "sqldb" and m.group(1).upper() == "OFF":  # ADR is always on in SQL Database (ADR page)
+        if az and m.group(1).upper() == "OFF":
+            # ADR is always on in SQL Database and Managed Instance and cannot be turned off (ADR management
+            # page, https://learn.microsoft.com/sql/relational-databases/accelerated-database-recovery-management);
+            # the error number is this simulator's choice (book/report-sqlserver-difference.md)
             raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
                                   "the statement again.")
+        exclusive_access(state, s, name, bool(m.group(2)), "ACCELERATED_DATABASE_RECOVERY")
         db["adr"] = m.group(1).upper() == "ON"
         return []
     m = re.match(r"^MODIFY FILE \(NAME = N'([^']+)', SIZE = (\d+)MB\)$", rest, re.I)
@@ -603,6 +605,37 @@ def _alter_database(state: dict, s: Session, name: str, rest: str) -> list[Resul
                             "physical_name": m.group(2), "size_mb": int(m.group(3))})
         return []
     raise UnknownStatement(f"ALTER DATABASE [{name}] {rest}")
+
+
+def exclusive_access(state: dict, s: "Session", name: str, rollback_immediate: bool, option: str) -> None:
+    """An option that needs the database to itself: other sessions in it are killed, or the statement waits.
+
+    READ_COMMITTED_SNAPSHOT: "only the connection executing the ALTER DATABASE command is allowed in the
+    database. There must be no other open connection in the database until ALTER DATABASE is complete"
+    (ALTER DATABASE SET options, https://learn.microsoft.com/sql/t-sql/statements/alter-database-transact-sql-set-options).
+    ACCELERATED_DATABASE_RECOVERY: "requires an exclusive database lock ... blocked until all active sessions
+    are gone"; WITH ROLLBACK IMMEDIATE aborts them (https://learn.microsoft.com/sql/relational-databases/
+    accelerated-database-recovery-management).  Killed sessions lose their connection and every lock they hold
+    (application locks included); without the termination clause the statement waits, and with a LOCK_TIMEOUT
+    fails with Msg 1222 when it runs out (SET LOCK_TIMEOUT page).  That a killed session sees a broken
+    connection (08S01) is this simulator's assumption (book/report-sqlserver-difference.md).
+    """
+    others = [spid for spid, sess in state["sessions"].items()
+              if sess.get("database") == name and int(spid) != s.spid and _alive(sess.get("pid", 0))]
+    if not others:
+        return
+    if not rollback_immediate:
+        state.setdefault("exclusive_waits", []).append({"option": option, "database": name,
+                                                        "blocked_by": sorted(int(x) for x in others)})
+        if s.lock_timeout_ms is None:
+            raise SimError("HYT00", f"simulator: ALTER DATABASE SET {option} would wait without bound for "
+                                    f"session(s) {sorted(others)} to leave database {name}")
+        raise sql_error(1222, "Lock request time out period exceeded.", "HY000", 16)
+    for spid in others:
+        state["sessions"].pop(spid, None)
+        state.setdefault("killed", []).append(int(spid))
+        for key in [k for k, v in state["applocks"].items() if v["spid"] == int(spid)]:
+            del state["applocks"][key]
 
 
 def _trace(state: dict, on: bool, flags: list[int], cmd: str) -> list[Result]:
@@ -709,7 +742,7 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
     # -- the run lock (ownership.database_lock; sp_getapplock page: 0 granted, -1 timed out)
     if n == ("SET NOCOUNT ON; DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, @LockMode = 'Exclusive', "
              "@LockOwner = 'Session', @LockTimeout = 0; SELECT @r"):
-        key = f"{s.database}|{params[0]}"
+        key = f"{s.database}|{params[0]}"  # an application lock belongs to the database it is taken in
         holder = state["applocks"].get(key)
         if holder and holder["spid"] != s.spid and _alive(holder["pid"]) and \
                 str(holder["spid"]) in state["sessions"]:
@@ -726,8 +759,10 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
              "WHERE l.resource_type = 'APPLICATION' AND l.request_status = 'GRANT' "
              "AND l.resource_database_id = DB_ID() AND l.resource_description LIKE ?"):
         need_view_server_state(state)
-        name = re.fullmatch(r"%\[\[\](\w+)\]%", params[0])
-        holder = state["applocks"].get(f"{s.database}|{name.group(1)}") if name else None
+        name = re.fullmatch(r"%\[\[\](.+)\]%", params[0])
+        prefix = re.sub(r"\[(.)\]", r"\1", name.group(1)) if name else None  # LIKE's [x] is a literal x
+        holder = next((v for k, v in state["applocks"].items()
+                       if prefix and k.split("|", 1)[0] == s.database and k.split("|", 1)[1][:32] == prefix), None)
         if not holder or not _alive(holder["pid"]):
             return [(["host_process_id", "host_name", "login_time"], [])], msgs
         return [(["host_process_id", "host_name", "login_time"],
@@ -925,6 +960,8 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
         return none
     if key == "last-page-insert/database_id":
         return [(["database_id"], [(db["id"],)])]
+    if key == "last-page-insert/count_rows":
+        return [(["row_count"], [(db["tables"].get(ids[0], {}).get("rows", 0),)])]
     if key in ("last-page-insert/insert", "last-page-insert/insert_rows"):
         n = int(params[0]) if params else 1
         table = db["tables"].setdefault(ids[0], {"rows": 0})

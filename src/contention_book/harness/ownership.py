@@ -7,10 +7,18 @@ first one's pid and start time:
 - :func:`local_lock` is an ``flock`` on a file: the embedded cluster's
   ``run.lock`` or the native benchmarks' lock.  The kernel frees it when its
   holder dies, even by SIGKILL, so a killed run never blocks the next one.
-- :func:`database_lock` is a session-level lock inside the target database
-  (``pg_try_advisory_lock``; ``sp_getapplock`` with a session owner on SQL
-  Server), held on a connection of its own and freed when that connection
-  goes, however the run ends.
+- :func:`database_lock` is a session-level lock held on a connection of its
+  own and freed when that connection goes, however the run ends.  On
+  PostgreSQL it is ``pg_try_advisory_lock`` inside the target database.  On
+  SQL Server it is ``sp_getapplock`` with a session owner taken in
+  ``master``, with the lab database's name in the resource: ghost-cleanup
+  sets READ_COMMITTED_SNAPSHOT and ADR, which need "no other open
+  connection in the database" (ALTER DATABASE SET options page,
+  https://learn.microsoft.com/sql/t-sql/statements/alter-database-transact-sql-set-options),
+  so a session parked in the lab database would be killed by WITH ROLLBACK
+  IMMEDIATE (and the promise of one run at a time quietly lapse) or would
+  stall the change.  sp_getapplock needs only membership in public
+  (https://learn.microsoft.com/sql/relational-databases/system-stored-procedures/sp-getapplock-transact-sql).
 """
 from __future__ import annotations
 
@@ -23,7 +31,13 @@ from typing import Iterator
 from .targets import Target, TargetError
 
 PG_LOCK_KEY = 0x636F6E74  # 'cont': one lock per database, whatever the chapter
-SQLSERVER_RESOURCE = "contention_book_run"
+SQLSERVER_RESOURCE = "contention_book_run"  # + ":<database>"; the lock lives in master (see above)
+SQLSERVER_LOCK_DATABASE = "master"
+
+
+def sqlserver_resource(database: str) -> str:
+    """The application lock's resource for one lab database (sp_getapplock takes up to 255 characters)."""
+    return f"{SQLSERVER_RESOURCE}:{database}"[:255]
 
 
 class RunBusy(TargetError):
@@ -70,7 +84,7 @@ def local_lock(path: Path, what: str) -> Iterator[None]:
 @contextlib.contextmanager
 def database_lock(target: Target, database: str, log=print) -> Iterator[None]:
     """Hold the run lock of ``database`` on a connection of its own for the block."""
-    conn = target.connect(database)
+    conn = target.connect(SQLSERVER_LOCK_DATABASE if target.engine == "sqlserver" else database)
     try:
         cur = conn.cursor()
         if target.engine == "postgres":
@@ -88,25 +102,32 @@ def database_lock(target: Target, database: str, log=print) -> Iterator[None]:
         else:
             cur.execute("SET NOCOUNT ON; DECLARE @r int; EXEC @r = sp_getapplock @Resource = ?, "
                         "@LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = 0; SELECT @r",
-                        SQLSERVER_RESOURCE)
+                        sqlserver_resource(database))
             result = cur.fetchone()[0]
             if result < 0:
                 raise RunBusy(f"database {database} is in use by another contention-book run "
-                              f"({_sqlserver_holder(cur)}); wait for it to end")
+                              f"({_sqlserver_holder(cur, database)}); wait for it to end")
         log(f"[harness] run lock taken on database {database}")
         yield
     finally:
         conn.close()  # the lock belongs to this session: closing it releases the lock
 
 
-def _sqlserver_holder(cur) -> str:
+def _like_literal(text: str) -> str:
+    """``text`` matched literally by LIKE: its wildcards and brackets in brackets."""
+    return "".join(f"[{c}]" if c in "%_[" else c for c in text)
+
+
+def _sqlserver_holder(cur, database: str) -> str:
     """'pid N on HOST, started T' for the session holding the run lock, read from the DMVs.
 
     The holder's pid is the client process id its driver sent at login
     (``sys.dm_exec_sessions.host_process_id``) and its start the session's
     ``login_time``: the lock is taken on a connection opened at the run's
     start.  Seeing another session's rows needs VIEW SERVER STATE (2022:
-    VIEW SERVER PERFORMANCE STATE); without it the message says so.
+    VIEW SERVER PERFORMANCE STATE); without it the message says so.  An
+    APPLICATION lock's resource_description keeps only the first 32
+    characters of the name (sp_getapplock page), so the match is on those.
     """
     try:
         row = cur.execute(
@@ -114,7 +135,7 @@ def _sqlserver_holder(cur) -> str:
             "FROM sys.dm_tran_locks l JOIN sys.dm_exec_sessions s ON s.session_id = l.request_session_id "
             "WHERE l.resource_type = 'APPLICATION' AND l.request_status = 'GRANT' "
             "AND l.resource_database_id = DB_ID() AND l.resource_description LIKE ?",
-            f"%[[]{SQLSERVER_RESOURCE}]%").fetchone()
+            f"%[[]{_like_literal(sqlserver_resource(database)[:32])}]%").fetchone()
     except Exception as exc:  # noqa: BLE001 - the refusal stands; only its detail is missing
         return f"VIEW SERVER STATE would name its pid; reading it failed: {str(exc).splitlines()[0][:160]}"
     if not row:

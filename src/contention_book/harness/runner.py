@@ -291,8 +291,11 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
 
                 params = preflight(spec, params, raw_params, tgt, allow_server_changes=allow_server_changes, log=log)
             if params.get("database"):
+                if tgt.engine == "sqlserver":  # its lock lives in master: taken before the lab database is touched
+                    stack.enter_context(database_lock(tgt, params["database"], log=log))
                 ensure_own_database(tgt, params["database"], log=log)
-                stack.enter_context(database_lock(tgt, params["database"], log=log))
+                if tgt.engine != "sqlserver":  # PostgreSQL's advisory lock lives in the database itself
+                    stack.enter_context(database_lock(tgt, params["database"], log=log))
                 # owning the database, first undo what a killed run on this target left changed
                 stack.enter_context(guard.journal(guard.journal_path(tgt), tgt.connect, log=log))
             rec.repair_abandoned(dest.parent, log)
