@@ -962,6 +962,8 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
         return [(["database_id"], [(db["id"],)])]
     if key == "last-page-insert/count_rows":
         return [(["row_count"], [(db["tables"].get(ids[0], {}).get("rows", 0),)])]
+    if key == "last-page-insert/count_rows":
+        return [(["row_count"], [(db["tables"].get(ids[0], {}).get("rows", 0),)])]
     if key in ("last-page-insert/insert", "last-page-insert/insert_rows"):
         n = int(params[0]) if params else 1
         table = db["tables"].setdefault(ids[0], {"rows": 0})

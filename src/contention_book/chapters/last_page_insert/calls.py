@@ -22,9 +22,20 @@ def calls_per_session(rows_per_session: int, rows_per_call: int) -> int | None:
     return -(-rows_per_session // rows_per_call) if rows_per_session else None
 
 
-def runs_row(result: RunResult, rows_per_call: int, **extra: Any) -> dict[str, Any]:
-    """One runs.csv row: operations and throughput in rows, latency percentiles per call."""
+def runs_row(result: RunResult, rows_per_call: int, rows_counted: int | None = None, **extra: Any) -> dict[str, Any]:
+    """One runs.csv row: operations and throughput in rows, latency percentiles per call, and the accounting:
+    rows the calls inserted beside ``rows_counted``, the rows that appeared in the table over the point."""
     row = result.row(**extra)
     row.update(rows_per_call=rows_per_call, calls=result.operations, calls_per_s=result.throughput,
-               operations=result.operations * rows_per_call, throughput=result.throughput * rows_per_call)
+               operations=result.operations * rows_per_call, throughput=result.throughput * rows_per_call,
+               rows_inserted=result.operations * rows_per_call)
+    if rows_counted is not None:
+        row["rows_counted"] = int(rows_counted)
     return row
+
+
+def count_rows(conn, engine: str, **identifiers: str) -> int:
+    """The test table's rows now (every partition), read before and after a point's measured window."""
+    cur = conn.cursor()
+    cur.execute(workloads.load(CHAPTER, engine, "count_rows", **identifiers)[-1])
+    return int(cur.fetchone()[0])

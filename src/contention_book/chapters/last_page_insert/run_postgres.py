@@ -23,7 +23,7 @@ from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
 
-from .calls import calls_per_session, insert_call, runs_row
+from .calls import calls_per_session, count_rows, insert_call, runs_row
 from .spec import CHAPTER, FILES, PG_TABLE, RANGE_QUERY
 from .readcost import postgres_plan_cost
 from contention_book.harness.polling import PollingSampler
@@ -56,7 +56,8 @@ class PostgresRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: list[int],
                  rows_per_session: int, max_seconds: float, partitions: int, hz: float, pin_hz: float,
                  stacks: bool, log: Callable[[str], None], rows_per_call: int = 1,
-                 load: dict[str, Any] | None = None, wait_source: str = "auto"):
+                 load: dict[str, Any] | None = None, wait_source: str = "auto",
+                 check: Callable[[pd.DataFrame], None] | None = None):
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.pin_hz, self.stacks, self.log = partitions, hz, pin_hz, stacks, log
@@ -64,6 +65,7 @@ class PostgresRun:
         self.load, self.wait_source = load or {}, wait_source
         self.insert, self.args = insert_call("postgres", rows_per_call)
         self.repetition = 0  # the round being run (harness.schedule)
+        self.check = check  # RunContext.check_balanced for runs.csv: a point whose rows do not balance fails the run
 
     def connect(self):
         return self.t.connect(self.db)
@@ -82,12 +84,16 @@ class PostgresRun:
         pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
                               hz=self.pin_hz, name="pin-sampler") if deepest and self.pin_hz > 0 else None
         recorder = {"perf": None}
+        counted = {}
 
         def setup(cur, i):
             workloads.run_script(cur.connection, CHAPTER, "postgres", "session")
             pids[i] = int(cur.execute(workloads.load(CHAPTER, "postgres", "backend_pid")[0]).fetchone()[0])
 
         def ready():
+            # every session has warmed up and waits at the barrier: the rows now are the rows before the window
+            with contextlib.closing(self.connect()) as conn:
+                counted["before"] = count_rows(conn, "postgres")
             waits.start()
             if pins is not None:
                 pins.start()
@@ -108,10 +114,15 @@ class PostgresRun:
         if result.errors:
             samples = "; ".join(s for st in result.per_session for s in st.error_samples[:1])
             raise RuntimeError(f"{variant}, {n} sessions: {result.errors} insert(s) failed: {samples}")
-        self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
-            result, self.per_call, variant=variant, repetition=self.repetition,
-            partitions=self.partitions if variant == "hash_partitioned" else 1,
-            wait_sampler_hz=round(waits.achieved_hz, 2))]))
+        with contextlib.closing(self.connect()) as conn:
+            after = count_rows(conn, "postgres")
+        row = pd.DataFrame([runs_row(
+            result, self.per_call, rows_counted=after - counted["before"], variant=variant,
+            repetition=self.repetition, partitions=self.partitions if variant == "hash_partitioned" else 1,
+            wait_sampler_hz=round(waits.achieved_hz, 2))])
+        if self.check is not None:
+            self.check(row)
+        self.w.append_csv(FILES["runs"], row)
         if waits.error:
             self.w.add_note(f"wait sampler, {variant} at {n} sessions: stopped early: {waits.error}")
         frame = waits.frame()
@@ -202,7 +213,7 @@ def run_postgres(ctx) -> None:
                       rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
                       partitions=p["partitions"], hz=p["wait_hz"], pin_hz=p["pin_hz"], stacks=p["capture_stacks"],
                       log=ctx.log, rows_per_call=p["rows_per_call"], load=driver_options(p),
-                      wait_source=p["wait_source"])
+                      wait_source=p["wait_source"], check=lambda rows: ctx.check_balanced("runs", rows))
     for run.repetition, variant in interleaved(ctx.variants, p["repetitions"]):
         run.variant(variant)
     with contextlib.closing(ctx.target.connect(ctx.database)) as conn:

@@ -22,7 +22,7 @@ from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target, check_identifier, gate_version, major_version
 
 from . import pages
-from .calls import calls_per_session, insert_call, runs_row
+from .calls import calls_per_session, count_rows, insert_call, runs_row
 from .spec import CHAPTER, FILES, OPTIMIZE_FOR_SEQUENTIAL_KEY_MAJOR, SQLSERVER_TABLES
 from .readcost import PlanError, showplan_cost, statistics_io_reads
 from contention_book.harness.polling import PollingSampler
@@ -100,7 +100,7 @@ class SqlServerRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: list[int],
                  rows_per_session: int, max_seconds: float, partitions: int, hz: float,
                  allow_server_changes: bool, log: Callable[[str], None], rows_per_call: int = 1,
-                 wait_source: str = "polling"):
+                 wait_source: str = "polling", check: Callable[[pd.DataFrame], None] | None = None):
         self.t, self.db, self.w = target, database, writer
         self.sessions, self.rows, self.max_s = sessions, rows_per_session, max_seconds
         self.partitions, self.hz, self.allow, self.log = partitions, hz, allow_server_changes, log
@@ -108,6 +108,7 @@ class SqlServerRun:
         self.per_call = rows_per_call
         self.xevents = wait_source == "xevents"
         self.repetition = 0  # the round being run (harness.schedule)
+        self.check = check  # RunContext.check_balanced for runs.csv: a point whose rows do not balance fails the run
 
     def connect(self):
         return self.t.connect(self.db)
@@ -124,6 +125,13 @@ class SqlServerRun:
     def point(self, conn, variant: str, n: int, db_id: int) -> pd.DataFrame:
 
         insert, args = insert_call("sqlserver", self.per_call, table=SQLSERVER_TABLES[variant])
+        counted = {}
+
+        def ready():
+            # every session has warmed up and waits at the barrier: the rows now are the rows before the window
+            counted["before"] = count_rows(conn, "sqlserver", table=SQLSERVER_TABLES[variant])
+            sampler.start()
+            xe.on_ready() if self.xevents else watch.start()
         sampler = PollingSampler(self.connect, workloads.load(CHAPTER, "sqlserver", "waiting_tasks")[0],
                                  params=[f"{db_id}:%"], hz=self.hz, name="waiting-tasks")
         before = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
@@ -136,8 +144,7 @@ class SqlServerRun:
                 result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
                                       operations_per_session=calls_per_session(self.rows, self.per_call),
                                       duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
-                                      on_ready=lambda: (sampler.start(), xe.on_ready() if self.xevents
-                                                        else watch.start()),
+                                      on_ready=ready,
                                       progress=f"{variant}, {n} session(s)")
             finally:
                 sampler.stop()
@@ -145,10 +152,14 @@ class SqlServerRun:
                     watch.stop()
             xevents = xe.finish() if self.xevents else None
         after = {k: dmv.snapshot(conn, k) for k in ("wait", "latch")}
-        self.w.append_csv(FILES["runs"], pd.DataFrame([runs_row(
-            result, self.per_call, variant=variant, repetition=self.repetition,
-            partitions=self.partitions if variant == "hash_partitioned" else 1,
-            wait_sampler_hz=round(sampler.achieved_hz, 2))]))
+        rows_after = count_rows(conn, "sqlserver", table=SQLSERVER_TABLES[variant])
+        row = pd.DataFrame([runs_row(
+            result, self.per_call, rows_counted=rows_after - counted["before"], variant=variant,
+            repetition=self.repetition, partitions=self.partitions if variant == "hash_partitioned" else 1,
+            wait_sampler_hz=round(sampler.achieved_hz, 2))])
+        if self.check is not None:
+            self.check(row)
+        self.w.append_csv(FILES["runs"], row)
         waits = dmv.first(dmv.delta(before["wait"], after["wait"], "wait"), WAITS_OF_INTEREST)
         named = waits[waits["name"].isin(WAITS_OF_INTEREST)]
         rest = waits[~waits["name"].isin(WAITS_OF_INTEREST)].head(10)
@@ -248,6 +259,7 @@ def run_sqlserver(ctx) -> None:
     run = SqlServerRun(ctx.target, ctx.database, ctx.writer, sessions=p["sessions"],
                        rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],
                        partitions=p["partitions"], hz=p["wait_hz"], allow_server_changes=ctx.allow_server_changes,
-                       log=ctx.log, rows_per_call=p["rows_per_call"], wait_source=p["wait_source"])
+                       log=ctx.log, rows_per_call=p["rows_per_call"], wait_source=p["wait_source"],
+                       check=lambda rows: ctx.check_balanced("runs", rows))
     for run.repetition, variant in interleaved(ctx.variants, p["repetitions"]):
         run.variant(variant)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from contention_book.harness import params as P
 from contention_book.harness.sqlserver_xevents import XEVENT_WAITS
 from contention_book.harness.load_record import LOAD_TABLES
-from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.spec import ChapterSpec, Identity, Table, known_variants
 from contention_book.harness.sqlserver_preflight import Needs
 
 CHAPTER = "last-page-insert"
@@ -46,6 +46,11 @@ OPTIMIZE_FOR_SEQUENTIAL_KEY_MAJOR = 15
 PAGE_INFO_MAJOR = 15
 
 RUNS_COLUMNS = ("variant", "sessions", "throughput")
+# Every measured point counts the table's rows before and after its window: what the sessions say they inserted
+# must be exactly what appeared (a call that failed half-way, or a retry that inserted twice, shows here).
+ROWS_BALANCE = Identity("rows inserted = rows counted in the table afterwards",
+                        lambda f: f["rows_inserted"] == f["rows_counted"], ("rows_inserted", "rows_counted"),
+                        engines=("postgres", "sqlserver"))
 WAIT_COLUMNS = ("variant", "sessions", "wait", "samples")
 PIN_COLUMNS = ("variant", "sessions", "relation", "block", "pins")
 INDEX_COLUMNS = ("variant", "index", "leaf_pages", "avg_leaf_density", "leaf_fragmentation", "rows")
@@ -55,7 +60,7 @@ HOT_COLUMNS = ("variant", "page", "object", "index", "samples", "is_last_page")
 LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published"),
                   unique=("variant", "sessions", "repetition"),
-                  values={"variant": known_variants(VARIANTS, LABELS)}),
+                  values={"variant": known_variants(VARIANTS, LABELS)}, identities=(ROWS_BALANCE,)),
     "waits": Table("samples/wait_shares.csv", WAIT_COLUMNS, unique=("variant", "sessions", "repetition", "wait")),
     "pins": Table("samples/pinned_buffers.csv", PIN_COLUMNS),
     "waiting_tasks": Table("samples/waiting_tasks.csv", ()),
