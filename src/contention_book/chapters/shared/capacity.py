@@ -220,7 +220,11 @@ def _fit_once(n: np.ndarray, x: np.ndarray) -> tuple[float, float, float]:
     c = x / lam
     keep = n > 1
     y = n[keep] / c[keep] - 1
-    s, k = _nnls2(n[keep] - 1, n[keep] * (n[keep] - 1), y)
+    a, b = n[keep] - 1, n[keep] * (n[keep] - 1)
+    s, k = _nnls2(a, b, y)
+    if s > 1:  # σ is a serial fraction: at most 1; the rest of a retrograde curve is κ's
+        s = 1.0
+        k = max(0.0, float(b @ (y - a)) / float(b @ b))
     return s, k, lam
 
 
@@ -262,8 +266,9 @@ def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 2
         return Spread(mid, float(min(lo, mid)), float(max(hi, mid)), len(values), "bootstrap 95%")
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        nstar = np.where(d[:, 1] > 0, np.sqrt(np.clip(1 - d[:, 0], 0, None) / d[:, 1]), np.inf)
-        nstar0 = float(np.sqrt(max(1 - s0, 0) / k0)) if k0 > 0 else float("inf")
+        # the peak cannot lie below one session: a curve that only falls peaks at N = 1
+        nstar = np.where(d[:, 1] > 0, np.maximum(1.0, np.sqrt(np.clip(1 - d[:, 0], 0, None) / d[:, 1])), np.inf)
+        nstar0 = float(max(1.0, np.sqrt(max(1 - s0, 0) / k0))) if k0 > 0 else float("inf")
     finite = nstar[np.isfinite(nstar)]
     if len(finite) == len(nstar):
         ns = interval(nstar, nstar0)
@@ -284,3 +289,37 @@ def usl_row(fit: UslFit, curve: str, kappa_measured: Spread | None = None) -> di
             "κ (coherency)": show(fit.kappa), "peak concurrency N*": show(fit.n_star, ".1f"),
             "κ from measured costs": show(kappa_measured) if kappa_measured is not None else "—",
             "source": fit.source}
+
+
+# -- the machine's hand-off costs ---------------------------------------------------------------------------
+
+COSTS_CHAPTER = "logcache-spinlock"        # the chapter whose native run measures line transfers and wake-ups
+COSTS_RECORDING = "measured-native-reference"
+
+
+def machine_costs(recording: str = "") -> dict[str, Input]:
+    """Line transfer, same-CPU switch and cross-CPU wake-up, as :class:`Input` rows, from the native run of the
+    cache-line chapter (``make chapter CH=logcache-spinlock SOURCE=live ENGINE=native`` measures them on the
+    reader's machine; the book's own reference is the default).  Medians with their p10-p90."""
+    from contention_book.harness.recording import open_chapter
+
+    r = open_chapter(COSTS_CHAPTER, recording or COSTS_RECORDING)
+    src = f"measured: {COSTS_CHAPTER}/{r.id}"
+    out: dict[str, Input] = {}
+    if r.has("results/core_to_core.csv"):
+        c2c = r.csv("results/core_to_core.csv")
+        row = c2c.sort_values("median_one_way_ns").iloc[0]
+        out["t_xfer"] = Input.interval("cache-line transfer between two cores (one way)", "t_xfer",
+                                       row["median_one_way_ns"], row["p10_one_way_ns"], row["p90_one_way_ns"], "ns",
+                                       f"{src}, CPU {int(row['cpu_a'])}↔{int(row['cpu_b'])}")
+    if r.has("results/context_switch.csv"):
+        cs = r.csv("results/context_switch.csv")
+        for key, placement, name in (("t_switch", "same_cpu", "context switch on one CPU"),
+                                     ("t_wake", "different_cpus", "wake-up of a sleeping thread on another CPU")):
+            part = cs[(cs["method"] == "pipe") & (cs["placement"] == placement)]
+            if len(part):
+                row = part.iloc[0]
+                out[key] = Input.interval(name, key, row["median_ns_per_handoff"], row["p10_ns_per_handoff"],
+                                          row["p90_ns_per_handoff"], "ns", f"{src} (pipe ping-pong)")
+    out["_host"] = r.host  # type: ignore[assignment]
+    return out
