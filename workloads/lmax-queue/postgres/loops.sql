@@ -1,23 +1,41 @@
 -- Server-side loops: one CALL pushes (or pops) several messages, so a run measures the
 -- queue's design rather than one client round trip per message.  Each message is still
 -- its own transaction (COMMIT inside the loop), as in the one-statement-per-call path and
--- the article's natively compiled whole loop (v3).  Needs PostgreSQL 11 or later.
+-- the article's version 2 (one atomic block per message); the article's version 3 ran
+-- its whole loop as one atomic block, which has no analogue here.  Needs PostgreSQL 11.
 -- Tables and the sequence are looked up when a loop first runs, so this file can be
 -- created after either setup script.
 
--- Push p_pushes messages into the ring: next sequence value, overwrite its slot in place.
-CREATE OR REPLACE PROCEDURE lmax_push_ring_loop(p_message text, p_size bigint, p_pushes integer)
+-- Push up to p_pushes messages into the ring, each its own transaction: lock the producers'
+-- cursor, check the slot it names is free (the consumers have taken the message a lap
+-- before), write the slot, advance the cursor, commit.  Claim and publish commit together,
+-- so no claimed sequence is ever left unwritten.  A full ring ends the call early
+-- (was_full) and writes nothing; pushed counts the messages committed.
+CREATE OR REPLACE PROCEDURE lmax_push_ring_loop(p_message text, p_size bigint, p_pushes integer,
+                                                INOUT pushed integer DEFAULT NULL,
+                                                INOUT was_full boolean DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
-    s bigint;
+    w bigint;
+    r bigint;
 BEGIN
+    pushed := 0;
+    was_full := false;
     FOR i IN 1 .. p_pushes LOOP
-        s := nextval('lmax_seq');
+        SELECT next INTO w FROM lmax_ring_write WHERE id = 1 FOR UPDATE;
+        SELECT next INTO r FROM lmax_ring_read WHERE id = 1;
+        IF w >= r + p_size THEN
+            ROLLBACK;
+            was_full := true;
+            EXIT;
+        END IF;
         UPDATE lmax_ring
-        SET message_id = s, pushed_at = clock_timestamp(), message = p_message,
+        SET message_id = w, pushed_at = clock_timestamp(), message = p_message,
             reference_count = reference_count + 1
-        WHERE slot = s % p_size;
+        WHERE slot = w % p_size;
+        UPDATE lmax_ring_write SET next = w + 1 WHERE id = 1;
         COMMIT;
+        pushed := pushed + 1;
     END LOOP;
 END
 $$;
@@ -66,34 +84,36 @@ BEGIN
 END
 $$;
 
--- Pop up to p_pops messages off the ring (the loop form of pop_ring.sql), each its own
--- transaction.  ages: their ages in seconds; missed: the ring ran empty; lost: messages a
--- producer overwrote before any consumer read them.
+-- Pop up to p_pops messages off the ring, each its own transaction: lock the consumers'
+-- cursor (consumers share it, as the Disruptor's work-sharing consumers share a sequence),
+-- read the slot it names, and if a producer has published that sequence, advance the
+-- cursor and commit.  Locking the cursor first means a consumer that waited for another
+-- one re-reads the advanced cursor, never a stale slot.  ages: the messages' ages in
+-- seconds; missed: the ring ran empty; lost: slots found overwritten by a later lap (a
+-- producer that broke the gating; zero unless the design is broken).
 CREATE OR REPLACE PROCEDURE lmax_pop_ring_loop(p_pops integer, p_size bigint,
                                                INOUT ages text DEFAULT NULL, INOUT missed boolean DEFAULT NULL,
                                                INOUT lost integer DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
-    seq bigint;
-    id bigint;
+    n bigint;
+    mid bigint;
     at timestamptz;
     got double precision[] := '{}';
 BEGIN
     missed := false;
     lost := 0;
     FOR i IN 1 .. p_pops LOOP
-        seq := NULL;
-        UPDATE lmax_ring_read AS c
-        SET next = c.next + 1
-        FROM lmax_ring AS r
-        WHERE c.id = 1 AND r.slot = c.next % p_size AND r.message_id >= c.next
-        RETURNING c.next - 1, r.message_id, r.pushed_at INTO seq, id, at;
-        COMMIT;
-        IF seq IS NULL THEN
+        SELECT c.next INTO n FROM lmax_ring_read AS c WHERE c.id = 1 FOR UPDATE;
+        SELECT r.message_id, r.pushed_at INTO mid, at FROM lmax_ring AS r WHERE r.slot = n % p_size;
+        IF mid IS NULL OR mid < n THEN
+            ROLLBACK;
             missed := true;
             EXIT;
         END IF;
-        IF id = seq THEN
+        UPDATE lmax_ring_read SET next = n + 1 WHERE id = 1;
+        COMMIT;
+        IF mid = n THEN
             got := got || extract(epoch FROM clock_timestamp() - at)::double precision;
         ELSE
             lost := lost + 1;

@@ -5,6 +5,7 @@
 CREATE EXTENSION IF NOT EXISTS pgstattuple;
 DROP TABLE IF EXISTS lmax_ring;
 DROP TABLE IF EXISTS lmax_ring_read;
+DROP TABLE IF EXISTS lmax_ring_write;
 DROP TABLE IF EXISTS lmax_queue;
 DROP SEQUENCE IF EXISTS lmax_seq;
 CREATE TABLE lmax_queue (

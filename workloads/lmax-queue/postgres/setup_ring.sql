@@ -1,15 +1,17 @@
 -- LMAX queue, PostgreSQL analogue: a ring of fixed slots updated in place.
--- The slot comes from a sequence modulo the ring's size.  No indexed column
--- changes on a push, and fillfactor 50 leaves room on every page for the new
--- version, so an update can stay heap-only (HOT): no new index entry, and
--- the old version is pruned from its page by a later visit.
+-- Two one-row cursors: the producers' (the next sequence to publish) and the consumers'
+-- (the next sequence to take).  A producer claims sequence w and writes slot w % size in
+-- one transaction, and only while w < consumers' cursor + size: a full ring holds
+-- producers back instead of overwriting a message nobody read (the Disruptor's gating).
+-- No indexed column changes on a push, and fillfactor 50 leaves room on every page for
+-- the new version, so an update can stay heap-only (HOT).
 -- Runs only in the harness's own database.
 CREATE EXTENSION IF NOT EXISTS pgstattuple;
 DROP TABLE IF EXISTS lmax_ring;
 DROP TABLE IF EXISTS lmax_ring_read;
+DROP TABLE IF EXISTS lmax_ring_write;
 DROP TABLE IF EXISTS lmax_queue;
 DROP SEQUENCE IF EXISTS lmax_seq;
-CREATE SEQUENCE lmax_seq AS bigint START WITH 0 MINVALUE 0;
 CREATE TABLE lmax_ring (
     slot            integer     NOT NULL PRIMARY KEY,
     message_id      bigint,
@@ -17,9 +19,13 @@ CREATE TABLE lmax_ring (
     message         char(300)   NOT NULL,
     reference_count integer     NOT NULL
 ) WITH (fillfactor = 50);
--- The consumers' shared read cursor: the next sequence number to take off the ring.
 CREATE TABLE lmax_ring_read (
     id   integer NOT NULL PRIMARY KEY CHECK (id = 1),
     next bigint  NOT NULL
 );
+CREATE TABLE lmax_ring_write (
+    id   integer NOT NULL PRIMARY KEY CHECK (id = 1),
+    next bigint  NOT NULL
+);
 INSERT INTO lmax_ring_read VALUES (1, 0);
+INSERT INTO lmax_ring_write VALUES (1, 0);

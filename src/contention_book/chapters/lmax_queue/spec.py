@@ -4,7 +4,7 @@ from __future__ import annotations
 from contention_book.harness import params as P
 from contention_book.harness.sqlserver_xevents import XEVENT_WAITS
 from contention_book.harness.load_record import LOAD_TABLES
-from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.spec import ChapterSpec, Identity, Table, known_variants
 from contention_book.harness.sqlserver_preflight import FILE_PATH, IMOLTP, Needs
 
 CHAPTER = "lmax-queue"
@@ -52,10 +52,25 @@ SPINLOCK_COLUMNS = ("variant", "sessions", "name", "collisions", "spins", "backo
 FINDING_COLUMNS = ("order", "topic", "variant", "sessions", "value", "unit", "statement")
 INCREMENT_COLUMNS = ("method", "threads", "increments", "elapsed_ms")
 
+# What a PostgreSQL queue point must balance (counts over the measured window; warm-up messages are in
+# backlog_start).  A design that loses messages or whose consumers take nothing is broken, not slow.
+RUNS_IDENTITIES = (
+    Identity("pushed = popped + backlog change + lost",
+             lambda f: f["pushed"] == f["dequeued"] + (f["backlog"] - f["backlog_start"]) + f["lost"],
+             ("pushed", "dequeued", "backlog", "backlog_start", "lost"), engines=("postgres",)),
+    Identity("no message lost", lambda f: f["lost"] == 0, ("lost",), engines=("postgres",)),
+    Identity("the consumers delivered (took messages whenever any were there to take)",
+             lambda f: (f["dequeued"] > 0) | ((f["pushed"] == 0) & (f["backlog_start"] == 0)),
+             ("dequeued", "pushed", "backlog_start"), engines=("postgres",)),
+    Identity("no consumer idle beside a full ring's worth of backlog",
+             lambda f: (f["idle_consumers"] == 0) | (f["backlog"] < f["queue_size"]),
+             ("idle_consumers", "backlog", "queue_size"), engines=("postgres",)),
+)
+
 LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "postgres", "sqlserver", "published"),
                   unique=("variant", "sessions", "repetition"),
-                  values={"variant": known_variants(VARIANTS, LABELS)}),
+                  values={"variant": known_variants(VARIANTS, LABELS)}, identities=RUNS_IDENTITIES),
     "false_sharing": Table("results/false_sharing.csv", FALSE_SHARING_COLUMNS, ("native",)),
     "waits": Table("samples/wait_events.csv", WAIT_COLUMNS, unique=("variant", "sessions", "repetition", "wait")),
     "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS,
