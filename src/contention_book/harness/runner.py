@@ -263,6 +263,9 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
     allowed = "allowed (each printed before it runs, restored after)" if allow_server_changes else "not allowed"
     log(f"[run] server-wide changes (opt-in: trace flags, affinity, statistics clearing): {allowed}")
     log(f"[run] recording: {dest}")
+    from .host import wait_for_quiet
+
+    quiet = wait_for_quiet(log)  # the load before the run, after waiting (a while at most) for other work to end
     started = time.monotonic()
     title = spec.titles.get(engine, spec.chapter)
     if engine == "native":
@@ -275,7 +278,7 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
             with native.writer(dest, chapter=spec.chapter, parameters={"engine": engine, **params},
                                command=command, title=title, programs=spec.native_programs) as writer:
                 _run(runners[engine], RunContext(spec, engine, params, writer, log, None, allow_server_changes,
-                                                 command))
+                                                 command), quiet)
     else:
         needed = connections_needed(params, int(spec.extra.get("connections_per_session", {}).get(engine, 1)))
         with contextlib.ExitStack() as stack:
@@ -302,14 +305,17 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
             writer = measured_writer(tgt, spec.chapter, {"engine": engine, **params}, command, dest, title)
             with writer:
                 _run(runners[engine], RunContext(spec, engine, params, writer, log, tgt, allow_server_changes,
-                                                 command))
+                                                 command), quiet)
     log(f"[run] {spec.chapter} complete in {time.monotonic() - started:,.0f} s: {dest}")
     return dest
 
 
-def _run(runner: Runner, ctx: RunContext) -> None:
-    """Run with the log streaming into the recording; an empty run is not ``complete``."""
+def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None) -> None:
+    """Run with the log streaming into the recording; an empty run is not ``complete``.  ``quiet`` is the load
+    before the run (host.wait_for_quiet); the load at its end joins it in the manifest."""
     ctx.log.attach(ctx.writer.file_path("run.log"))
+    if quiet:
+        ctx.writer.update(load=dict(quiet))
     try:
         try:
             runner(ctx)
@@ -318,6 +324,15 @@ def _run(runner: Runner, ctx: RunContext) -> None:
         if not _has_data(ctx.writer):
             raise RunFailed("the run wrote no data files")
         _check_balanced(ctx)
+        if quiet:
+            from .host import finish_load
+
+            load, note = finish_load(quiet)
+            ctx.writer.update(load=load)
+            if note:
+                ctx.writer.add_note(note)
+            ctx.log(f"[run] 1-minute load average {load['before_1min']:.2f} at the start, "
+                    f"{load['after_1min'] if load['after_1min'] is not None else '?'} at the end")
         ctx.log("[run] sealing the recording")
         pause = float(os.environ.get(SEAL_PAUSE_ENV) or 0)
         if pause:  # fault tests deliver their signal while a recording is being sealed
