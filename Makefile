@@ -14,7 +14,7 @@ RECORD_TO ?=
 ALLOW_SERVER_CHANGES ?=
 PARAMS ?=
 
-.PHONY: setup book chapter record test lab bench-perftools bench-driver bench-book native clean clean-pg help
+.PHONY: setup book chapter record .chapter-run .record-run test lab bench-perftools bench-driver bench-book native clean clean-pg help
 
 # Native microbenchmarks: every native/<name>.c becomes native/build/<name>.
 CC ?= cc
@@ -50,12 +50,31 @@ book: setup
 # Values reach Python through the environment, never through a shell line, and are not echoed.
 export CH SOURCE ENGINE TARGET RECORDING RECORD_TO ALLOW_SERVER_CHANGES PARAMS
 
-chapter: setup
-	@$(BIN)/python -m contention_book.harness.book from-make
+# make chapter / make record end with the line that says why they did not succeed (a refusal, a failure) and
+# exit non-zero.  make adds its own "Error N" after a failed recipe, so the run's recipe may fail quietly (-s and
+# -; the run leaves that line, or its exit status, in OUTCOME) and the step after it ends make with the line
+# ($(error): exit status 2, as for any failed make).
+ifneq ($(filter chapter record,$(MAKECMDGOALS)),)
+MAKEFLAGS += -s
+OUTCOME := $(or $(TMPDIR),/tmp)/contention-book-make-$(shell echo $$PPID).outcome
+endif
+export CONTENTION_BOOK_MAKE_OUTCOME := $(OUTCOME)
+KEEP_STATUS = status=$$?; if [ $$status -ne 0 ] && [ ! -s "$(OUTCOME)" ]; then \
+	echo "make $(patsubst .%-run,%,$@): exit status $$status" > "$(OUTCOME)"; fi; exit $$status
+END_WITH_OUTCOME = $(if $(wildcard $(OUTCOME)),$(error $(file < $(OUTCOME))$(shell rm -f "$(OUTCOME)")))
+
+chapter: .chapter-run
+	$(END_WITH_OUTCOME)
 
 # record: a live run whose recording stays under data/<chapter>/ (the same as chapter SOURCE=live)
-record: setup
-	@SOURCE=live $(BIN)/python -m contention_book.harness.book from-make
+record: .record-run
+	$(END_WITH_OUTCOME)
+
+.chapter-run: setup
+	-@$(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
+
+.record-run: setup
+	-@SOURCE=live $(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
 
 test: setup
 	$(BIN)/python -m pytest -q

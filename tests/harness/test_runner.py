@@ -130,7 +130,7 @@ def test_the_module_refuses_an_unknown_parameter():
     proc = subprocess.run([sys.executable, "-m", "contention_book.run", "latch-fairness", "--engine", "native",
                            "--param", "sesions=2"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "unknown parameter(s) sesions" in proc.stdout
+    assert "unknown parameter 'sesions' (did you mean 'sessions'?)" in proc.stdout
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX signals")

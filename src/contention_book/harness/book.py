@@ -218,14 +218,58 @@ def make_line(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+MAKE_OUTCOME_ENV = "CONTENTION_BOOK_MAKE_OUTCOME"  # the Makefile's file for the line make ends with
+
+
+def from_make(argv: list[str]) -> int:
+    """``make chapter`` / ``make record``: run, and leave the line that says why it did not succeed (a refusal,
+    a failure) in the Makefile's outcome file instead of printing it.  make then prints it as its last line and
+    exits non-zero (``$(error)``), where a failed recipe would have added its own "Error N" after it."""
+    outcome = os.environ.get(MAKE_OUTCOME_ENV)
+    if outcome:
+        Path(outcome).unlink(missing_ok=True)
+    try:
+        check_target_name(os.environ.get("TARGET"))
+        os.environ.setdefault(COMMAND_ENV, make_line(argv))
+        return main(argv_from_make(dict(os.environ)))
+    except TargetError as exc:
+        message, status = f"[book] {exc}", 2
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            raise
+        message, status = str(exc.code), 1
+    lines = [line for line in redact(message).splitlines() if line.strip()] or ["[book] failed"]
+    for line in lines[1:]:  # the first line says what went wrong; the rest (where to look) comes before it
+        print(line, flush=True)
+    if outcome:
+        try:
+            Path(outcome).write_text(lines[0] + "\n", encoding="utf-8")
+            return status
+        except OSError:
+            pass
+    print(lines[0], file=sys.stderr, flush=True)
+    return status
+
+
+def refuse_recorded_params(chapter: str, raw: dict[str, str]) -> None:
+    """Parameters given to a recorded chapter: an unknown name is named as unknown (with the closest known
+    one) before saying that live parameters need a live run."""
+    from ..chapters import PACKAGES, package
+
+    if chapter in PACKAGES:
+        from .params import Param, check_names
+
+        check_names((*package(chapter, "spec").SPEC.params, Param("stacks", "str", "")), raw)
+    live_only = sorted(set(raw) - {"stacks"})
+    if live_only:
+        raise ParameterError(f"parameter{'s' if len(live_only) > 1 else ''} {', '.join(live_only)} "
+                             f"appl{'y' if len(live_only) > 1 else 'ies'} to live runs only (SOURCE=live, --source live); a recorded chapter takes "
+                             "stacks= alone")
+
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["from-make"]:
-        try:
-            check_target_name(os.environ.get("TARGET"))
-        except TargetError as exc:
-            raise SystemExit(f"[book] {exc}") from None
-        os.environ.setdefault(COMMAND_ENV, make_line(argv))
-        argv = argv_from_make(dict(os.environ))
+        return from_make(argv)
     parser = argparse.ArgumentParser(prog="python -m contention_book.harness.book", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -279,9 +323,20 @@ def main(argv: list[str] | None = None) -> int:
         if "stacks" in raw:
             params["stacks"] = raw["stacks"]
         if args.source == "live":
+        if args.chapter not in notebooks():
+            raise SystemExit(f"[book] unknown chapter {args.chapter!r}; expected one of: {', '.join(notebooks())}")
             if not args.engine:
                 raise SystemExit("[book] a live run needs --engine (native, postgres or sqlserver)")
             os.environ.setdefault(COMMAND_ENV, " ".join(["python -m contention_book.harness.book", *argv]))
+            from ..chapters import package
+            from .runner import check_request
+            from .recording import RecordingError
+
+            try:  # what the runner would refuse, refused here: the refusal is then the last line printed
+                check_request(package(args.chapter, "spec").SPEC, args.engine, raw, target=args.target,
+                              record_to=args.record_to)
+            except (ParameterError, TargetError, RecordingError) as exc:
+                raise SystemExit(f"[book] refused: {exc}") from None
             try:
                 params["recording"] = str(run_live(args.chapter, args.engine, target=args.target, params=raw,
                                                    record_to=args.record_to,
@@ -291,9 +346,14 @@ def main(argv: list[str] | None = None) -> int:
             except LiveRunInterrupted as exc:
                 print(f"[book] {exc}", flush=True)
                 return exc.returncode if exc.returncode > 0 else 130
-        elif args.record_to or args.target or args.allow_server_changes or set(raw) - {"stacks"}:
-            raise SystemExit("[book] --target, --record-to, --allow-server-changes and parameters other than stacks "
-                             "apply to --source live only")
+        else:
+            try:
+                refuse_recorded_params(args.chapter, raw)
+            except ParameterError as exc:
+                raise SystemExit(f"[book] refused: {exc}") from None
+            if args.record_to or args.target or args.allow_server_changes:
+                raise SystemExit("[book] refused: --target, --record-to (RECORD_TO) and --allow-server-changes "
+                                 "apply to live runs only (SOURCE=live, --source live)")
         execute(args.chapter, params, output=Path(args.output) if args.output else None)
         for chapter, nb in notebooks().items():  # the rest of the book must exist to build it
             if chapter != args.chapter and not executed_path(nb).exists() and not args.no_html:

@@ -64,37 +64,54 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
     dest = default_destination(chapter, record_to, engine)
     cmd = runner_command(chapter, engine, target=target, params=params or {}, record_to=dest,
                          allow_server_changes=allow_server_changes)
-    popen_kw: dict = {"env": {**os.environ, "PYTHONUNBUFFERED": "1"}}
+    import tempfile
+
+    from .runner import OUTCOME_ENV
+
+    handle, outcome = tempfile.mkstemp(prefix="contention-book-run-", suffix=".outcome")
+    os.close(handle)
+    popen_kw: dict = {"env": {**os.environ, "PYTHONUNBUFFERED": "1", OUTCOME_ENV: outcome}}
     if os.name == "nt":
         popen_kw["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
     else:
         popen_kw["process_group"] = 0
     if relay is not None:
         popen_kw.update(stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
-    child = subprocess.Popen(cmd, **popen_kw)
     received: list[int] = []
+    holder: dict = {"child": None}
 
     def forward(signum, frame):  # noqa: ARG001
         received.append(signum)
-        if child.poll() is None:
+        child = holder["child"]
+        if child is not None and child.poll() is None:
             if os.name == "nt":
                 child.send_signal(signal.CTRL_BREAK_EVENT)
             else:
                 child.send_signal(signum)
 
-    reader = None
-    if relay is not None:
-        def pump() -> None:
-            for line in child.stdout:
-                relay(line.rstrip("\n"))
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
+    # Handlers first, then the child: a signal that lands while the child is being started is forwarded to it
+    # as soon as it exists, never lost (a default SIGTERM would end this process and leave the run going).
     in_main = threading.current_thread() is threading.main_thread()
     previous = {s: signal.getsignal(s) for s in FORWARDED} if in_main else {}
+    reader = None
     try:
         for s in previous:
             signal.signal(s, forward)
+        if not received:
+            holder["child"] = subprocess.Popen(cmd, **popen_kw)
+        child = holder["child"]
+        if child is None:  # stopped before the run was started: nothing to wait for
+            raise LiveRunInterrupted(f"live run of {chapter} stopped by {signal.Signals(received[0]).name} before "
+                                     "it started; nothing was started or changed", 128 + received[0])
+        if received:
+            forward(received[-1], None)
+        if relay is not None:
+            def pump() -> None:
+                for line in child.stdout:
+                    relay(line.rstrip("\n"))
+
+            reader = threading.Thread(target=pump, daemon=True)
+            reader.start()
         while True:
             try:
                 child.wait()
@@ -106,12 +123,22 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
             signal.signal(s, h)
         if reader is not None:
             reader.join(timeout=10)
+        if holder["child"] is None:
+            Path(outcome).unlink(missing_ok=True)
+    try:  # the runner's last word when it did not complete: why it refused or failed
+        why = Path(outcome).read_text(encoding="utf-8", errors="replace").strip()
+        why = why.removeprefix("refused: ").removeprefix("failed: ")
+    except OSError:
+        why = ""
+    finally:
+        Path(outcome).unlink(missing_ok=True)
     recording = dest if dest.exists() else None
     if received or child.returncode >= 128 or child.returncode < 0:
         raise LiveRunInterrupted(f"live run of {chapter} interrupted (runner exit {child.returncode}); "
                                  f"recording kept incomplete: {recording}", child.returncode)
     if child.returncode != 0:
-        raise LiveRunFailed(f"live run of {chapter} on {engine} failed (exit {child.returncode})"
-                            + (f"; its incomplete recording is {recording}" if recording else ""),
-                            child.returncode, recording)
+        raise LiveRunFailed(f"live run of {chapter} on {engine} "
+                            + ("refused" if child.returncode == 2 else "failed") + f" (exit {child.returncode})"
+                            + (f"; its incomplete recording is {recording}" if recording else "")
+                            + (f": {why}" if why else ""), child.returncode, recording)
     return dest

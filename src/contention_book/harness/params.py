@@ -10,10 +10,11 @@ what was expected.  An empty value (``""`` or ``None``) means "the default".
 """
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 KINDS = ("int", "float", "bool", "str", "ints", "strs", "identifier")
 TRUE = ("1", "true", "yes", "on", "y", "t")
@@ -150,13 +151,24 @@ def convert(p: Param, raw: Any, engine: str) -> Any:
     return _scalar(p, engine, raw, p.kind)
 
 
+def check_names(params: Sequence[Param], names: Iterable[str]) -> None:
+    """Refuse a name no parameter of the chapter has, with the closest known name (a typo is the usual cause)."""
+    known = sorted({p.name for p in params})
+    unknown = sorted(set(names) - set(known))
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) or difflib.get_close_matches(
+            name.lower().replace("-", "_"), known, n=1, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ParameterError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(hints)}: this chapter "
+                         f"has no parameter by that name; expected one of: {', '.join(known)}")
+
+
 def parse(params: Sequence[Param], raw: Mapping[str, Any], engine: str) -> dict[str, Any]:
     """Typed values for every parameter that applies to ``engine``, defaults filled in."""
-    known = {p.name: p for p in params}
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise ParameterError(f"unknown parameter(s) {', '.join(unknown)}; expected one of this chapter's: "
-                             f"{', '.join(sorted(known))}")
+    check_names(params, raw)
     out: dict[str, Any] = {}
     for p in params:
         value = raw.get(p.name)

@@ -582,9 +582,27 @@ NON_NEGATIVE = {"throughput": 0, "elapsed_s": 0, "operations": 0, "sessions": 1,
                 "ns_per_increment": 0, "us_per_update": 0, "records": 0, "errors": 0}
 
 
-def check_values(r: "Recording", name: str, frame: pd.DataFrame, numeric: Iterable[str] = ()) -> None:
+def check_values(r: "Recording", name: str, frame: pd.DataFrame, numeric: Iterable[str] = (),
+                 text: Iterable[str] = ()) -> None:
     """Refuse NaN, infinite, negative or non-numeric values in physical columns, and words or infinities in
-    the other ``numeric`` columns, naming file, row and column; those columns are then read as numbers."""
+    the other ``numeric`` columns, naming file, row and column; those columns are then read as numbers.
+
+    A column the layout does not declare (a runner's extra measurements) is refused when it mixes numbers and
+    words, unless it is text (TEXT_COLUMNS or ``text``): a word among numbers is a damaged cell, which would
+    otherwise reach a notebook cell as a string in a sum or a median.
+    """
+    numeric = tuple(numeric)
+    words = set(TEXT_COLUMNS) | set(text)
+    for col in frame.columns:
+        if col in numeric or col in NON_NEGATIVE or col in words or pd.api.types.is_numeric_dtype(frame[col]):
+            continue
+        values = pd.to_numeric(frame[col], errors="coerce")
+        filled = frame[col].notna() & (frame[col].astype(str).str.strip() != "")
+        odd = filled & values.isna()
+        if values.notna().any() and odd.any():
+            row = int(odd.to_numpy().nonzero()[0][0])
+            raise RecordingError(f"recording {r.path}: file {name} line {row + 2} column {col}: "
+                                 f"{frame[col].iloc[row]!r}; expected a number, as in the column's other rows")
     for col in numeric:
         if col not in frame.columns or col in NON_NEGATIVE:
             continue
@@ -634,7 +652,7 @@ def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], c
     for key, table in layout.items():
         if r.has(table.path):
             view.tables[key] = r.csv(table.path, table.columns)
-            check_values(r, table.path, view.tables[key], table.numeric)
+            check_values(r, table.path, view.tables[key], table.numeric, table.text)
             key_cols = [c for c in getattr(table, "unique", ()) if c in view.tables[key].columns]
             if r.kind == "measured" and key_cols and len(key_cols) == len(table.unique):
                 twice = view.tables[key].duplicated(subset=key_cols)
@@ -729,16 +747,33 @@ def _set_aside_erroneous_points(view: "RecordingView") -> None:
         return
     errors = pd.to_numeric(runs["errors"], errors="coerce").fillna(0)
     share = errors / (pd.to_numeric(runs["operations"], errors="coerce").fillna(0) + errors).where(errors > 0, 1)
-    bad = share > MAX_ERROR_SHARE
+    lost = _lost_connections(view, runs)
+    bad = (share > MAX_ERROR_SHARE) | (lost > 0)
     if not bad.any():
         return
     view.tables["runs_set_aside"] = runs[bad].reset_index(drop=True)
     view.tables["runs"] = runs[~bad].reset_index(drop=True)
-    points = ", ".join(f"{row.get('variant', '?')} at {row.get('sessions', '?')} sessions "
-                       f"({share[i]:.0%} of calls failed)" for i, row in runs[bad].iterrows())
+    points = ", ".join(f"{row.get('variant', '?')} at {row.get('sessions', '?')} sessions ("
+                       + (f"{int(lost[i])} call(s) lost their connection" if lost[i] > 0 else
+                          f"{share[i]:.0%} of calls failed") + ")" for i, row in runs[bad].iterrows())
     view.recording.manifest.setdefault("notes", []).append(
         f"set aside, not shown and not used in any verdict: {points} (more than {MAX_ERROR_SHARE:.0%} of calls "
-        "failed)")
+        "failed, or sessions lost their connections)")
+
+
+def _lost_connections(view: "RecordingView", runs: pd.DataFrame) -> pd.Series:
+    """Per runs row: calls of that point whose session lost its connection (load_points' lost_connections)."""
+    points = view.tables.get("load_points_by_repetition", view.tables.get("load_points"))
+    out = pd.Series(0.0, index=runs.index)
+    if points is None or "lost_connections" not in points.columns:
+        return out
+    keys = [c for c in ("variant", "sessions", "repetition") if c in runs.columns and c in points.columns]
+    if not keys:
+        return out
+    lost = points.assign(lost_connections=pd.to_numeric(points["lost_connections"], errors="coerce").fillna(0))
+    lost = lost.groupby(keys)["lost_connections"].sum()
+    at = pd.MultiIndex.from_frame(runs[keys]) if len(keys) > 1 else pd.Index(runs[keys[0]])
+    return pd.Series(lost.reindex(at).fillna(0).to_numpy(), index=runs.index)
 
 
 def relocate(path: str | os.PathLike, moves: Mapping[str, str], why: str) -> None:

@@ -226,6 +226,53 @@ def resolve_params(spec: ChapterSpec, engine: str, raw: Mapping[str, Any]) -> di
     return params
 
 
+def check_destination(dest: Path) -> None:
+    """Refuse a recording path this user cannot create, naming the folder and why, before anything starts.
+
+    The nearest folder that exists must be a folder, and a directory must be creatable in it: that is tried
+    (and removed at once), since permission bits say nothing for root or a read-only file system.
+    """
+    import tempfile
+
+    where = dest.parent
+    while not where.exists() and where.parent != where:
+        where = where.parent
+    if not where.is_dir():
+        raise ParameterError(f"RECORD_TO (--record-to) {dest}: {where} is a file, not a folder; expected a folder this user "
+                             "can write in")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".contention-book-probe-", dir=where))
+    except OSError as exc:
+        raise ParameterError(f"RECORD_TO (--record-to) {dest}: cannot write in {where} ({exc.strerror or exc}); expected a "
+                             "folder this user can write in") from None
+
+
+def check_request(spec: ChapterSpec, engine: str, raw: Mapping[str, Any], *, target: str | None = None,
+                  record_to: str | None = None) -> tuple[dict[str, Any], Path]:
+    """Everything a run refuses before it starts (target name, parameters, destination): typed parameters and
+    the recording's path.  The book calls it too, so a refusal is the last thing ``make chapter`` prints."""
+    check_target_name(target)
+    params = resolve_params(spec, engine, raw)
+    dest = default_destination(spec.chapter, record_to, engine)
+    if dest.exists():
+        raise rec.RecordingExistsError(f"recording {dest} already exists; refusing to overwrite it")
+    check_destination(dest)
+    return params, dest
+
+
+OUTCOME_ENV = "CONTENTION_BOOK_RUN_OUTCOME"  # a file where the run leaves its last word when it did not complete
+
+
+def leave_outcome(line: str) -> None:
+    """Write why the run did not complete where the launcher asked for it (launch.run_live quotes it)."""
+    path = os.environ.get(OUTCOME_ENV)
+    if path:
+        try:
+            Path(path).write_text(redact(line) + "\n", encoding="utf-8")
+        except OSError:
+            pass
+
+
 def command_line(argv: list[str] | None) -> str:
     """The command recorded in the manifest: the make line if make set it, else this one."""
     if os.environ.get(COMMAND_ENV):
@@ -246,17 +293,13 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
     wrote data; otherwise it is kept ``incomplete`` with the reason.
     """
     log = log or RunLog()
-    check_target_name(target)
-    params = resolve_params(spec, engine, raw_params)
+    params, dest = check_request(spec, engine, raw_params, target=target, record_to=record_to)
     if not command:
         command = " ".join(["python -m contention_book.run", spec.chapter, "--engine", engine]
                            + (["--target", target] if target else [])
                            + [f"--param {k}={v}" for k, v in raw_params.items()])
     if engine not in runners:
         raise ParameterError(f"chapter {spec.chapter} has no live runner for engine {engine!r}")
-    dest = default_destination(spec.chapter, record_to, engine)
-    if dest.exists():
-        raise rec.RecordingExistsError(f"recording {dest} already exists; refusing to overwrite it")
     shown = {k: v for k, v in params.items() if v not in (None, "", [])}
     log(f"[run] {spec.chapter} on {engine}{f' (target {target})' if target else ''}")
     log(f"[run] parameters: {', '.join(f'{k}={v}' for k, v in shown.items())}")
@@ -384,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         raw = split_assignments(args.param)
     except ParameterError as exc:
         print(f"[run] refused: {exc}", flush=True)
+        leave_outcome(f"refused: {exc}")
         return EXIT_REFUSED
     return serve(spec, package(args.chapter, "live").RUNNERS, raw, engine=args.engine, target=args.target,
                  record_to=args.record_to, allow_server_changes=args.allow_server_changes,
@@ -404,14 +448,17 @@ def serve(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Mapping[
             return 128 + exc.signum
         except (ParameterError, TargetError, ServerChangeNotAllowed, rec.RecordingExistsError) as exc:
             log(f"[run] refused: {exc}")
+            leave_outcome(f"refused: {exc}")
             return EXIT_REFUSED
         except RestoreFailed as exc:
             log(f"[run] {exc}")
+            leave_outcome(str(exc))
             return EXIT_FAILED
         except Exception as exc:  # noqa: BLE001 - reported in one line; --debug for the traceback
             if debug:
                 traceback.print_exc()
             log(f"[run] failed: {type(exc).__name__}: {redact(exc)} (--debug prints the traceback)")
+            leave_outcome(f"failed: {type(exc).__name__}: {exc}")
             return EXIT_FAILED
     return 0
 

@@ -34,7 +34,7 @@ FOLDERS = ("results/", "dmv/", "samples/", "stacks/", "published/")
 TEXT_COLUMNS = frozenset({
     "variant", "name", "counter", "instance_name", "unit", "method", "placement", "l3", "function", "machine",
     "relation", "backend_type", "wait", "phase", "index", "query", "measurement", "fact", "layout", "statement",
-    "topic", "page", "object", "is_last_page"})
+    "topic", "page", "object", "is_last_page", "worker_cpus"})
 
 
 @dataclass(frozen=True)
