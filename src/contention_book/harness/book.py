@@ -217,7 +217,6 @@ def make_line(argv: list[str]) -> str:
     return " ".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
 MAKE_OUTCOME_ENV = "CONTENTION_BOOK_MAKE_OUTCOME"  # the Makefile's file for the line make ends with
 
 
@@ -267,6 +266,7 @@ def refuse_recorded_params(chapter: str, raw: dict[str, str]) -> None:
                              "stacks= alone")
 
 
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["from-make"]:
         return from_make(argv)
@@ -322,12 +322,11 @@ def refuse_recorded_params(chapter: str, raw: dict[str, str]) -> None:
             raise SystemExit(f"[book] {exc}") from None
         if "stacks" in raw:
             params["stacks"] = raw["stacks"]
-        if args.source == "live":
         if args.chapter not in notebooks():
             raise SystemExit(f"[book] unknown chapter {args.chapter!r}; expected one of: {', '.join(notebooks())}")
+        if args.source == "live":
             if not args.engine:
                 raise SystemExit("[book] a live run needs --engine (native, postgres or sqlserver)")
-            os.environ.setdefault(COMMAND_ENV, " ".join(["python -m contention_book.harness.book", *argv]))
             from ..chapters import package
             from .runner import check_request
             from .recording import RecordingError
@@ -337,6 +336,7 @@ def refuse_recorded_params(chapter: str, raw: dict[str, str]) -> None:
                               record_to=args.record_to)
             except (ParameterError, TargetError, RecordingError) as exc:
                 raise SystemExit(f"[book] refused: {exc}") from None
+            os.environ.setdefault(COMMAND_ENV, " ".join(["python -m contention_book.harness.book", *argv]))
             try:
                 params["recording"] = str(run_live(args.chapter, args.engine, target=args.target, params=raw,
                                                    record_to=args.record_to,
