@@ -8,7 +8,9 @@ from tsql_parse import problems
 from types import SimpleNamespace
 
 from contention_book.chapters.ghost_cleanup import claims, recordings, run_common, run_sqlserver, spec, tables
+from contention_book.chapters.ghost_cleanup import tables as ghost_tables
 from contention_book.chapters.ghost_cleanup.live import RUNNERS
+from contention_book.chapters.shared.claims import VERDICTS
 from contention_book.harness.runner import RunLog, run_chapter
 
 # The chapter's pieces under the names these tests were written with.
@@ -161,8 +163,14 @@ def test_published_recordings_match_the_article():
 def test_verdicts_on_the_reference_recording():
     table = ghost.verdicts(ghost.load_published(), ghost.load(ghost.DEFAULT_MEASURED))
     heads = table["verdict"].str.split(":").str[0]
-    assert set(heads) <= {"agrees", "differs", "inconclusive", "not testable here"}
-    assert table["verdict"].iloc[-1].startswith("not testable here")  # 2022 behaviour needs a SQL Server recording
+    assert set(heads) <= set(VERDICTS)
+    rows = table.set_index("claim")["verdict"]
+    # statements about SQL Server 2022 stay untested without a SQL Server 2022 recording
+    assert rows[claims.CLAIMS["tf7006"]].startswith("not testable here")
+    assert rows[claims.CLAIMS["version_store"]].startswith("not testable here")
+    assert (table["tested_on"].str.startswith("PostgreSQL")).all()
+    decided = table[heads.isin(["reproduced", "direction reproduced", "differs"])]
+    assert decided["size"].str.startswith("not compared").all()  # an analogue's size is never set beside SQL Server's
     assert not table["published"].str.contains("a few seconds after commit").any()  # nothing typed by hand
 
 
@@ -175,20 +183,35 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
                           record_to=str(tmp_path / "rec"), database="contention_test", stacks=False,
                           log=lines.append)
     g = ghost.load(path)
-    assert_load_tables(g, 4)
+    assert_load_tables(g, 8)
     assert g.recording.kind == "measured" and g.recording.engine["name"] == "postgres"
     assert g.recording.manifest["measured"]["command"]
-    assert set(g.runs["variant"]) == {"baseline", "open_snapshot"}
+    every = ["baseline", "vacuum_each_chunk", "idle_read_committed", "open_snapshot"]
+    assert set(g.runs["variant"]) == set(every)
     assert (g.runs["operations"] == 1500).all()
-    # variants interleaved: A B, A B, each repetition tagged
-    assert list(zip(g.runs["repetition"], g.runs["variant"])) == [
-        (0, "baseline"), (0, "open_snapshot"), (1, "baseline"), (1, "open_snapshot")]
-    assert len(g.curve) == 2 * 2 * 15
+    assert (g.runs["updates_done"] == 1500).all() and (g.runs["live_rows"] == 1).all()  # the key read back
+    # variants interleaved: A B C D, A B C D, each repetition tagged
+    assert list(zip(g.runs["repetition"], g.runs["variant"])) == [(r, v) for r in (0, 1) for v in every]
+    assert len(g.curve) == 4 * 2 * 15
     rel = g.relation_stats.set_index(["variant", "phase", "relation"])
-    # the held snapshot keeps every replaced version; VACUUM removes them once it ends
+    # the held snapshot keeps every replaced version with its storage; VACUUM removes them once it ends
     assert rel.loc[("open_snapshot", "after_run", "ghost_test"), "dead_tuples"] >= 1400
     assert rel.loc[("open_snapshot", "after_cleanup", "ghost_test"), "dead_tuples"] == 0
-    assert rel.loc[("baseline", "after_run", "ghost_test"), "dead_tuples"] < 1400
+    # with nothing held (or an idle READ COMMITTED transaction) pruning frees the storage but leaves a dead line
+    # pointer per update, each still referenced by an index entry; VACUUM after every chunk leaves neither
+    for v in ("baseline", "idle_read_committed"):
+        assert rel.loc[(v, "after_run", "ghost_test"), "dead_tuples"] < 1400
+        assert rel.loc[(v, "after_run", "ghost_test"), "lp_dead"] >= 1000
+        assert rel.loc[(v, "after_run", "ghost_test_pkey"), "entries_to_dead_pointers"] == \
+            rel.loc[(v, "after_run", "ghost_test"), "lp_dead"]
+    assert rel.loc[("vacuum_each_chunk", "after_run", "ghost_test"), "lp_dead"] == 0
+    assert rel.loc[("vacuum_each_chunk", "after_run", "ghost_test_pkey"), "index_entries"] <= 100
+    # what each holder pinned: REPEATABLE READ an xmin, READ COMMITTED nothing; neither wrote, so no xid
+    pins = ghost_tables.pins_table(g)
+    assert pins.loc["idle REPEATABLE READ transaction", "xmin_held"] == 2
+    assert pins.loc["idle READ COMMITTED transaction", "xmin_held"] == 0
+    assert (pins["xid_held"] == 0).all()
+    assert pins.loc["idle REPEATABLE READ transaction", "xmin_age_end"] >= 1500
     assert any("complete" in line for line in lines)
 
 
@@ -244,7 +267,7 @@ def test_stacks_recorded_or_explained(pg, tmp_path, monkeypatch):
     path = run_live(target=TEST_ENV_VAR, engine="postgres", updates=3000, chunk=1000,
                          record_to=str(tmp_path / "perf"), database="contention_test", log=lambda *_: None)
     g = ghost.load(path)
-    assert set(g.stacks) == {"baseline", "open_snapshot"}
+    assert set(g.stacks) == {"baseline", "vacuum_each_chunk", "idle_read_committed", "open_snapshot"}
     section = ghost.stacks_section(g)
-    assert len(section.figures) == 2 and len(section.tables) == 3
+    assert len(section.figures) == 4 and len(section.tables) == 5
     assert "hottest function" in section.text

@@ -1,36 +1,42 @@
 """The article's claims against the measured recording: rows of data, each with its rule.
 
-Every measured verdict is a ratio paired by repetition, decided by
-:func:`shared.claims.above` on its interval; the published column is built
-from the published recordings, or says the article did not print it.
+Every measured verdict is a ratio paired by repetition: :func:`shared.claims.above` / ``below`` give its
+direction, :func:`shared.claims.judge` the final word with the size (never compared for the PostgreSQL
+analogue: a heap and its index are not SQL Server's clustered B-tree).  On PostgreSQL the idle READ COMMITTED
+holder stands for the article's open RCSI transaction, the idle REPEATABLE READ holder for SNAPSHOT isolation.
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from ..shared.claims import Claim, above, rule_above, table
+from ..shared.claims import Claim, Size, above, below, judge, missing_point, rule_above, rule_below, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import LABELS
-from .tables import HELD, UNHELD, _timed_runs, growth_ratio, storage_by_repetition, storage_long
+from .tables import (HELD, UNHELD, UNPINNED, VACUUM_CONTROL, _timed_runs, growth_by_repetition, growth_ratio,
+                     storage_by_repetition, storage_long)
 
-SLOWER, STEEPER, PILE_UP, GROWS = 1.2, 1.5, 10.0, 1.2
+SLOWER, SAME, STEEPER, PILE_UP, GROWS, GHOSTS = 1.2, 1.2, 1.5, 10.0, 1.2, 1.5
 CLAIMS = {
-    "slower": "An open snapshot transaction makes the same updates slower",
+    "slower": "An open transaction whose snapshot pins versions makes the same updates slower",
+    "unpinned": "An open RCSI transaction no longer slows the loop (SQL Server 2022)",
     "steeper": "Time per update grows with the versions that cannot be removed (quadratic total)",
     "pile_up": "Versions pile up while the transaction is open and go once it ends",
     "grows": "The table grows while versions are pinned",
+    "unheld_ghosts": "With nothing held, the ghosts each update leaves still slow the next ones",
     "tf7006": "SQL Server 2022 cleans version ghosts at statement level under an open RCSI transaction",
+    "version_store": "Version store records still live until the open RCSI transaction ends (2022 too)",
 }
 RULES = {
-    CLAIMS["slower"]: rule_above(SLOWER, "the held run's elapsed time over its unheld twin's"),
-    CLAIMS["steeper"]: rule_above(STEEPER, "the held run's growth in time per update (last tenth over first) "
-                                           "divided by the unheld twin's growth"),
-    CLAIMS["pile_up"]: rule_above(PILE_UP, "versions not removable at the end over those left after cleanup "
-                                           "(at least 1)"),
-    CLAIMS["grows"]: rule_above(GROWS, "the held run's pages at the end over the unheld twin's"),
-    CLAIMS["tf7006"]: "agrees when the run with TF 7006 takes longer than the run without it "
-                      "(SQL Server recordings with both variants only)",
+    CLAIMS["slower"]: rule_above(SLOWER, "held over unheld elapsed time"),
+    CLAIMS["unpinned"]: rule_below(SAME, "held over unheld elapsed time"),
+    CLAIMS["steeper"]: rule_above(STEEPER, "held over unheld growth in time per update"),
+    CLAIMS["pile_up"]: rule_above(PILE_UP, "versions left at the end over those left after cleanup"),
+    CLAIMS["grows"]: rule_above(GROWS, "held over unheld pages at the end"),
+    CLAIMS["unheld_ghosts"]: rule_above(GHOSTS, "the unheld run's time per update growth over the cleaned run's"),
+    CLAIMS["tf7006"]: rule_above(1.0, "the TF 7006 run's time over the run without it"),
+    CLAIMS["version_store"]: "needs the version store's size on SQL Server 2022 while the transaction is open",
 }
+POSTGRES_SIZE = Size.not_comparable("a PostgreSQL heap and index against SQL Server's clustered B-tree")
 
 
 def _published(published) -> dict[str, str]:
@@ -41,8 +47,11 @@ def _published(published) -> dict[str, str]:
     if old is not None:
         el = _timed_runs(old).set_index("variant")["elapsed_s"]
         if {"rcsi", "rcsi_open_txn"} <= set(el.index):
-            out["slower"] = (f"2019: over {el['rcsi_open_txn']:.0f} s vs {el['rcsi']:.0f} s under RCSI "
+            out["slower"] = (f"2019, open RCSI transaction: over {el['rcsi_open_txn']:.0f} s vs {el['rcsi']:.0f} s "
                              f"(at least {el['rcsi_open_txn'] / el['rcsi']:.1f}×)")
+        if {"rcsi", "read_committed"} <= set(el.index):
+            out["unheld_ghosts"] = (f"2019: RCSI {el['rcsi']:.0f} s vs {el['read_committed']:.0f} s under locking "
+                                    f"read committed ({el['rcsi'] / el['read_committed']:.0f}×)")
         out["steeper"] = "the k-th update skips k−1 version ghosts (the article's model; no per-update timings)"
         st = storage_long(old).set_index(["variant", "phase"])
         if ("rcsi_open_txn", "after_run") in st.index:
@@ -57,49 +66,125 @@ def _published(published) -> dict[str, str]:
     new = by_version.get("16")
     if new is not None:
         el = _timed_runs(new).set_index("variant")["elapsed_s"]
-        if {"rcsi_open_txn"} <= set(el.index):
+        if {"rcsi", "rcsi_open_txn"} <= set(el.index):
+            out["unpinned"] = (f"2022: {el['rcsi_open_txn']:.0f} s with the open transaction vs {el['rcsi']:.0f} s "
+                               f"without ({el['rcsi_open_txn'] / el['rcsi']:.2f}×)")
             out["tf7006"] = (f"2022: {el['rcsi_open_txn']:.0f} s with the open transaction vs over 4 min on 2019; "
                              "TF 7006 turns the change off (no time printed with it)")
+        out["version_store"] = "stated, with Microsoft's documentation quoted; no measurement printed"
     return out
+
+
+class _Rows:
+    """Collects the verdict rows of one recording."""
+
+    def __init__(self, g, pub):
+        self.g, self.pub, self.rows = g, pub, []
+        self.where = tested_on(g)
+
+    def add(self, key: str, measured: str, direction: str, size: Size | None = None) -> None:
+        size = size or (POSTGRES_SIZE if self.g.engine == "postgres"
+                        else Size.not_comparable("the article printed one run per setting"))
+        verdict, size_text = judge(direction, size)
+        self.rows.append(Claim(claim=CLAIMS[key], published=self.pub[key], recording=self.g.id,
+                               tested_on=self.where, measured=measured, size=size_text, rule=RULES[CLAIMS[key]],
+                               verdict=verdict))
+
+    def missing(self, key: str, what: str) -> None:
+        self.rows.append(Claim(claim=CLAIMS[key], published=self.pub[key], recording=self.g.id,
+                               tested_on=self.where, measured=f"no {what} in this recording",
+                               size="", rule=RULES[CLAIMS[key]], verdict=missing_point(what)))
+
+    def not_here(self, key: str, measured: str, why: str) -> None:
+        self.rows.append(Claim(claim=CLAIMS[key], published=self.pub[key], recording=self.g.id,
+                               tested_on=self.where, measured=measured, size="", rule=RULES[CLAIMS[key]],
+                               verdict=f"not testable here: {why}"))
+
+
+def _has(runs: pd.DataFrame, *variants: str) -> bool:
+    return set(variants) <= set(runs["variant"])
 
 
 def verdicts(shown) -> pd.DataFrame:
     """The article's claims, what it printed, what this recording shows with its spread, the rule, the verdict."""
     g = shown.measured
-    pub = _published(shown.published)
+    out = _Rows(g, _published(shown.published))
     runs = _timed_runs(g)
-    base, held = UNHELD[g.engine], HELD[g.engine]
-    rows = []
+    base, held, unpinned = UNHELD[g.engine], HELD[g.engine], UNPINNED.get(g.engine)
+    major = int(str(g.recording.engine.get("version", "0")).split(".")[0] or 0) if g.engine == "sqlserver" else 0
 
-    def add(key: str, measured: str, verdict: str) -> None:
-        rows.append(Claim(claim=CLAIMS[key], published=pub[key], recording=g.id, measured=measured,
-                          rule=RULES[CLAIMS[key]], verdict=verdict))
+    def pair(a: str, b: str) -> str:
+        return f"{LABELS[a]} vs {LABELS[b]}"
 
-    pair = f"{LABELS[held]} vs {LABELS[base]}"
-    s = ratio_spread(runs, "elapsed_s", held, base)
-    add("slower", f"{s.text('.1f', '×')} slower ({pair})", above(s, SLOWER))
-    if g.curve is not None:
-        s = growth_ratio(g.curve, held, base)
-        add("steeper", f"growth {s.text('.1f', '×')} the unheld run's", above(s, STEEPER))
+    if g.engine == "sqlserver" and major >= 16:
+        out.not_here("slower", "on SQL Server 2022 the open RCSI transaction no longer pins ghosts, and no SQL Server "
+                     "variant holds a SNAPSHOT transaction", "needs SQL Server 2019, or a SNAPSHOT holder")
+    elif _has(runs, held, base):
+        s = ratio_spread(runs, "elapsed_s", held, base)
+        out.add("slower", f"{s.text('.1f', '×')} slower ({pair(held, base)})", above(s, SLOWER))
     else:
-        add("steeper", "this recording has no per-chunk timings", "not testable here: no per-chunk timings")
+        out.missing("slower", f"run with {LABELS.get(held, held)} and one with {LABELS[base]}")
+
+    if unpinned is None or (g.engine == "sqlserver" and major < 16):
+        out.not_here("unpinned", "needs a SQL Server 2022 recording with and without the open transaction",
+                     "needs SQL Server 2022")
+    elif _has(runs, unpinned, base):
+        s = ratio_spread(runs, "elapsed_s", unpinned, base)
+        out.add("unpinned", f"{s.text('.2f', '×')} the time ({pair(unpinned, base)})", below(s, SAME))
+    else:
+        out.missing("unpinned", f"run with {LABELS[unpinned]}")
+
+    if g.curve is None:
+        out.missing("steeper", "per-chunk timings")
+    elif _has(g.curve, held, base):
+        s = growth_ratio(g.curve, held, base)
+        out.add("steeper", f"growth {s.text('.1f', '×')} the unheld run's", above(s, STEEPER))
+    else:
+        out.missing("steeper", f"per-chunk timings of {LABELS.get(held, held)}")
+
     st = storage_by_repetition(g)
     wide = st.pivot_table(index=["repetition", "variant"], columns="phase", values=["not_removed", "pages"])
     if ("not_removed", "after_cleanup") in wide.columns and held in wide.index.get_level_values("variant"):
         h = wide.xs(held, level="variant")
         piled = h[("not_removed", "after_run")] / h[("not_removed", "after_cleanup")].clip(lower=1)
         s = spread(piled)
-        add("pile_up", f"{spread(h[('not_removed', 'after_run')]).text(',.0f')} not removable at the end, "
-                       f"{spread(h[('not_removed', 'after_cleanup')]).text(',.0f')} after cleanup; ratio "
-                       f"{s.text(',.0f', '×')}", above(s, PILE_UP))
+        out.add("pile_up", f"{spread(h[('not_removed', 'after_run')]).text(',.0f')} not removable at the end, "
+                           f"{spread(h[('not_removed', 'after_cleanup')]).text(',.0f')} after cleanup; ratio "
+                           f"{s.text(',.0f', '×')}", above(s, PILE_UP))
     else:
-        add("pile_up", "no storage statistics after cleanup in this recording", "not testable here: not recorded")
+        out.missing("pile_up", "storage statistics after cleanup")
+
     frame = st[st["phase"] == "after_run"]
-    s = ratio_spread(frame, "pages", held, base)
-    add("grows", f"{s.text('.2f', '×')} the unheld run's pages at the end", above(s, GROWS))
-    if g.engine != "sqlserver":
-        add("tf7006", "measured only on a SQL Server 2022 recording", "not testable here: needs SQL Server 2022")
+    if _has(frame, held, base):
+        s = ratio_spread(frame, "pages", held, base)
+        out.add("grows", f"{s.text('.2f', '×')} the unheld run's pages at the end", above(s, GROWS))
     else:
+        out.missing("grows", f"storage statistics of {LABELS.get(held, held)} and {LABELS[base]}")
+
+    control = VACUUM_CONTROL.get(g.engine)
+    if g.engine == "sqlserver":
+        if _has(runs, "rcsi", "read_committed"):
+            s = ratio_spread(runs, "elapsed_s", "rcsi", "read_committed")
+            out.add("unheld_ghosts", f"RCSI {s.text('.1f', '×')} the time of locking read committed",
+                    above(s, GHOSTS))
+        else:
+            out.missing("unheld_ghosts", "run under RCSI and one under locking read committed")
+    elif g.curve is not None and _has(g.curve, base, control):
+        per = growth_by_repetition(g.curve)
+        s = ratio_spread(per, "growth", base, control)
+        out.add("unheld_ghosts", f"time per update grew {s.text('.1f', '×')} as much with nothing held as with "
+                                 "VACUUM after every chunk", above(s, GHOSTS))
+    else:
+        out.missing("unheld_ghosts", f"run with {LABELS[control]}")
+
+    if g.engine != "sqlserver" or major < 16:
+        out.not_here("tf7006", "measured only on a SQL Server 2022 recording", "needs SQL Server 2022")
+    elif _has(runs, "rcsi_open_txn_tf7006", "rcsi_open_txn"):
         s = ratio_spread(runs, "elapsed_s", "rcsi_open_txn_tf7006", "rcsi_open_txn")
-        add("tf7006", f"TF 7006 run {s.text('.2f', '×')} the run without it", above(s, 1.0))
-    return table(rows)
+        out.add("tf7006", f"TF 7006 run {s.text('.2f', '×')} the run without it", above(s, 1.0))
+    else:
+        out.missing("tf7006", "run with trace flag 7006")
+    out.not_here("version_store", "PostgreSQL keeps old versions in the table itself; no version store"
+                 if g.engine == "postgres" else "the version store's size is not read while the transaction is open",
+                 "needs SQL Server 2022's version store size during the open transaction")
+    return table(out.rows)

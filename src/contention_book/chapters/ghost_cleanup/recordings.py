@@ -17,6 +17,7 @@ class GhostRecording(rec.RecordingView):
     index_stats = rec.table_property("index")
     relation_stats = rec.table_property("relation")
     counters = rec.table_property("counters")
+    holder = rec.table_property("holder")
 
 
 Shown = PublishedAndMeasured
@@ -26,11 +27,32 @@ __all__ = ["GhostRecording", "Shown", "load", "load_published", "load_shown", "h
 def load(ref: str | Path) -> GhostRecording:
     """Open a recording of this chapter by id or directory, checking every file it needs."""
     out = rec.load_view(CHAPTER, ref, LAYOUT, GhostRecording)
+    _drop_set_aside_points(out)
     if out.index_stats is None and out.relation_stats is None:
         raise rec.RecordingError(
             f"recording {out.recording.path}: has neither {LAYOUT['index'].path} nor {LAYOUT['relation'].path}; "
             "expected the storage statistics of the test table")
     return out
+
+
+def _drop_set_aside_points(view: GhostRecording) -> None:
+    """A run the loader set aside (it did not balance, or too many of its calls failed) takes its curve, storage
+    and holder rows with it, so no figure or verdict uses any part of it."""
+    gone = view.tables.get("runs_set_aside")
+    if gone is None or gone.empty or "repetition" not in gone:
+        return
+    points = set(zip(gone["variant"], gone["repetition"]))
+    for key in ("curve", "index", "relation", "counters", "holder"):
+        frame = view.tables.get(f"{key}_by_repetition", view.tables.get(key))
+        if frame is None or "repetition" not in frame:
+            continue
+        keep = frame[[(v, r) not in points for v, r in zip(frame["variant"], frame["repetition"])]]
+        keep = keep.reset_index(drop=True)
+        if f"{key}_by_repetition" in view.tables:
+            view.tables[f"{key}_by_repetition"] = keep
+            view.tables[key] = rec.median_over_repetitions(keep, LAYOUT[key])
+        else:
+            view.tables[key] = keep
 
 
 def load_published() -> list[GhostRecording]:

@@ -36,9 +36,10 @@ def curve_from_timeline(variant: str, timeline: pd.DataFrame, chunks: Sequence[i
     })
 
 
-def query(conn, chapter_script: str, engine: str, **ids: str) -> pd.DataFrame:
+def query(conn, chapter_script: str, engine: str, *params, **ids: str) -> pd.DataFrame:
+    """The last statement of a workload script, run with ``params``, as a frame."""
     cur = conn.cursor()
-    cur.execute(workloads.load(CHAPTER, engine, chapter_script, **ids)[-1])
+    cur.execute(workloads.load(CHAPTER, engine, chapter_script, **ids)[-1], *params)
     cols = [d[0] for d in cur.description]
     return pd.DataFrame.from_records([tuple(r) for r in cur.fetchall()], columns=cols)
 
@@ -48,6 +49,7 @@ class Run:
 
     def __init__(self, ctx):
         p = ctx.params
+        self.ctx = ctx
         self.t, self.db, self.w = ctx.target, ctx.database, ctx.writer
         chunk = int(p["chunk"] or max(1, math.ceil(p["updates"] / 100)))
         self.w.update(parameters={**self.w.manifest["parameters"], "chunk": chunk})
@@ -62,13 +64,22 @@ class Run:
     def connect(self, autocommit: bool = True):
         return self.t.connect(self.db, autocommit=autocommit)
 
-    def drive(self, variant: str, setup_session, before_window=None):
-        """Run the chunks in one session; return (RunResult, curve frame)."""
+    def drive(self, variant: str, setup_session, before_window=None, after_chunk: Sequence[str] = ()):
+        """Run the chunks in one session; return (RunResult, curve frame).
+
+        ``after_chunk`` statements run after every chunk in the same session and inside its timing (the VACUUM
+        control)."""
         call = workloads.load(CHAPTER, self.engine, "update_chunk")[0]
         chunks = self.chunks
+
+        def one_chunk(cur, _s, op):
+            drain(cur.execute(call, chunks[op]))
+            for stmt in after_chunk:
+                drain(cur.execute(stmt))
+
         result = run_sessions(
             lambda: self.connect(),
-            lambda cur, _s, op: drain(cur.execute(call, chunks[op])),
+            one_chunk,
             sessions=1, operations_per_session=len(chunks), setup_session=setup_session,
             keep_timeline=True, progress=f"{variant} ({sum(chunks):,} updates)", on_ready=before_window,
         )
@@ -77,13 +88,20 @@ class Run:
                                f"{result.per_session[0].error_samples}")
         return result, curve_from_timeline(variant, result.timeline(), chunks)
 
-    def record_run(self, variant: str, result, curve: pd.DataFrame) -> None:
+    def record_run(self, variant: str, result, curve: pd.DataFrame, row_state: pd.DataFrame) -> None:
+        """Append the run's row, after checking its accounting: the key read back (``row_state``: updates_done,
+        live_rows) must equal the updates asked, in a table of one row; a run that does not balance fails here."""
         updates = int(sum(self.chunks))
-        self.w.append_csv(FILES["runs"], pd.DataFrame([{
+        state = row_state.iloc[0] if len(row_state) else {}
+        row = pd.DataFrame([{
             "variant": variant, "repetition": self.repetition, "sessions": 1, "elapsed_s": result.elapsed_s,
             "operations": updates, "throughput": updates / result.elapsed_s, "chunks": len(self.chunks),
-            "errors": result.errors,
-        }]))
+            "errors": result.errors, "updates_asked": updates,
+            "updates_done": int(state["updates_done"]) if len(row_state) else -1,
+            "live_rows": int(state["live_rows"]) if len(row_state) else 0,
+        }])
+        self.ctx.check_balanced("runs", row)
+        self.w.append_csv(FILES["runs"], row)
         self.w.append_csv(FILES["curve"], curve.assign(repetition=self.repetition))
         self.log(f"[{CHAPTER}] {variant}, repetition {self.repetition + 1}: {updates:,} updates in {result.elapsed_s:.2f} s "
                  f"({updates / result.elapsed_s:,.0f}/s)")

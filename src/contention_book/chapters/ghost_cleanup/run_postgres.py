@@ -1,4 +1,10 @@
-"""The PostgreSQL analogue: dead tuples a held-back xmin horizon keeps from being pruned."""
+"""The PostgreSQL analogue: what an idle transaction pins, and where the dead versions of a key update live.
+
+Four variants: nothing held; nothing held with VACUUM after every chunk; an idle READ COMMITTED transaction
+after one SELECT (the article's open RCSI transaction); an idle REPEATABLE READ transaction after one SELECT
+(SNAPSHOT isolation's analogue).  Each run reads back the key (the updates done) and what the holder pins
+(``pg_stat_activity``), and counts the heap's line pointers and the index's entries by state (pageinspect).
+"""
 from __future__ import annotations
 
 import contextlib
@@ -12,35 +18,74 @@ from contention_book.harness.load_record import record
 from contention_book.harness.schedule import interleaved
 
 from .run_common import Run, query
-from .spec import CHAPTER, FILES, RELATION_COLUMNS
+from .spec import CHAPTER, FILES, HOLDER_COLUMNS, RELATION_COLUMNS
+
+# holder variant -> (workload script, isolation level it sets)
+HOLDERS = {"idle_read_committed": ("open_read_committed", "READ COMMITTED"),
+           "open_snapshot": ("open_snapshot", "REPEATABLE READ")}
+LINE_POINTER_COLUMNS = ("lp_normal", "lp_redirect", "lp_dead", "lp_unused", "lp_max_per_page")
+INDEX_ENTRY_COLUMNS = ("index_entries", "entries_to_dead_pointers", "entries_to_stored_tuples",
+                       "entries_to_unused_pointers", "entries_killed")
 
 
-def _pg_stats(run: Run, conn, variant: str, phase: str) -> pd.DataFrame:
+def _pg_stats(run: Run, conn, variant: str, phase: str, pages_inspected: bool) -> pd.DataFrame:
     table = query(conn, "table_stats", "postgres").assign(relation="ghost_test", relation_kind="heap")
     index = query(conn, "index_stats", "postgres").assign(relation="ghost_test_pkey", relation_kind="btree")
+    if pages_inspected:
+        table = pd.concat([table, query(conn, "line_pointers", "postgres")], axis=1)
+        index = pd.concat([index, query(conn, "index_entries", "postgres")], axis=1)
     frame = pd.concat([table, index], ignore_index=True)
     frame.insert(0, "phase", phase)
     frame.insert(0, "repetition", run.repetition)
     frame.insert(0, "variant", variant)
-    for col in RELATION_COLUMNS:
+    for col in (*RELATION_COLUMNS, *LINE_POINTER_COLUMNS, *INDEX_ENTRY_COLUMNS):
         if col not in frame:
             frame[col] = np.nan
     return frame
 
 
-def _run_postgres_variant(run: Run, variant: str) -> None:
+def _holder_state(run: Run, conn, variant: str, pid: int, phase: str) -> dict:
+    state = query(conn, "holder_state", "postgres", pid)
+    if state.empty:
+        raise RuntimeError(f"{variant}: the holding session (pid {pid}) is not in pg_stat_activity")
+    row = state.iloc[0]
+    age = row["xmin_age"]
+    return {"variant": variant, "repetition": run.repetition, "phase": phase, "isolation": HOLDERS[variant][1],
+            "state": str(row["state"]), "xmin_held": int(row["xmin_held"]), "xid_held": int(row["xid_held"]),
+            "xmin_age": float(age) if age is not None else np.nan}
+
+
+def _pageinspect(run: Run, conn) -> bool:
+    """Whether raw pages can be read here (pageinspect needs a superuser); say so once when they cannot."""
+    try:
+        workloads.run_script(conn, CHAPTER, "postgres", "setup_pageinspect")
+        return True
+    except Exception as exc:  # noqa: BLE001 - any refusal means: go on without line-pointer counts
+        if run.repetition == 0:
+            run.w.add_note(f"line pointers and index entries not counted: pageinspect unavailable "
+                           f"({type(exc).__name__})")
+            run.log(f"[{CHAPTER}] pageinspect unavailable, line pointers not counted: {exc}")
+        return False
+
+
+def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None:
     with contextlib.closing(run.connect()) as conn:
         holder = None
         capture = None
         backend = {}
+        holder_rows = []
         try:
             workloads.run_script(conn, CHAPTER, "postgres", "setup")
-            if variant == "open_snapshot":
+            if variant in HOLDERS:
                 holder = run.connect(autocommit=False)
-                workloads.run_script(holder, CHAPTER, "postgres", "open_snapshot")
-                if query(conn, "open_snapshot_check", "postgres").iloc[0, 0] < 1:
-                    raise RuntimeError("open_snapshot: the holding transaction does not show a backend_xmin")
-                run.log(f"[{CHAPTER}] open_snapshot: a REPEATABLE READ transaction holds the xmin horizon")
+                workloads.run_script(holder, CHAPTER, "postgres", HOLDERS[variant][0])
+                holder_pid = holder.cursor().execute("SELECT pg_backend_pid()").fetchone()[0]
+                holder_rows.append(_holder_state(run, conn, variant, holder_pid, "before_run"))
+                if variant == "open_snapshot" and not holder_rows[-1]["xmin_held"]:
+                    raise RuntimeError("open_snapshot: the REPEATABLE READ holder shows no backend_xmin, so it pins "
+                                       "nothing and the variant would measure nothing")
+                pinned = "holds back the xmin horizon" if holder_rows[-1]["xmin_held"] else "pins nothing"
+                run.log(f"[{CHAPTER}] {variant}: an idle {HOLDERS[variant][1]} transaction {pinned}")
 
             def session(cur, _i):
                 workloads.run_script(cur.connection, CHAPTER, "postgres", "session")
@@ -51,12 +96,15 @@ def _run_postgres_variant(run: Run, variant: str) -> None:
                 if run.stacks and run.repetition == 0:  # one profile per variant is enough
                     capture = start_stacks(run.w, variant, [backend["pid"]])
 
-            result, curve = run.drive(variant, session, start_capture)
+            after_chunk = workloads.load(CHAPTER, "postgres", "cleanup") if variant == "vacuum_each_chunk" else ()
+            result, curve = run.drive(variant, session, start_capture, after_chunk=after_chunk)
             finish_stacks(run.w, variant, capture, run.log)
             capture = None
-            run.record_run(variant, result, curve)
+            if holder is not None:
+                holder_rows.append(_holder_state(run, conn, variant, holder_pid, "after_run"))
+            run.record_run(variant, result, curve, query(conn, "row_state", "postgres"))
             record(run.w, result, variant=variant, sessions=1, repetition=run.repetition)
-            stats = [_pg_stats(run, conn, variant, "after_run")]
+            stats = [_pg_stats(run, conn, variant, "after_run", pages_inspected)]
         finally:
             if capture is not None:
                 finish_stacks(run.w, variant, capture, run.log)
@@ -64,11 +112,11 @@ def _run_postgres_variant(run: Run, variant: str) -> None:
                 holder.rollback()
                 holder.close()
         workloads.run_script(conn, CHAPTER, "postgres", "cleanup")
-        stats.append(_pg_stats(run, conn, variant, "after_cleanup"))
+        stats.append(_pg_stats(run, conn, variant, "after_cleanup", pages_inspected))
     run.w.append_csv(FILES["relation"], pd.concat(stats, ignore_index=True))
-
-
-# -- SQL Server -----------------------------------------------------------------
+    if holder_rows:
+        run.w.append_csv(FILES["holder"], pd.DataFrame(holder_rows)[[HOLDER_COLUMNS[0], "repetition",
+                                                                      *HOLDER_COLUMNS[1:]]])
 
 
 def run_postgres(ctx) -> None:
@@ -79,6 +127,7 @@ def run_postgres(ctx) -> None:
             "SELECT name, setting FROM pg_settings WHERE name IN "
             "('autovacuum', 'autovacuum_naptime', 'shared_buffers', 'block_size', 'synchronous_commit')"
         ).fetchall())
+        pages_inspected = _pageinspect(run, conn)
     ctx.writer.update(engine={"settings": settings})
     for run.repetition, variant in interleaved(ctx.variants, ctx.params["repetitions"]):
-        _run_postgres_variant(run, variant)
+        _run_postgres_variant(run, variant, pages_inspected)

@@ -95,7 +95,7 @@ def _run_sqlserver_variant(run: Run, variant: str, version: str) -> None:
             before = _counters(conn)
             result, curve = run.drive(variant, None)
             after = _counters(conn)
-            run.record_run(variant, result, curve)
+            run.record_run(variant, result, curve, query(conn, "row_state", "sqlserver"))
             stats = [query(conn, "index_stats", "sqlserver").assign(phase="after_run")]
             rates = counter_rates(before, after, result.elapsed_s)
             if rates.empty:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from contention_book.harness import params as P
 from contention_book.harness.load_record import LOAD_TABLES
-from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.spec import ChapterSpec, Identity, Table, known_variants
 from contention_book.harness.sqlserver_preflight import ADR_OFF, SET_RECOVERY, Needs
 
 CHAPTER = "ghost-cleanup"
@@ -11,8 +11,13 @@ NOTEBOOK = "03-ghost-cleanup.ipynb"
 PUBLISHED = ("published-white-2024-sql2019", "published-white-2024-sql2022")
 DEFAULT_MEASURED = "measured-postgres-reference"
 
+# PostgreSQL: nothing held; the same with VACUUM after every chunk (the control that removes dead line pointers
+# and index entries as it goes); an idle READ COMMITTED transaction after one SELECT (the article's open RCSI
+# transaction: it holds no snapshot between statements); an idle REPEATABLE READ transaction after one SELECT
+# (SNAPSHOT isolation's analogue: its snapshot pins every version made after it).  "open_snapshot" keeps its old
+# id so recordings made before the READ COMMITTED and VACUUM variants still load.
 VARIANTS = {
-    "postgres": ("baseline", "open_snapshot"),
+    "postgres": ("baseline", "vacuum_each_chunk", "idle_read_committed", "open_snapshot"),
     "sqlserver": ("read_committed", "rcsi", "rcsi_open_txn", "rcsi_open_txn_tf7006"),
 }
 BASELINE = {"postgres": "baseline", "sqlserver": "read_committed"}
@@ -21,11 +26,25 @@ LABELS = {
     "rcsi": "RCSI",
     "rcsi_open_txn": "RCSI + open RCSI transaction",
     "rcsi_open_txn_tf7006": "RCSI + open transaction, TF 7006",
-    "baseline": "no other activity",
-    "open_snapshot": "open REPEATABLE READ snapshot",
+    "baseline": "nothing held",
+    "vacuum_each_chunk": "nothing held, VACUUM after every chunk",
+    "idle_read_committed": "idle READ COMMITTED transaction",
+    "open_snapshot": "idle REPEATABLE READ transaction",
 }
+# What each PostgreSQL holder stands for on SQL Server (the prose and the verdicts use the same mapping).
+SQLSERVER_TWIN = {"idle_read_committed": "the article's open RCSI transaction",
+                  "open_snapshot": "an open SNAPSHOT isolation transaction"}
 
 RUNS_COLUMNS = ("variant", "sessions", "elapsed_s", "operations", "throughput")
+# Every run reads the one row back: its key counts the updates that committed (it starts at 0 and each update
+# adds 1), and the table must still hold exactly one row.
+UPDATES_BALANCE = Identity("updates done (the key read back) = updates asked",
+                           lambda f: f["updates_done"] == f["updates_asked"], ("updates_done", "updates_asked"),
+                           engines=("postgres", "sqlserver"), required=False)
+ONE_ROW = Identity("the table holds exactly one row after the run", lambda f: f["live_rows"] == 1, ("live_rows",),
+                   engines=("postgres", "sqlserver"), required=False)
+# What the holding session pins, read from pg_stat_activity before and after the loop.
+HOLDER_COLUMNS = ("variant", "phase", "isolation", "state", "xmin_held", "xid_held", "xmin_age")
 CURVE_COLUMNS = ("variant", "updates_done", "elapsed_s", "us_per_update")
 INDEX_COLUMNS = ("variant", "phase", "level", "pages", "used_pct", "avg_size", "rows", "ghosts", "versions",
                  "ghost_versions")
@@ -35,13 +54,15 @@ COUNTER_COLUMNS = ("variant", "counter", "per_second")
 LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("postgres", "sqlserver", "published"),
                   unique=("variant", "sessions", "repetition"),
-                  values={"variant": known_variants(VARIANTS, LABELS)}),
+                  values={"variant": known_variants(VARIANTS, LABELS)}, identities=(UPDATES_BALANCE, ONE_ROW)),
     "curve": Table("samples/update_rate.csv", CURVE_COLUMNS),
     "index": Table("dmv/index_physical_stats.csv", INDEX_COLUMNS, ("sqlserver",),
                    unique=("variant", "repetition", "phase", "level")),
     "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS, ("postgres",),
                       unique=("variant", "repetition", "phase", "relation")),
     "counters": Table("dmv/perf_counters.csv", COUNTER_COLUMNS),
+    "holder": Table("dmv/holder.csv", HOLDER_COLUMNS, unique=("variant", "repetition", "phase"),
+                    text=("isolation", "state")),
     **LOAD_TABLES,
 }
 FILES = {key: table.path for key, table in LAYOUT.items()}

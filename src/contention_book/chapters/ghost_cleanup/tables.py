@@ -11,8 +11,10 @@ from .spec import BASELINE, LABELS
 from ..shared.stacks import StackSection, absent_text, diff_table, flame, hottest, top_table
 from .recordings import GhostRecording
 
-HELD = {"postgres": "open_snapshot", "sqlserver": "rcsi_open_txn"}    # the open transaction holds versions
+HELD = {"postgres": "open_snapshot", "sqlserver": "rcsi_open_txn"}    # the open transaction pins versions (2019)
 UNHELD = {"postgres": "baseline", "sqlserver": "rcsi"}                # the same row versioning, nothing held
+UNPINNED = {"postgres": "idle_read_committed", "sqlserver": "rcsi_open_txn"}  # open, but pins nothing (2022 RCSI)
+VACUUM_CONTROL = {"postgres": "vacuum_each_chunk"}                    # nothing held, dead entries removed as it goes
 
 
 def _timed_runs(g: GhostRecording) -> pd.DataFrame:
@@ -177,7 +179,14 @@ def measured_numbers(g: GhostRecording) -> dict[str, Any]:
     nums["m_ghost_visits"] = ghost_visits(nums["m_updates"])
     growth = curve_growth(g.curve).set_index("variant") if g.curve is not None else pd.DataFrame()
     storage = storage_long(g).set_index(["variant", "phase"])
-    for role, variant in (("base", base), ("held", held)):
+    roles = (("base", base), ("held", held), ("rc", UNPINNED.get(g.engine)), ("vacuum", VACUUM_CONTROL.get(g.engine)))
+    for role, variant in roles[2:]:
+        nums[f"m_{role}_label"] = LABELS.get(variant, "") if variant else ""
+        nums[f"m_{role}_s"] = float(el.loc[variant, "elapsed_s"]) if variant in el.index else nan
+        nums[f"m_{role}_s_text"] = spread(runs.loc[runs["variant"] == variant, "elapsed_s"]).text(".2f", " s")
+        nums[f"m_{role}_x_text"] = (ratio_spread(runs, "elapsed_s", variant, base).text(".2f", "×")
+                                    if variant in el.index and base in el.index else "not recorded")
+    for role, variant in roles:
         for col in ("first_us", "last_us", "growth", "r2"):
             nums[f"m_{role}_{col}"] = float(growth.loc[variant, col]) if variant in growth.index else nan
         for phase in ("after_run", "after_cleanup"):
@@ -186,12 +195,13 @@ def measured_numbers(g: GhostRecording) -> dict[str, Any]:
             nums[f"m_{role}_{phase}_dead"] = float(row["not_removed"]) if row is not None else nan
     if g.curve is not None:
         per = growth_by_repetition(g.curve)
-        for role, variant in (("base", base), ("held", held)):
+        for role, variant in roles:
             nums[f"m_{role}_growth_text"] = spread(per.loc[per["variant"] == variant, "growth"]).text(".1f", "×")
         nums["m_growth_ratio_text"] = growth_ratio(g.curve, held, base).text(".1f", "×")
     else:
-        nums.update({"m_base_growth_text": "not recorded", "m_held_growth_text": "not recorded",
-                     "m_growth_ratio_text": "not recorded"})
+        nums.update({f"m_{role}_growth_text": "not recorded" for role, _ in roles})
+        nums["m_growth_ratio_text"] = "not recorded"
+    nums.update({f"m_lp_{k}": v for k, v in line_pointer_numbers(g).items()})
     return nums
 
 
@@ -229,18 +239,91 @@ def growth_note(g: GhostRecording) -> str:
     n = measured_numbers(g)
     if np.isnan(n["m_base_growth"]):
         return ""
-    text = (f"Without the open transaction the time per update still grew {n['m_base_growth']:.1f}× over the run, "
-            f"though only {n['m_base_after_run_dead']:,.0f} removable versions were left at its end. ")
+    text = f"Without the open transaction the time per update still grew {n['m_base_growth']:.1f}× over the run. "
     if g.engine == "postgres":
-        text += (f"The growth comes from the table's size, not from dead tuples: heap and index grew to "
-                 f"{n['m_base_after_run_pages']:,.0f} pages for one live row. The one-row `UPDATE` reads the "
-                 "heap with a sequential scan, and the scan visits every page, even one that pruning has emptied. "
-                 f"`VACUUM` did not give the pages back ({n['m_base_after_cleanup_pages']:,.0f} afterwards), "
-                 "because it returns only empty pages at the end of the file.")
+        lp = line_pointer_numbers(g)
+        if np.isnan(lp.get("base_lp_dead", np.nan)):
+            return text + ("This recording did not count line pointers and index entries, so it cannot say where "
+                           "the unheld run's dead versions were.")
+        text += (f"Its dead versions did not go: at the end the heap held {lp['base_lp_dead']:,.0f} dead line "
+                 f"pointers on {lp['base_heap_pages']:,.0f} pages (up to {lp['base_lp_max']:,.0f} on one page), and "
+                 f"the index held {lp['base_entries_dead']:,.0f} entries pointing at them, for one live row. "
+                 "A key update is never a heap-only (HOT) update, so each one adds an index entry. Pruning frees a "
+                 "dead tuple's storage but must leave its line pointer while an index entry still points there; "
+                 "only `VACUUM` removes both. That is PostgreSQL's ghost. ")
+        if not np.isnan(n.get("m_vacuum_growth", np.nan)):
+            text += (f"With `VACUUM` after every chunk the table stayed at {n['m_vacuum_after_run_pages']:,.0f} "
+                     f"pages and time per update grew {n['m_vacuum_growth']:.1f}×.")
     else:
         text += ("Here the cleanup task runs, but it removes ghosts only after each transaction ends, and the "
                  "next update has already started by then.")
     return text
+
+
+def line_pointer_numbers(g: GhostRecording) -> dict[str, float]:
+    """Medians over repetitions, right after the run: dead line pointers, the most on one page, heap pages and
+    index entries pointing at dead line pointers or at stored tuples, per role (``base``, ``held``, ``rc``,
+    ``vacuum``).  NaN where the recording has no such counts."""
+    nan = float("nan")
+    rel = g.relation_stats
+    roles = {"base": UNHELD[g.engine], "held": HELD[g.engine], "rc": UNPINNED.get(g.engine),
+             "vacuum": VACUUM_CONTROL.get(g.engine)}
+    out: dict[str, float] = {}
+    for role, variant in roles.items():
+        for key in ("lp_dead", "lp_normal", "lp_max", "heap_pages", "index_pages", "entries", "entries_dead",
+                    "entries_stored", "dead_stored"):
+            out[f"{role}_{key}"] = nan
+        if rel is None or variant is None or "lp_dead" not in rel:
+            continue
+        end = rel[(rel["variant"] == variant) & (rel["phase"] == "after_run")]
+        heap, index = end[end["relation"] == "ghost_test"], end[end["relation"] == "ghost_test_pkey"]
+        if heap.empty or index.empty:
+            continue
+        out.update({f"{role}_lp_dead": float(heap["lp_dead"].median()),
+                    f"{role}_lp_normal": float(heap["lp_normal"].median()),
+                    f"{role}_lp_max": float(heap["lp_max_per_page"].median()),
+                    f"{role}_heap_pages": float(heap["pages"].median()),
+                    f"{role}_dead_stored": float(heap["dead_tuples"].median()),
+                    f"{role}_index_pages": float(index["pages"].median()),
+                    f"{role}_entries": float(index["index_entries"].median()),
+                    f"{role}_entries_dead": float(index["entries_to_dead_pointers"].median()),
+                    f"{role}_entries_stored": float(index["entries_to_stored_tuples"].median())})
+    return out
+
+
+def where_dead_versions_live(g: GhostRecording) -> pd.DataFrame:
+    """One row per setting: heap line pointers by state and index entries by what they point at, right after the
+    run (medians over repetitions).  Empty when the recording did not count them."""
+    rel = g.relation_stats
+    if rel is None or "lp_dead" not in rel:
+        return pd.DataFrame()
+    end = rel[rel["phase"] == "after_run"]
+    heap = end[end["relation"] == "ghost_test"].groupby("variant", sort=False)[
+        ["pages", "lp_normal", "lp_dead", "lp_unused", "lp_max_per_page", "dead_tuples"]].median()
+    index = end[end["relation"] == "ghost_test_pkey"].groupby("variant", sort=False)[
+        ["pages", "index_entries", "entries_to_dead_pointers", "entries_to_stored_tuples"]].median()
+    out = heap.join(index, lsuffix="_heap", rsuffix="_index")
+    out.index = [LABELS.get(v, v) for v in out.index]
+    return out
+
+
+def pins_table(g: GhostRecording) -> pd.DataFrame:
+    """What each idle holder pinned (``pg_stat_activity``): in how many repetitions it showed a backend_xmin or a
+    backend_xid, and the xmin's age at the end of the loop.  Empty when the recording has no holder rows."""
+    h = g.by_repetition("holder")
+    if h is None or h.empty:
+        return pd.DataFrame()
+    h = h if "repetition" in h else h.assign(repetition=0)
+    rows = []
+    for variant, part in h.groupby("variant", sort=False):
+        per = part.groupby("repetition")
+        end = part[part["phase"] == "after_run"]
+        rows.append({"setting": LABELS.get(variant, variant), "isolation": str(part["isolation"].iloc[0]),
+                     "repetitions": int(part["repetition"].nunique()),
+                     "xmin_held": int((per["xmin_held"].min() > 0).sum()),
+                     "xid_held": int((per["xid_held"].max() > 0).sum()),
+                     "xmin_age_end": float(end["xmin_age"].median()) if len(end) else float("nan")})
+    return pd.DataFrame(rows).set_index("setting")
 
 
 # -- stacks --------------------------------------------------------------------------------
