@@ -212,7 +212,7 @@ def test_published_recordings_match_the_sources():
     assert "learn.microsoft.com" in wp.recording.manifest["citation"]["url"]
 
 
-def _fake(runs, waits, pins=None, index=None, cpus=2, repetitions=1):
+def _fake(runs, waits, pins=None, index=None, cpus=4, repetitions=1):
     """A small PostgreSQL view; with ``repetitions`` the same point repeated (rates 1% apart), as a run would."""
     if repetitions > 1:
         runs = [(v, n, tp * (1 + rep / 100), rep) for rep in range(repetitions) for v, n, tp in runs]
@@ -243,9 +243,9 @@ def test_little_law_and_verdicts_can_go_either_way():
     lt = analysis.little(g, "sequential", 4)
     assert lt["queue"] == pytest.approx(2.0) and lt["wait_us"] == pytest.approx(1000.0, rel=0.02)  # 2 / ~2000 per s
     v = analysis.verdicts([], g).set_index("claim")["verdict"]
-    assert v["Hash partitioning raises the insert rate"] == "agrees"
-    assert v["Concurrent inserts with an ever-increasing key queue on the last page's latch"] == "agrees"
-    assert v["With hash partitioning the page-latch waits go away"] == "agrees"  # 50% -> 10%
+    assert v["Hash partitioning raises the insert rate"] == "direction reproduced"
+    assert v["Concurrent inserts with an ever-increasing key queue on the last page's latch"] == "direction reproduced"
+    assert v["With hash partitioning the page-latch waits go away"] == "direction reproduced"  # 50% -> 10%
     same = _fake(runs, [(a, b, c, 50 if c == "LWLock:BufferContent" else d) for a, b, c, d in waits], repetitions=3)
     assert analysis.verdicts([], same).set_index("claim")["verdict"][
         "With hash partitioning the page-latch waits go away"] == "differs"  # 50% -> 36%: not gone
@@ -264,6 +264,17 @@ def test_little_law_and_verdicts_can_go_either_way():
     worse = _fake([(a, b, c / 2 if a == "hash_partitioned" and b == 4 else c) for a, b, c in runs], waits,
                   repetitions=3)
     assert analysis.verdicts([], worse).set_index("claim")["verdict"]["Hash partitioning raises the insert rate"] == "differs"
+    # on 2 CPUs the 4-session point is oversubscribed: it is shown but the verdicts are decided at 1 session
+    small = _fake(runs, waits, repetitions=3, cpus=2)
+    rows = analysis.verdicts([], small).set_index("claim")
+    assert "at 1 session" in rows.loc["Hash partitioning raises the insert rate", "measured"]
+    assert "at 4 sessions (oversubscribed" in rows.loc["Hash partitioning raises the insert rate", "measured"]
+    assert rows.loc["Hash partitioning raises the insert rate", "verdict"] != "direction reproduced"  # 1.0x at 1
+    assert (rows["tested_on"] == "PostgreSQL 15 analogue on 2 CPUs").all()
+    # every point oversubscribed: no verdict drawn from them, and the row says which point is missing
+    none = analysis.verdicts([], _fake([(v, n, tp) for v, n, tp in runs if n == 4], waits, repetitions=3, cpus=2))
+    assert none.set_index("claim").loc["Hash partitioning raises the insert rate", "verdict"].startswith(
+        "not testable with this recording: no point with at most 2 sessions")
 
 
 def test_pins_give_the_last_page_share():
@@ -271,7 +282,8 @@ def test_pins_give_the_last_page_share():
                          ("sequential", 4, "lpi_insert_pkey", 3, 10, "other leaf"),
                          ("sequential", 4, "lpi_insert", 400, 50, "heap")], columns=[*spec.PIN_COLUMNS, "role"])
     g = _fake([("sequential", 4, 1.0)], [("sequential", 4, "CPU", 1)], pins=pins)
-    assert analysis.pin_last_page_share(g, "sequential") == pytest.approx(0.75)  # heap pins not counted
+    assert analysis.pin_last_page_share(g, "sequential", 4) == pytest.approx(0.75)  # heap pins not counted
+    assert np.isnan(analysis.pin_last_page_share(g, "sequential", 2))  # no pins sampled at 2 sessions
     rank = analysis.pin_ranking(g)
     assert rank.iloc[0]["page"] == "lpi_insert block 400" and rank.iloc[1]["is_last_page"] == 1
     roles = analysis.pin_roles(g).set_index("page")
@@ -302,14 +314,14 @@ def test_prose_follows_the_recording_not_a_fixed_direction():
     runs = [("sequential", 1, 1000.0), ("sequential", 4, 2000.0)]
     quiet = _fake(runs, [("sequential", 1, analysis.IDLE, 90), ("sequential", 4, analysis.IDLE, 90),
                          ("sequential", 4, "CPU", 10)])
-    n = analysis.measured_numbers(quiet)
+    n = analysis.key_numbers([], quiet)
     assert n["m_rows_per_call"] == 1 and "round trip" in n["m_call_text"]  # no rows_per_call: an old recording
     assert "no sample found" in n["m_queue_text"] and "client round trip" in n["m_bound_text"]
     assert n["m_pins_text"] == "This recording has no page-level samples."
     busy = _fake(runs, [("sequential", 4, "CPU", 50), ("sequential", 4, "LWLock:BufferContent", 50),
                         ("sequential", 1, "CPU", 10)])
     busy.recording.parameters = {"partitions": 4, "max_seconds": 1.0, "rows_per_call": 100}
-    n = analysis.measured_numbers(busy)
+    n = analysis.key_numbers([], busy)
     assert "server-side loop that inserts 100 rows" in n["m_call_text"]
     assert "50% of samples" in n["m_queue_text"] and "preempted" in n["m_bound_text"]
     busy.recording.parameters = {"rows_per_call": "many"}

@@ -242,7 +242,7 @@ def _lpi(shown, measured):
 def test_lpi_hash_rate_both_ways(lpi):
     h = lambda t: t["variant"] == "hash_partitioned"  # noqa: E731
     assert verdict(_lpi(lpi, scaled(lpi.measured, "runs", h, "throughput", 10)), "Hash partitioning raises") \
-        == "agrees"
+        == "direction reproduced"
     assert verdict(_lpi(lpi, scaled(lpi.measured, "runs", h, "throughput", 0.1)), "Hash partitioning raises") \
         == "differs"
 
@@ -250,7 +250,7 @@ def test_lpi_hash_rate_both_ways(lpi):
 def test_lpi_density_both_ways(lpi):
     r = lambda t: t["variant"] == "random_key"  # noqa: E731
     assert verdict(_lpi(lpi, scaled(lpi.measured, "index", r, "avg_leaf_density", 0.5)),
-                   "A non-sequential key") == "agrees"
+                   "A non-sequential key") == "direction reproduced"
     same = copied(lpi.measured, "index", lambda t: t["variant"] == "sequential", r, ["avg_leaf_density"])
     assert verdict(_lpi(lpi, scaled(same, "index", r, "avg_leaf_density", 1.5)), "A non-sequential key") == "differs"
 
@@ -264,7 +264,7 @@ def test_lpi_elimination_both_ways(lpi):
     assert verdict(_lpi(lpi, scaled(same, "read_cost", noprune, "logical_reads", 0.5)),
                    "Without partition elimination") == "differs"
     assert verdict(_lpi(lpi, scaled(same, "read_cost", noprune, "logical_reads", 8)),
-                   "Without partition elimination") == "agrees"
+                   "Without partition elimination") == "direction reproduced"
 
 
 # -- chapter 2: log cache (native toy) --------------------------------------------------------------------------
@@ -452,7 +452,7 @@ def test_lpi_last_page_both_ways(lpi):
         return (t["variant"] == "sequential") & t["relation"].str.endswith("_pkey") & _pin_roles(t).isin(LAST_ROLES)
 
     claim = "The waited-for page is the last page"
-    assert verdict(_lpi(lpi, scaled(lpi.measured, "pins", last, "pins", 1000)), claim) == "agrees"
+    assert verdict(_lpi(lpi, scaled(lpi.measured, "pins", last, "pins", 1000)), claim) == "direction reproduced"
     assert verdict(_lpi(lpi, changed(lpi.measured, "pins", last, "pins", lambda rows: 0)), claim) == "differs"
 
 
@@ -466,7 +466,7 @@ def test_lpi_optimize_for_sequential_key_both_ways(lpi):
         return last_page_insert.verdicts(last_page_insert.recordings.Shown(lpi.published, view))
 
     claim = "OPTIMIZE_FOR_SEQUENTIAL_KEY keeps throughput up"
-    assert verdict(with_optimized(1.5), claim) == "agrees"
+    assert verdict(with_optimized(1.5), claim) == "direction reproduced"
     assert verdict(with_optimized(0.7), claim) == "differs"
 
 

@@ -24,7 +24,7 @@ from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
 
 from .calls import calls_per_session, count_rows, insert_call, runs_row
-from .spec import CHAPTER, FILES, PG_TABLE, RANGE_QUERY
+from .spec import CHAPTER, FILES, PG_TABLE, RANGE_QUERY, deciding_sessions
 from .readcost import postgres_plan_cost
 from contention_book.harness.polling import PollingSampler
 
@@ -65,6 +65,9 @@ class PostgresRun:
         self.load, self.wait_source = load or {}, wait_source
         self.insert, self.args = insert_call("postgres", rows_per_call)
         self.repetition = 0  # the round being run (harness.schedule)
+        # pinned buffers are sampled where the page verdict is decided (the most sessions no higher than the CPUs)
+        # and at the most sessions; every sampler costs the 2-CPU machine some CPU, so not at every point
+        self.pin_points = {max(sessions), deciding_sessions(sessions, writer.manifest["host"].get("logical_cpus"))}
         self.check = check  # RunContext.check_balanced for runs.csv: a point whose rows do not balance fails the run
 
     def connect(self):
@@ -82,7 +85,7 @@ class PostgresRun:
                                  log=self.log if self.repetition == 0 and n == self.sessions[0] else None)
         deepest = n == max(self.sessions)
         pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
-                              hz=self.pin_hz, name="pin-sampler") if deepest and self.pin_hz > 0 else None
+                              hz=self.pin_hz, name="pin-sampler") if n in self.pin_points and self.pin_hz > 0 else None
         recorder = {"perf": None}
         counted = {}
 

@@ -91,9 +91,23 @@ PARAMS = (
     P.Param("partitions", "int", "hash partitions of the hash-partitioned variant", default=8, minimum=2,
             maximum=64),
     P.Param("wait_hz", "float", "wait samples per second", default=20.0, minimum=0.1, maximum=1000),
-    P.Param("pin_hz", "float", "pinned-buffer samples per second at the largest session count (0: off)",
+    P.Param("pin_hz", "float", "pinned-buffer samples per second at the deciding and the largest session count "
+            "(0: off)",
             default=10.0, minimum=0, maximum=1000, engines=("postgres",)),
 )
+
+def deciding_sessions(sessions, cpus) -> int | None:
+    """The session count that decides a verdict: the most sessions no higher than the logical CPUs, the articles'
+    regime (every inserter can be on a CPU at once).  Points above it are oversubscribed: shown, labelled, never
+    deciding.  None when every point is oversubscribed; the most sessions when the CPU count is unknown."""
+    counts = sorted({int(s) for s in sessions})
+    if not counts:
+        return None
+    if not cpus:
+        return counts[-1]
+    fit = [s for s in counts if s <= int(cpus)]
+    return fit[-1] if fit else None
+
 
 SQLSERVER_NEEDS = {  # harness.sqlserver_preflight
     "sequential": Needs(why="ever-increasing key"),

@@ -18,8 +18,8 @@ from contention_book.harness import recording as rec
 
 from ..shared.stacks import StackSection, absent_text, flame, top_table
 from .recordings import LpiRecording
-from ..shared.spread import ratio_spread, spread, summarize
-from .spec import BASELINE, RANGE_QUERY, SHORT
+from ..shared.spread import Spread, spread, summarize
+from .spec import BASELINE, RANGE_QUERY, SHORT, deciding_sessions
 
 _pass_cache: dict | None = None  # set only while measured_numbers runs: one view's tables do not change then
 
@@ -172,11 +172,36 @@ def _pin_roles(p: pd.DataFrame) -> pd.Series:
                      index=p.index)
 
 
-def pin_roles(g: LpiRecording) -> pd.DataFrame:
-    """PostgreSQL: share of pinned-buffer samples per page role (rightmost leaf, other leaf, heap...) per variant."""
-    if g.pins is None or g.pins.empty:
+def deciding(g: LpiRecording) -> int | None:
+    """The session count that decides the verdicts (:func:`.spec.deciding_sessions`), or None if every point of
+    the recording is oversubscribed."""
+    runs = g.runs.dropna(subset=["sessions"]) if g.runs is not None else None
+    return deciding_sessions(runs["sessions"] if runs is not None else (), g.cpus)
+
+
+def sessions_label(g: LpiRecording, n: int) -> str:
+    """'2 sessions', '1 session', '8 sessions (oversubscribed: more than the 2 CPUs)'."""
+    n = int(n)
+    out = f"{n} session{'s' if n != 1 else ''}"
+    return f"{out} (oversubscribed: more than the {g.cpus} CPUs)" if g.cpus and n > int(g.cpus) else out
+
+
+def _pins_at(g: LpiRecording, sessions: int | None) -> pd.DataFrame | None:
+    """The pinned-buffer samples taken at ``sessions`` (recordings made before pins were sampled at more than
+    one point have them at the most sessions only: then nothing at any other count)."""
+    if g.pins is None or g.pins.empty or sessions is None:
+        return None
+    p = g.pins[g.pins["sessions"] == sessions] if "sessions" in g.pins else g.pins
+    return p if len(p) else None
+
+
+def pin_roles(g: LpiRecording, sessions: int | None = None) -> pd.DataFrame:
+    """PostgreSQL: share of pinned-buffer samples per page role (rightmost leaf, other leaf, heap, sequence...)
+    per variant, at ``sessions`` (default: the deciding point)."""
+    p = _pins_at(g, deciding(g) if sessions is None else sessions)
+    if p is None:
         return pd.DataFrame(columns=["variant", "page", "pins", "share", "is_last_page"])
-    p = g.pins.assign(page=_pin_roles(g.pins))
+    p = p.assign(page=_pin_roles(p))
     out = p.groupby(["variant", "page"], as_index=False)["pins"].sum()
     out["share"] = out["pins"] / out.groupby("variant")["pins"].transform("sum")
     out["is_last_page"] = out["page"].isin(LAST_ROLES).astype(int)
@@ -184,11 +209,13 @@ def pin_roles(g: LpiRecording) -> pd.DataFrame:
     return out.sort_values(["variant", "order"]).drop(columns="order").reset_index(drop=True)
 
 
-def pin_ranking(g: LpiRecording, top: int = 10) -> pd.DataFrame:
-    """PostgreSQL: buffers held pinned by inserting backends, ranked, per variant (the run with most sessions)."""
-    if g.pins is None or g.pins.empty:
+def pin_ranking(g: LpiRecording, top: int = 10, sessions: int | None = None) -> pd.DataFrame:
+    """PostgreSQL: buffers held pinned by inserting backends, ranked, per variant, at ``sessions`` (default: the
+    deciding point)."""
+    p = _pins_at(g, deciding(g) if sessions is None else sessions)
+    if p is None:
         return pd.DataFrame(columns=["variant", "page", "kind", "pins", "share", "is_last_page"])
-    p = g.pins.copy()
+    p = p.copy()
     p["kind"] = np.where(p["relation"].str.endswith("_pkey"), "index", "heap")
     p["page"] = p["relation"] + " block " + p["block"].astype(int).astype(str)
     p["is_last_page"] = _pin_roles(p).isin(LAST_ROLES).astype(int)
@@ -199,33 +226,59 @@ def pin_ranking(g: LpiRecording, top: int = 10) -> pd.DataFrame:
     return p.groupby("variant", sort=False).head(top).reset_index(drop=True)
 
 
-def pin_last_page_share(g: LpiRecording, variant: str) -> float:
-    """Of the pins on the index's pages, the share on the index's last block (its rightmost leaf when keys grow)."""
-    if g.pins is None:
+def pin_last_page_share(g: LpiRecording, variant: str, sessions: int | None) -> float:
+    """Of the pins on the index's pages at ``sessions``, the share on a rightmost leaf (or one that just was)."""
+    p = _pins_at(g, sessions)
+    if p is None:
         return float("nan")
-    p = g.pins[(g.pins["variant"] == variant) & g.pins["relation"].str.endswith("_pkey")]
+    p = p[(p["variant"] == variant) & p["relation"].str.endswith("_pkey")]
     if p.empty or p["pins"].sum() == 0:
         return float("nan")
     return float(p.loc[_pin_roles(p).isin(LAST_ROLES), "pins"].sum() / p["pins"].sum())
 
 
-def pin_pages_touched(g: LpiRecording, variant: str) -> int:
-    if g.pins is None:
+def pin_sequence_share(g: LpiRecording, variant: str, sessions: int | None) -> float:
+    """Of all pins of ``variant`` at ``sessions``, the share on the identity's sequence (a one-page relation
+    every insert locks, whatever the table's partitioning)."""
+    p = _pins_at(g, sessions)
+    if p is None:
+        return float("nan")
+    p = p[p["variant"] == variant]
+    if p.empty or p["pins"].sum() == 0:
+        return float("nan")
+    return float(p.loc[_pin_roles(p) == "sequence", "pins"].sum() / p["pins"].sum())
+
+
+def pin_pages_touched(g: LpiRecording, variant: str, sessions: int | None) -> int:
+    p = _pins_at(g, sessions)
+    if p is None:
         return 0
-    p = g.pins[(g.pins["variant"] == variant) & g.pins["relation"].str.endswith("_pkey")]
+    p = p[(p["variant"] == variant) & p["relation"].str.endswith("_pkey")]
     return int(len(p.drop_duplicates(["relation", "block"])))
 
 
+def hot_page_last_share(g: LpiRecording, variant: str, sessions: int | None) -> float:
+    """SQL Server: of the page-latch waiting-task samples at ``sessions``, the share on a last page."""
+    h = g.hot_pages
+    if h is None or h.empty or sessions is None or "is_last_page" not in h:
+        return float("nan")
+    h = h[(h["variant"] == variant) & (h["sessions"] == sessions)]
+    known = h["is_last_page"].notna()
+    if h.empty or not known.any() or h["samples"].sum() == 0:
+        return float("nan")
+    return float(h.loc[known & (h["is_last_page"].astype(float) == 1), "samples"].sum() / h["samples"].sum())
+
+
 def hot_page_table(g: LpiRecording, top: int = 8) -> pd.DataFrame:
-    """The ranking the chapter shows: SQL Server's resolved waiting tasks, or PostgreSQL's pinned buffers."""
+    """The ranking the chapter shows at the deciding point: SQL Server's resolved waiting tasks, or PostgreSQL's
+    pinned buffers by page role."""
+    n = deciding(g)
     if g.hot_pages is not None and not g.hot_pages.empty:
-        h = g.hot_pages.copy()
-        deepest = h.groupby("variant")["sessions"].transform("max")
-        h = h[h["sessions"] == deepest]
+        h = g.hot_pages[g.hot_pages["sessions"] == n].copy()
         h["page"] = h["page"] + " " + h["object"] + "." + h["index"].fillna("")
         h["pins"] = h["samples"]
         return h.sort_values(["variant", "samples"], ascending=[True, False]).groupby("variant").head(top)
-    return pin_roles(g)
+    return pin_roles(g, n)
 
 
 # -- storage and reads -------------------------------------------------------------
@@ -276,50 +329,53 @@ def _dens(g: LpiRecording, variant: str, col: str) -> float:
     return float(hit[col].iloc[0]) if len(hit) else float("nan")
 
 
+def hot_wait(g: LpiRecording) -> str:
+    return "LWLock:BufferContent" if g.engine == "postgres" else "PAGELATCH_EX"
+
+
 def measured_numbers(g: LpiRecording) -> dict[str, Any]:
     with _one_pass():
         return _measured_numbers(g)
 
 
 def _measured_numbers(g: LpiRecording) -> dict[str, Any]:
+    """One view's numbers.  Session-dependent ones are taken at the deciding point ``m_nd`` (the most sessions no
+    higher than the CPUs); ``..._max`` ones at the most sessions, which may be oversubscribed."""
     nan = float("nan")
     t = throughput_table(g)
     nmax = int(t["sessions"].max()) if len(t) else 0
     nmin = int(t["sessions"].min()) if len(t) else 0
+    nd = deciding(g)
     params = g.recording.parameters
+    hot = hot_wait(g)
     nums: dict[str, Any] = {"m_engine": g.label, "m_cpus": g.cpus or nan, "m_nmax": nmax, "m_nmin": nmin,
+                            "m_nd": nd if nd is not None else nan,
                             "m_partitions": int(params.get("partitions", 0) or 0),
                             "m_seconds": float(params.get("max_seconds", params.get("duration_s", nan))),
                             "m_sessions": ", ".join(str(int(s)) for s in sorted(t["sessions"].unique())),
-                            "m_wait_hz": float(g.runs["wait_sampler_hz"].median()) if "wait_sampler_hz" in g.runs else nan}
+                            "m_wait_hz": float(g.runs["wait_sampler_hz"].median()) if "wait_sampler_hz" in g.runs
+                            else nan}
+    at = nd if nd is not None else -1
     for v in ("sequential", "hash_partitioned", "random_key", "sequential_optimized"):
+        nums[f"m_{v}_tp"] = _tp(g, v, at)
         nums[f"m_{v}_tp_max"] = _tp(g, v, nmax)
         nums[f"m_{v}_tp_one"] = _tp(g, v, nmin)
-        nums[f"m_{v}_scale"] = nums[f"m_{v}_tp_max"] / nums[f"m_{v}_tp_one"]
-        nums[f"m_{v}_vs_seq"] = nums[f"m_{v}_tp_max"] / _tp(g, BASELINE, nmax)
-        hot = "LWLock:BufferContent" if g.engine == "postgres" else "PAGELATCH_EX"
-        nums[f"m_{v}_hot_share"] = wait_share(g, v, nmax, hot)
-        nums[f"m_{v}_hot_share_active"] = wait_share(g, v, nmax, hot, active_only=True)
+        nums[f"m_{v}_vs_seq"] = nums[f"m_{v}_tp"] / _tp(g, BASELINE, at)
+        nums[f"m_{v}_vs_seq_max"] = nums[f"m_{v}_tp_max"] / _tp(g, BASELINE, nmax)
+        nums[f"m_{v}_hot_share"] = wait_share(g, v, at, hot)
+        nums[f"m_{v}_hot_share_max"] = wait_share(g, v, nmax, hot)
         nums[f"m_{v}_hot_share_one"] = wait_share(g, v, nmin, hot)
-        nums[f"m_{v}_idle_share"] = wait_share(g, v, nmax, IDLE)
-        nums[f"m_{v}_cpu_share"] = wait_share(g, v, nmax, "CPU")
-        lt = little(g, v, nmax, hot)
+        nums[f"m_{v}_idle_share"] = wait_share(g, v, at, IDLE)
+        lt = little(g, v, at, hot)
         nums[f"m_{v}_queue"], nums[f"m_{v}_wait_us"] = lt["queue"], lt["wait_us"]
-        nums[f"m_{v}_last_page_share"] = pin_last_page_share(g, v)
-        nums[f"m_{v}_pages_pinned"] = pin_pages_touched(g, v)
+        nums[f"m_{v}_last_page_share"] = (pin_last_page_share(g, v, nd) if g.engine == "postgres"
+                                          else hot_page_last_share(g, v, nd))
+        nums[f"m_{v}_sequence_share"] = pin_sequence_share(g, v, nd)
+        nums[f"m_{v}_pages_pinned"] = pin_pages_touched(g, v, nd)
         for col in ("avg_leaf_density", "leaf_fragmentation", "rows_per_leaf", "leaf_pages", "rows"):
             nums[f"m_{v}_{col}"] = _dens(g, v, col)
-    # the prose quotes these with their spread: "1.02× (95% interval 0.49–1.21×, median of 5)"
-    runs = g.runs.dropna(subset=["sessions"])
-    for v in ("hash_partitioned", "random_key", "sequential_optimized"):
-        nums[f"m_{v}_vs_seq_text"] = ratio_spread(runs, "throughput", v, BASELINE, where={"sessions": nmax}).text(
-            ".2f", "×")
-    for n, key in ((nmin, "one"), (nmax, "max")):
-        part = runs[(runs["variant"] == BASELINE) & (runs["sessions"] == n)]
-        nums[f"m_sequential_tp_{key}_text"] = spread(part["throughput"]).text(",.0f", " rows/s")
     nums["m_insert_us_one"] = 1e6 / nums["m_sequential_tp_one"] if nums["m_sequential_tp_one"] else nan
     nums["m_rows_per_call"] = rows_per_call(g)
-    nums.update(prose_texts(g, nums))
     nums["m_hash_point_reads"] = _read(g, "hash_partitioned", "point lookup", "logical_reads")
     nums["m_hash_point_noprune_reads"] = _read(g, "hash_partitioned", "point lookup, no partition pruning",
                                                "logical_reads")
@@ -331,60 +387,130 @@ def _measured_numbers(g: LpiRecording) -> dict[str, Any]:
     nums["m_seq_range_reads"] = _read(g, "sequential", RANGE_QUERY, "logical_reads")
     nums["m_random_range_reads"] = _read(g, "random_key", RANGE_QUERY, "logical_reads")
     nums["m_range_rows"] = _read(g, "sequential", RANGE_QUERY, "rows_returned")
+    nums["m_sqlserver_parts_id_only"] = _read(g, "hash_partitioned", "point lookup by ID", "partitions_touched")
+    nums["m_sqlserver_parts_hash"] = _read(g, "hash_partitioned", "point lookup by ID + hash predicate",
+                                           "partitions_touched")
     return nums
 
 
-def _pct(x: float) -> str:
-    return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x:.1%}"
+# -- quantities quoted with their spread: one number, one rounding, in the prose and in the verdict rows ------------
+# name -> (how it is computed from one repetition's numbers, its format, its unit)
+QUOTED: dict[str, tuple[Any, str, str]] = {
+    "seq_hot_one": (lambda x: x["m_sequential_hot_share_one"], ".0%", ""),
+    "seq_hot": (lambda x: x["m_sequential_hot_share"], ".0%", ""),
+    "seq_hot_max": (lambda x: x["m_sequential_hot_share_max"], ".0%", ""),
+    "seq_hot_rise": (lambda x: x["m_sequential_hot_share"] - x["m_sequential_hot_share_one"], ".0%", ""),
+    "seq_idle": (lambda x: x["m_sequential_idle_share"], ".0%", ""),
+    "hash_hot": (lambda x: x["m_hash_partitioned_hot_share"], ".0%", ""),
+    "random_hot": (lambda x: x["m_random_key_hot_share"], ".0%", ""),
+    "hash_hot_ratio": (lambda x: x["m_hash_partitioned_hot_share"] / x["m_sequential_hot_share"]
+                       if x["m_sequential_hot_share"] else float("nan"), ".2f", "×"),
+    "seq_last_page": (lambda x: x["m_sequential_last_page_share"], ".0%", ""),
+    "random_last_page": (lambda x: x["m_random_key_last_page_share"], ".0%", ""),
+    "hash_sequence": (lambda x: x["m_hash_partitioned_sequence_share"], ".0%", ""),
+    "seq_sequence": (lambda x: x["m_sequential_sequence_share"], ".0%", ""),
+    "hash_vs_seq": (lambda x: x["m_hash_partitioned_vs_seq"], ".2f", "×"),
+    "hash_vs_seq_max": (lambda x: x["m_hash_partitioned_vs_seq_max"], ".2f", "×"),
+    "random_vs_seq": (lambda x: x["m_random_key_vs_seq"], ".2f", "×"),
+    "opt_vs_seq": (lambda x: x["m_sequential_optimized_vs_seq"], ".2f", "×"),
+    "seq_tp_one": (lambda x: x["m_sequential_tp_one"], ",.0f", " rows/s"),
+    "seq_tp": (lambda x: x["m_sequential_tp"], ",.0f", " rows/s"),
+    "seq_tp_max": (lambda x: x["m_sequential_tp_max"], ",.0f", " rows/s"),
+    "point_reads": (lambda x: x["m_hash_point_reads"], ",.0f", ""),
+    "noprune_reads": (lambda x: x["m_hash_point_noprune_reads"], ",.0f", ""),
+    "noprune_ratio": (lambda x: x["m_hash_point_noprune_reads"] / x["m_hash_point_reads"], ".1f", "×"),
+    "sqlserver_parts_ratio": (lambda x: x["m_sqlserver_parts_id_only"] / x["m_sqlserver_parts_hash"], ".1f", "×"),
+    "density_ratio": (lambda x: x["m_random_key_avg_leaf_density"] / x["m_sequential_avg_leaf_density"], ".2f",
+                      "×"),
+}
 
 
-def prose_texts(g: LpiRecording, n: dict[str, Any]) -> dict[str, str]:
-    """Sentences whose direction depends on the recording, so the prose stays true of any recording."""
-    def ok(x):
-        return isinstance(x, (int, float)) and not np.isnan(x)
+def per_repetition(g: LpiRecording) -> list[dict[str, Any]]:
+    """:func:`measured_numbers` of each repetition on its own (ratios formed inside one repetition)."""
+    return [measured_numbers(v) for v in g.repetition_views().values()]
 
-    hot = "LWLock:BufferContent" if g.engine == "postgres" else "PAGELATCH_EX"
+
+def quoted(g: LpiRecording, per: list[dict[str, Any]] | None = None) -> dict[str, Spread]:
+    """Every :data:`QUOTED` quantity's spread over repetitions."""
+    per = per_repetition(g) if per is None else per
+    out = {}
+    for name, (fn, _fmt, _unit) in QUOTED.items():
+        values = []
+        for x in per:
+            try:
+                values.append(float(fn(x)))
+            except (TypeError, ValueError, ZeroDivisionError):
+                values.append(float("nan"))
+        out[name] = spread(values)
+    return out
+
+
+def q_text(spreads: dict[str, Spread], name: str, full: bool = True) -> str:
+    """A quoted quantity as the page prints it: its median alone, or with its interval (``full``)."""
+    s, (_fn, fmt, unit) = spreads[name], QUOTED[name]
+    if s.n == 0:
+        return "not measured"
+    return s.text(fmt, unit) if full else f"{s.median:{fmt}}{unit}"
+
+
+def _ok(x) -> bool:
+    return isinstance(x, (int, float)) and not np.isnan(x)
+
+
+def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dict[str, str]:
+    """Sentences whose direction depends on the recording, so the prose stays true of any recording.  Every
+    share and ratio in them is a :data:`QUOTED` median, the number the verdict rows print."""
+    hot = hot_wait(g)
     per_row = "round trip included" if n["m_rows_per_call"] == 1 else "inside the server-side loop"
     out = {"m_call_text": call_text(g) + "."}
-    share, nmax = n["m_sequential_hot_share"], n["m_nmax"]
-    if ok(share) and share > 0:
+    nd = n["m_nd"]
+    if not _ok(nd):
+        out["m_queue_text"] = (f"Every point of this recording ran more sessions than its {g.cpus} CPUs, so none "
+                               "is in the articles' regime and the queue is not estimated here.")
+    elif q["seq_hot"].n and q["seq_hot"].median > 0:
         out["m_queue_text"] = (
-            f"In the measured run with {nmax} sessions on the sequential key, {_pct(share)} of samples found a "
-            f"session waiting for {hot}. That is {n['m_sequential_queue']:.2f} sessions on average. At "
-            f"{n['m_sequential_tp_max']:,.0f} rows/s it means about {n['m_sequential_wait_us']:.1f} µs of waiting "
-            f"per row. For comparison, one session alone took {n['m_insert_us_one']:.1f} µs per row, {per_row}.")
-    elif ok(share):
+            f"In the measured run with {sessions_label(g, nd)} on the sequential key, {q_text(q, 'seq_hot', False)} "
+            f"of samples found a session waiting for {hot}. That is {n['m_sequential_queue']:.2f} sessions on "
+            f"average. At {n['m_sequential_tp']:,.0f} rows/s it means about {n['m_sequential_wait_us']:.1f} µs of "
+            f"waiting per row. For comparison, one session alone took {n['m_insert_us_one']:.1f} µs per row, "
+            f"{per_row}.")
+    elif q["seq_hot"].n:
         out["m_queue_text"] = (
-            f"In the measured run with {nmax} sessions on the sequential key, no sample found a session waiting "
-            f"for {hot}, so by this law the queue at the page was empty as far as 20 Hz sampling can see: "
-            f"the sessions spent their time elsewhere (see the wait shares below). One session alone took "
-            f"{n['m_insert_us_one']:.1f} µs per row, {per_row}.")
+            f"In the measured run with {sessions_label(g, nd)} on the sequential key, no sample found a session "
+            f"waiting for {hot}, so by this law the queue at the page was empty as far as "
+            f"{n['m_wait_hz']:.0f} Hz sampling can see. One session alone took {n['m_insert_us_one']:.1f} µs per "
+            f"row, {per_row}.")
     else:
         out["m_queue_text"] = "This recording has no wait samples, so the queue at the page cannot be estimated."
-    idle, cpus = n["m_sequential_idle_share"], n["m_cpus"]
-    if ok(idle) and idle > 0.5:
+    idle, cpus = q["seq_idle"], n["m_cpus"]
+    if idle.n and idle.median > 0.5 and _ok(nd):
         out["m_bound_text"] = (
-            f"At {nmax} sessions, {_pct(idle)} of the sequential key's wait samples found a backend idle, "
-            "waiting for its client to send the next statement. The client round trip, not the page and not the "
-            "CPU of the server, bounds throughput in this recording; the queue at the latch hardly forms.")
+            f"At {sessions_label(g, nd)}, {q_text(q, 'seq_idle', False)} of the sequential key's wait samples found "
+            "a backend idle, waiting for its client to send the next statement. The client round trip, not the "
+            "page and not the CPU of the server, bounds throughput in this recording; the queue at the latch "
+            "hardly forms.")
     else:
         out["m_bound_text"] = (
-            f"With {nmax} sessions on {cpus} logical CPUs, at most {cpus} backends run at any instant and the rest "
-            "wait for a CPU. A backend that is preempted while it holds the rightmost leaf's lock makes every "
-            "other inserter wait for it, which is how a queue at the page forms even on few cores.")
-    lp = n["m_sequential_last_page_share"]
-    if ok(lp):
+            f"With {n['m_nmax']} sessions on {cpus} logical CPUs, at most {cpus} backends run at any instant and "
+            "the rest wait for a CPU. A backend that is preempted while it holds the rightmost leaf's lock makes "
+            "every other inserter wait for it, which is how a queue at the page forms on few cores; that is why "
+            "points with more sessions than CPUs are shown but decide no verdict.")
+    lp = q["seq_last_page"]
+    if lp.n and g.engine == "postgres":
         out["m_pins_text"] = (
-            f"With the sequential key, {_pct(lp)} of the pins on index pages were on the rightmost leaf, or on the "
-            "leaf that had just handed that role to its new right sibling, out of "
-            f"{n['m_sequential_leaf_pages']:,.0f} leaves. The hash-partitioned table spread its index pins over "
-            f"{n['m_hash_partitioned_pages_pinned']} distinct pages and the non-sequential key over "
+            f"At {sessions_label(g, nd)} on the sequential key, {q_text(q, 'seq_last_page', False)} of the pins on "
+            "index pages were on the rightmost leaf, or on the leaf that had just handed that role to its new right "
+            f"sibling, out of {n['m_sequential_leaf_pages']:,.0f} leaves. The hash-partitioned table spread its "
+            f"index pins over {n['m_hash_partitioned_pages_pinned']} distinct pages and the non-sequential key over "
             f"{n['m_random_key_pages_pinned']}.")
-    elif g.pins is not None:
+    elif lp.n:
+        out["m_pins_text"] = (f"At {sessions_label(g, nd)} on the sequential key, {q_text(q, 'seq_last_page', False)} "
+                              "of the page-latch waiting-task samples were on a last page of the clustered index.")
+    elif g.pins is not None or g.hot_pages is not None:
         out["m_pins_text"] = (
-            "In this recording the sampler caught no inserting backend holding a pin on a page of the sequential "
-            "key's index: each insert holds its pins for microseconds, and between inserts the backends were "
-            "elsewhere, so a sampler at a few hertz found nothing there to rank.")
+            f"This recording has no page-level samples at {sessions_label(g, nd) if _ok(nd) else 'the deciding point'}"
+            ": either the sampler caught no inserting session on an index page there (each insert holds its page "
+            "for microseconds), or the recording sampled pages only at its largest, oversubscribed, session count.")
     else:
         out["m_pins_text"] = "This recording has no page-level samples."
     return out
@@ -416,8 +542,16 @@ def published_numbers(published: Sequence[LpiRecording]) -> dict[str, Any]:
 
 
 def key_numbers(shown) -> dict[str, Any]:
-    """Every number the prose glues."""
-    nums = {**published_numbers(shown.published), **measured_numbers(shown.measured)}
+    """Every number the prose glues.  Shares and ratios the verdict rows also print come from :func:`quoted`
+    (medians over repetitions, same format), so the page never shows one quantity two ways."""
+    g = shown.measured
+    nums = {**published_numbers(shown.published), **measured_numbers(g)}
+    q = quoted(g)
+    nums.update(prose_texts(g, nums, q))
+    for name in QUOTED:
+        nums[f"q_{name}"] = q_text(q, name, full=False)
+        nums[f"q_{name}_text"] = q_text(q, name, full=True)
+    nums["m_nd_text"] = sessions_label(g, nums["m_nd"]) if _ok(nums["m_nd"]) else "no point within the CPUs"
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in nums.items()}
 
 
