@@ -9,7 +9,7 @@ into a number (Amdahl: G = 1/(1 − w + w/P)).
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, Prediction, no_model, propagate
+from ..shared.capacity import Input, no_model, predict
 from .spec import SPEC
 
 CITE = "Kejser et al. 2009 (seed 003)"
@@ -33,12 +33,21 @@ def predictions(shown, partitions: int = 4) -> list:
     gain = 1 + float(gain_pct.iloc[0]) / 100
     parts = Input.exact("hash partitions in the customer case", "P", partitions, "partitions",
                         f"published: {CITE} (a computed column ID % 4)")
-    out.append(Prediction(
+    out.append(predict(
         SPEC.chapter, "P last pages admit at most P inserters at once", "G ≤ P",
         "the insert rate's gain from hash partitioning", "×", "at most", gain, f"+{gain_pct.iloc[0]:.0f}% ({CITE})",
-        propagate(lambda v: v["P"], (parts,)), (parts,),
+        lambda v: v["P"], (parts,), vary="P",
         lacks="the share of time inserts waited on the last page's latch, which the article does not give with the "
               "rate; with it, Amdahl's law would predict the gain itself rather than a ceiling"))
     out.append(no_model(SPEC.chapter, "the insert rate's gain on the 32-core lab (17K → 26K SQL tx/s)",
                         f"1.53× ({CITE}, a comment)", "the comment gives neither the partition count nor the waits"))
     return out
+
+
+def usl_fits(shown):
+    """USL fits to the measured insert rate per key design (sessions as the concurrency)."""
+    from ..shared.capacity_page import usl_curves
+    from .spec import LABELS
+
+    m = shown.measured
+    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS)

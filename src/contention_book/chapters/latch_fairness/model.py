@@ -11,7 +11,7 @@ run, removing the wake-ups would save W·(t_wake − t_xfer).
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, Prediction, fit_usl, machine_costs, propagate
+from ..shared.capacity import Input, Prediction, machine_costs, predict
 from .spec import SPEC
 from .tables import published_numbers
 
@@ -29,20 +29,18 @@ def predictions(shown, costs_recording: str = "", costs: dict | None = None) -> 
         return []
     wake, xfer = costs["t_wake"], costs["t_xfer"]
     bound_inputs = (waits, wake)
-    fair = Prediction(
+    fair = predict(
         SPEC.chapter, "a fair hand-off puts one wake-up on the latch's path per wait",
         "T_fair ≥ W · t_wake", "the fair run's elapsed time", "s", "at least", p["pub_fair_s"],
-        f"{p['pub_fair_s']:.1f} s ({CITE})",
-        propagate(lambda v: v["W"] * v["t_wake"] * 1e-9, bound_inputs), bound_inputs,
+        f"{p['pub_fair_s']:.1f} s ({CITE})", lambda v: v["W"] * v["t_wake"] * 1e-9, bound_inputs, vary="W",
         lacks="the hold time and the work done outside the latch, which can only add to the bound; the wake-up "
               "cost of the article's machine (Windows on a laptop) rather than this one's")
     unfair_inputs = (t_fair, waits, wake, xfer)
-    unfair = Prediction(
+    unfair = predict(
         SPEC.chapter, "barging removes the wake-ups from the latch's path",
         "T_unfair = T_fair − W · (t_wake − t_xfer)", "the unfair run's elapsed time", "s", "value",
         p["pub_unfair_s"], f"{p['pub_unfair_s']:.1f} s ({CITE})",
-        propagate(lambda v: v["T_fair"] - v["W"] * (v["t_wake"] - v["t_xfer"]) * 1e-9, unfair_inputs),
-        unfair_inputs,
+        lambda v: v["T_fair"] - v["W"] * (v["t_wake"] - v["t_xfer"]) * 1e-9, unfair_inputs, vary="W",
         lacks="any other serialisation: once the latch stops convoying, the parallel exchange (CXPACKET waits rose "
               "from about 4.9 s to 19.3 s of wait time in the article) and the insert work itself set the pace, "
               "so the saving cannot reach the wake-up time the first model puts on the latch")
@@ -51,12 +49,6 @@ def predictions(shown, costs_recording: str = "", costs: dict | None = None) -> 
 
 def usl_fits(shown):
     """USL fits to the native sweep's records/s per lock kind (threads as the concurrency)."""
-    runs = shown.measured.runs
-    out = []
-    if runs is None or "threads" not in runs.columns or "records_per_s" not in runs.columns:
-        return out
-    for kind, part in runs.groupby("kind"):
-        got = fit_usl(part, "threads", "records_per_s", f"measured: {shown.measured.id}")
-        if got:
-            out.append((str(kind), got[0], got[1], part))
-    return out
+    from ..shared.capacity_page import usl_curves
+
+    return usl_curves(shown.measured.runs, "threads", "records_per_s", "kind", f"measured: {shown.measured.id}")

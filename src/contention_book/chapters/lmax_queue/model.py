@@ -15,7 +15,7 @@ CPU count L.
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, Prediction, propagate
+from ..shared.capacity import Input, Prediction, predict
 from .spec import SPEC
 
 PAPER = "Thompson et al. 2011 (LMAX Disruptor paper)"
@@ -48,18 +48,18 @@ def predictions(shown, native=None) -> list[Prediction]:
                                 fs.loc[fs["layout"] == "shared_atomic", "ns_per_increment"], "ns", src)
         n = float(inc.loc["single thread", "increments"])
         total = Input.exact("increments in the paper's test", "n", n, "increments", f"published: {PAPER}")
-        out.append(Prediction(
+        out.append(predict(
             SPEC.chapter, "one private counter: one increment per t_private", "T₁ = n · t_private",
             "500M increments, one thread", "ms", "value", float(inc.loc["single thread", "elapsed_ms"]),
             f"{inc.loc['single thread', 'elapsed_ms']:,.0f} ms ({PAPER})",
-            propagate(lambda v: v["n"] * v["t_private"] * 1e-6, (total, private)), (total, private),
+            lambda v: v["n"] * v["t_private"] * 1e-6, (total, private), vary="n",
             lacks="the paper's machine (2010-era Intel, Java): a per-increment cost is the CPU's own, so this "
                   "prediction tests how far a cost travels between machines"))
-        out.append(Prediction(
+        out.append(predict(
             SPEC.chapter, "one shared counter: one line transfer per increment", "T₂ = (n/2) · t_shared",
             "500M increments, two threads with CAS", "ms", "value", float(inc.loc["two threads with CAS", "elapsed_ms"]),
             f"{inc.loc['two threads with CAS', 'elapsed_ms']:,.0f} ms ({PAPER})",
-            propagate(lambda v: v["n"] / 2 * v["t_shared"] * 1e-6, (total, shared)), (total, shared),
+            lambda v: v["n"] / 2 * v["t_shared"] * 1e-6, (total, shared), vary="n",
             lacks="the paper's compare-and-swap retries when the other thread wrote first; the atomic add measured "
                   "here never fails, so it is a floor for a CAS loop"))
     adkin = _pub(shown, "imoltp")
@@ -80,4 +80,22 @@ def predictions(shown, native=None) -> list[Prediction]:
                 f"{knee.iloc[0]:.0f} threads ({ADKIN})", band, (lo, hi),
                 lacks="how much a hyper-thread sibling takes from its core for this code; the range is the "
                       "machine's topology, not a cost measured here"))
+    return out
+
+
+def usl_fits(shown):
+    """USL fits to the database designs' delivered rate (messages dequeued per second) and the native queues'
+    rate, with sessions or producers as the concurrency."""
+    from ..shared.capacity_page import usl_curves
+    from .spec import LABELS
+
+    out = []
+    db = getattr(shown, "db", None)
+    if db is not None and db.runs is not None:
+        rate = "dequeue_per_s" if "dequeue_per_s" in db.runs.columns else "throughput"
+        out += usl_curves(db.runs, "sessions", rate, "variant", f"measured: {db.id}", LABELS)
+    native = getattr(shown, "native", None)
+    if native is not None and native.runs is not None:
+        out += usl_curves(native.runs, "sessions", "throughput", "variant", f"measured: {native.id}",
+                          {k: f"{v} (C model)" for k, v in LABELS.items()})
     return out

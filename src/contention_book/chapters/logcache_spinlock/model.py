@@ -11,7 +11,7 @@ gain exceeds it, which means time that the CPU samples did not see.
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, Prediction, propagate
+from ..shared.capacity import Input, Prediction, predict
 from .spec import SPEC
 
 CITE = "Adkin 2015 (seed 001)"
@@ -38,14 +38,24 @@ def predictions(shown, shares=None) -> list[Prediction]:
               Input.exact("worker threads, log writer's core removed", "N_after",
                           float(by["no_logwriter_core"]["sessions"]), "threads", f"published: {CITE}"))
     gain = float(by["no_logwriter_core"]["throughput"]) / float(by["default"]["throughput"])
-    return [Prediction(
+    return [predict(
         SPEC.chapter, "the gain is at most the CPU the workers stop spending on backoff",
         "G ≤ (N_after/N_before) · (1 − b_after)/(1 − b_before)", "the insert rate's gain from freeing the core",
         "×", "at most", gain,
         f"{gain:.2f}× ({by['default']['throughput']:,.0f} → {by['no_logwriter_core']['throughput']:,.0f} inserts/s, "
         f"{CITE})",
-        propagate(lambda v: v["N_after"] / v["N_before"] * (1 - v["b_after"]) / (1 - v["b_before"]), inputs),
-        inputs,
+        lambda v: v["N_after"] / v["N_before"] * (1 - v["b_after"]) / (1 - v["b_before"]), inputs, vary="b_before",
         lacks="time the default run spent neither working nor backing off: workers asleep or descheduled while the "
               "log writer, sharing its core, waits for CPU. CPU samples do not see a thread that is not running, so a "
               "gain above this bound says that time was large")]
+
+
+def usl_fits(shown):
+    """USL fits to the PostgreSQL analogue's insert rate per variant (sessions as the concurrency)."""
+    from ..shared.capacity_page import usl_curves
+    from .spec import LABELS
+
+    m = shown.measured.get("postgres") if isinstance(shown.measured, dict) else shown.measured
+    if m is None or m.runs is None:
+        return []
+    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS)

@@ -81,6 +81,8 @@ class Prediction:
     lacks: str = ""            # what the model leaves out, said on the page
     published_kind: str = "value"  # "value" or "at least" / "at most" when the article itself gives a bound
     verdict: str = field(default="")
+    f: Callable | None = field(default=None, compare=False, repr=False)  # the equation, for the figure's curve
+    vary: str = ""             # the input symbol the figure sweeps (the article's point sits at its value)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -161,6 +163,25 @@ def propagate(f: Callable[[Mapping[str, np.ndarray]], np.ndarray], inputs: Seque
     return Spread(mid, float(min(low, mid)), float(max(high, mid)), draws, "propagated 95%")
 
 
+def predict(chapter: str, model: str, equation: str, quantity: str, unit: str, kind: str, published: float,
+            published_text: str, f: Callable, inputs: Sequence[Input], lacks: str = "", published_kind: str = "value",
+            vary: str = "") -> Prediction:
+    """A :class:`Prediction` whose interval is propagated from ``inputs`` through ``f``; ``vary`` names the input
+    the page's figure sweeps."""
+    return Prediction(chapter, model, equation, quantity, unit, kind, published, published_text,
+                      propagate(f, inputs), tuple(inputs), lacks, published_kind, f=f, vary=vary)
+
+
+def sweep(p: Prediction, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The prediction's median and 95% band as ``p.vary`` runs over ``xs`` (the other inputs keep their spread)."""
+    mid, low, high = [], [], []
+    for x in xs:
+        inputs = [Input.exact(i.name, i.symbol, x, i.unit, i.source) if i.symbol == p.vary else i for i in p.inputs]
+        s = propagate(p.f, inputs, draws=800)
+        mid.append(s.median), low.append(s.low), high.append(s.high)
+    return np.asarray(mid), np.asarray(low), np.asarray(high)
+
+
 def predictions_table(rows: Sequence[Prediction | dict]) -> pd.DataFrame:
     return pd.DataFrame([r.row() if isinstance(r, Prediction) else r for r in rows],
                         columns=["chapter", "model", "equation", "quantity", "inputs", "predicted", "published",
@@ -199,44 +220,41 @@ class UslFit:
         return np.percentile(curves, 2.5, axis=0), np.percentile(curves, 97.5, axis=0)
 
 
-def _nnls2(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least squares y ≈ s·a + k·b with s, k ≥ 0 (two unknowns: try the free fit, else each one alone)."""
-    m = np.column_stack([a, b])
-    sol, *_ = np.linalg.lstsq(m, y, rcond=None)
-    if sol[0] >= 0 and sol[1] >= 0:
-        return float(sol[0]), float(sol[1])
-    best = (0.0, 0.0, float(np.sum(y ** 2)))
-    for col, which in ((a, 0), (b, 1)):
-        denom = float(col @ col)
-        c = max(0.0, float(col @ y) / denom) if denom > 0 else 0.0
-        err = float(np.sum((y - c * col) ** 2))
-        if err < best[2]:
-            best = (c, 0.0, err) if which == 0 else (0.0, c, err)
-    return best[0], best[1]
+def _log_error(n: np.ndarray, logx: np.ndarray, lam: float, sig: np.ndarray, kap: np.ndarray) -> np.ndarray:
+    pred = np.log(lam * n) - np.log1p(sig[:, None, None] * (n - 1) + kap[None, :, None] * n * (n - 1))
+    return ((pred - logx) ** 2).sum(axis=2)
 
 
 def _fit_once(n: np.ndarray, x: np.ndarray) -> tuple[float, float, float]:
+    """σ in [0, 1] and κ ≥ 0 minimising the squared error of log throughput, λ = the median rate at N = 1.
+
+    A coarse grid (κ log-spaced) then a finer one around its best cell: robust where a curve falls by
+    orders of magnitude, which a linearised fit weights badly, and fast enough to bootstrap."""
     lam = float(np.median(x[n == 1]))
-    c = x / lam
-    keep = n > 1
-    y = n[keep] / c[keep] - 1
-    a, b = n[keep] - 1, n[keep] * (n[keep] - 1)
-    s, k = _nnls2(a, b, y)
-    if s > 1:  # σ is a serial fraction: at most 1; the rest of a retrograde curve is κ's
-        s = 1.0
-        k = max(0.0, float(b @ (y - a)) / float(b @ b))
-    return s, k, lam
+    logx = np.log(x)
+    sig = np.linspace(0.0, 1.0, 26)
+    kap = np.concatenate([[0.0], np.logspace(-7, 2, 37)])
+    err = _log_error(n, logx, lam, sig, kap)
+    i, j = np.unravel_index(int(np.argmin(err)), err.shape)
+    sig = np.linspace(sig[max(i - 1, 0)], sig[min(i + 1, len(sig) - 1)], 21)
+    if j == 0:
+        kap = np.concatenate([[0.0], np.logspace(-8, -7 + 0.25, 10)])
+    else:
+        kap = np.logspace(np.log10(kap[max(j - 1, 1)]), np.log10(kap[min(j + 1, len(kap) - 1)]), 21)
+    err = _log_error(n, logx, lam, sig, kap)
+    i, j = np.unravel_index(int(np.argmin(err)), err.shape)
+    return float(sig[i]), float(kap[j]), lam
 
 
 MIN_POINTS = 4
 
 
-def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 2000
+def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 300
             ) -> tuple[UslFit, np.ndarray] | None:
     """σ and κ fitted to a throughput curve with at least :data:`MIN_POINTS` concurrency levels including 1.
 
-    Linearised as N/C(N) − 1 = σ(N−1) + κN(N−1) with C(N) = X(N)/X(1), solved
-    with σ, κ ≥ 0.  The bootstrap resamples the repetitions within each
+    Fitted in log throughput over a grid of σ in [0, 1] and κ ≥ 0, with X(1)
+    fixed at the measured single-session rate.  The bootstrap resamples the repetitions within each
     concurrency level (or, with one value per level, the residuals).  Returns
     the fit and its (σ, κ) draws, or None when the curve is too short."""
     part = frame[[n, x]].apply(pd.to_numeric, errors="coerce").dropna()

@@ -1,0 +1,215 @@
+"""The "What this machine predicts for the article's" section: words, tables and figures from the models.
+
+A chapter's notebook calls :func:`section` with its predictions and USL fits;
+the rows are also saved for the Findings page (:func:`save_predictions`),
+so the page and Findings never disagree.
+"""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .capacity import Input, Prediction, UslFit, inputs_table, predictions_table, sweep, usl_row
+from .spread import Spread
+
+PREDICTIONS_DIR = "predictions"   # beside the verdicts the Findings page reads
+
+
+def save_predictions(chapter: str, rows: Sequence[Prediction | dict]) -> None:
+    """Keep a chapter's prediction rows for the Findings page, when this execution is the book's own copy."""
+    from contention_book.harness.book_pages import VERDICTS_DIR, page_data_dir
+    from contention_book.harness.recording import repo_root
+
+    if page_data_dir() is None:
+        return
+    out = repo_root() / VERDICTS_DIR.parent / PREDICTIONS_DIR / f"{chapter}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(predictions_table(rows).to_json(orient="records", force_ascii=False, indent=1), encoding="utf-8")
+
+
+def saved_predictions(root, chapters: Sequence[str]) -> pd.DataFrame:
+    """Every chapter's saved prediction rows (for the Findings page)."""
+    rows = []
+    for chapter in chapters:
+        path = root / PREDICTIONS_DIR / f"{chapter}.json"
+        if path.exists():
+            rows += json.loads(path.read_text(encoding="utf-8"))
+    return pd.DataFrame(rows)
+
+
+def intro(preds: Sequence[Prediction | dict]) -> str:
+    """The section's words: each model's equation, what it leaves out, and the verdict rule."""
+    lines = ["Each model below takes costs measured on the machine that rendered this page (the reader's own "
+             "recording, when a reader re-runs the chapter) and the article's description of its workload, and "
+             "predicts a number the article published. The published number being predicted is never an input. "
+             "Intervals are 95%, propagated from the inputs' measured intervals. A prediction is *predicted* when "
+             "the published number lies inside the interval, *predicted as a bound* when the model can only bound "
+             "the quantity and the published number is on the bound's side, and *missed* otherwise, with by how "
+             "much.", ""]
+    for p in preds:
+        if isinstance(p, Prediction):
+            lines.append(f"- **{p.model[0].upper() + p.model[1:]}**: ${_tex(p.equation)}$. "
+                         f"Verdict: *{p.verdict}*. What it leaves out: {p.lacks}.")
+        else:
+            lines.append(f"- {p['quantity'][0].upper() + p['quantity'][1:]}: *{p['verdict']}*.")
+    return "\n".join(lines)
+
+
+def _tex(eq: str) -> str:
+    return (eq.replace("·", r" \cdot ").replace("≥", r" \geq ").replace("≤", r" \leq ").replace("−", "-")
+            .replace("t₀", "t_0").replace("√", r"\sqrt"))
+
+
+def inputs_frame(preds: Sequence[Prediction | dict]) -> pd.DataFrame:
+    """Every measured or published input of the chapter's models, once each."""
+    frames = [inputs_table(p) for p in preds if isinstance(p, Prediction)]
+    if not frames:
+        return pd.DataFrame(columns=["input", "symbol", "median", "interval", "unit", "source"])
+    return pd.concat(frames).drop_duplicates(subset=["symbol", "source"]).reset_index(drop=True)
+
+
+def results_frame(preds: Sequence[Prediction | dict]) -> pd.DataFrame:
+    return predictions_table(preds)[["quantity", "equation", "predicted", "published", "verdict"]]
+
+
+def _x_range(p: Prediction) -> np.ndarray:
+    x0 = next(i.value.median for i in p.inputs if i.symbol == p.vary)
+    if p.vary == "P":
+        return np.arange(1, max(8, int(x0) * 2) + 1, dtype=float)
+    if 0 < x0 < 1:
+        return np.linspace(0, min(0.9, x0 * 2.5), 40)
+    return np.linspace(0, x0 * 1.6, 40)
+
+
+def figure(preds: Sequence[Prediction | dict]):
+    """One panel per prediction: the predicted curve with its band as one input varies, and the article's point."""
+    drawable = [p for p in preds if isinstance(p, Prediction) and p.f is not None and p.vary]
+    if not drawable:
+        return None
+    fig, axes = plt.subplots(1, len(drawable), figsize=(3.4 * len(drawable), 2.9), squeeze=False)
+    for ax, p in zip(axes[0], drawable):
+        xs = _x_range(p)
+        mid, low, high = sweep(p, xs)
+        ax.fill_between(xs, low, high, alpha=0.25, color="tab:blue", label="predicted, 95% band")
+        ax.plot(xs, mid, color="tab:blue", label=f"predicted ({p.kind})" if p.kind != "value" else "predicted")
+        x0 = next(i.value.median for i in p.inputs if i.symbol == p.vary)
+        marker = {"value": "o", "at least": "^", "at most": "v"}[p.published_kind]
+        ax.plot([x0], [p.published], marker=marker, color="tab:red", linestyle="none", markersize=8,
+                label="the article's number" + ("" if p.published_kind == "value" else f" ({p.published_kind})"))
+        symbol = next(i for i in p.inputs if i.symbol == p.vary)
+        ax.set_xlabel(f"{symbol.name} ({symbol.symbol})")
+        ax.set_ylabel(f"{p.quantity} ({p.unit})")
+        ax.set_title(p.model, loc="left", fontsize=8, wrap=True)
+        if p.vary == "P":
+            ax.xaxis.get_major_locator().set_params(integer=True)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+    return fig
+
+
+def usl_frame(fits, kappa_from: Input | None = None) -> pd.DataFrame:
+    """The USL table: σ, κ, N* per curve, with κ's counterpart from a measured line transfer where given."""
+    rows = []
+    for name, fit, _draws, _points in fits:
+        k = None
+        if kappa_from is not None:
+            t = kappa_from.value
+            k = Spread(t.median * 1e-9 * fit.lam, t.low * 1e-9 * fit.lam, t.high * 1e-9 * fit.lam, t.n, t.method)
+        rows.append(usl_row(fit, name, k))
+    return pd.DataFrame(rows)
+
+
+def usl_figure(fits, n_label: str, x_label: str, cpus: int | None = None):
+    """Each curve's points with its fitted USL curve and bootstrap band; points beyond the CPUs marked."""
+    if not fits:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for i, (name, fit, draws, points) in enumerate(fits):
+        colour = f"C{i}"
+        n_col, x_col = points.columns[0], points.columns[1]
+        ns = np.linspace(1, float(points[n_col].max()), 80)
+        low, high = fit.band(ns, draws[:: max(1, len(draws) // 400)])
+        ax.fill_between(ns, low, high, color=colour, alpha=0.15)
+        ax.plot(ns, fit.curve(ns), color=colour, label=f"{name}: USL fit")
+        ax.plot(points[n_col], points[x_col], "o", color=colour, markersize=3)
+    if cpus:
+        ax.axvline(cpus, color="grey", linestyle=":", label=f"{cpus} CPUs: beyond, oversubscribed")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel(n_label)
+    ax.set_ylabel(x_label)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7, frameon=False)
+    return fig
+
+
+def usl_curves(runs: pd.DataFrame | None, n: str, x: str, by: str, source: str, labels=None):
+    """USL fits for every group of ``runs`` (a variant, a lock kind) that has 4 or more concurrency levels."""
+    from .capacity import fit_usl
+
+    out = []
+    if runs is None or not {n, x, by} <= set(runs.columns):
+        return out
+    for key, part in runs.groupby(by):
+        got = fit_usl(part, n, x, source)
+        if got:
+            name = (labels or {}).get(key, str(key))
+            out.append((name, got[0], got[1], part[[n, x]]))
+    return out
+
+
+USL_WORDS = ("**Universal Scalability Law.** Where a measured curve has four or more concurrency levels (one of them "
+             "a single session), the table fits Gunther's law X(N) = λN / (1 + σ(N−1) + κN(N−1)) to it: σ is the "
+             "serial fraction (contention), κ the cost of keeping shared data coherent, and the curve peaks at "
+             "N* = √((1−σ)/κ). Intervals are bootstrap 95% over the repetitions. Where the table has one, κ's "
+             "measured counterpart is one cache-line transfer per operation divided by the single-session service "
+             "time (t_xfer · λ), a floor, since an operation moves at least one line. On this book's own 2-CPU "
+             "recordings every level above 2 is oversubscribed, so σ also holds the time the threads wait for a CPU.")
+
+
+def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "operations/s") -> None:
+    """The whole section for a chapter whose package has a ``model`` module: words, inputs, predictions against
+    the published numbers, a figure of each prediction, and the USL fits; rows saved for Findings."""
+    import importlib
+
+    from IPython.display import Markdown, display
+
+    from .capacity import machine_costs
+    from .notebook import show_figure
+
+    model = importlib.import_module(f"{chapter.__name__}.model")
+    preds = model.predictions(shown)
+    save_predictions(chapter.SPEC.chapter, preds)
+    key = chapter.SPEC.chapter.replace("-", "_")
+    if not preds:
+        display(Markdown("*No prediction: the recording shown lacks an input the models need.*"))
+    else:
+        display(Markdown(intro(preds)))
+        display(inputs_frame(preds).style.set_caption("The models' inputs: measured on this machine, or the "
+                                                      "article's own description of its workload.").hide(axis="index"))
+        display(results_frame(preds).style.set_caption("Each prediction against the number the article "
+                                                       "published.").hide(axis="index"))
+        fig = figure(preds)
+        if fig is not None:
+            show_figure(f"fig_{key}_predictions", fig)
+            display(Markdown(f"```{{glue:figure}} fig_{key}_predictions\n:name: fig-{chapter.SPEC.chapter}-predictions"
+                             "\n\nEach prediction as one input varies: the line is the model at the inputs' medians, "
+                             "the band its 95% interval, the red mark the article's number (a triangle where the "
+                             "article or the model gives only a bound).\n```"))
+    fits = model.usl_fits(shown) if hasattr(model, "usl_fits") else []
+    if fits:
+        try:
+            t_xfer = machine_costs().get("t_xfer")
+        except Exception:  # the cache-line chapter's run is not there: no κ counterpart
+            t_xfer = None
+        display(Markdown(USL_WORDS))
+        display(usl_frame(fits, t_xfer).style.set_caption("USL fits to this recording's curves.").hide(axis="index"))
+        cpus = getattr(getattr(shown, "measured", None), "logical_cpus", None)
+        fig = usl_figure(fits, n_label, x_label, int(cpus) if isinstance(cpus, (int, float)) and cpus else None)
+        show_figure(f"fig_{key}_usl", fig)
+        display(Markdown(f"```{{glue:figure}} fig_{key}_usl\n:name: fig-{chapter.SPEC.chapter}-usl\n\n"
+                         "Measured points with each curve's USL fit and its bootstrap 95% band.\n```"))
