@@ -178,3 +178,33 @@ def test_interval_rows_cover_the_window_and_add_up(pg_target):
     assert list(frame["second"]) == [0.0, 1.0, 2.0]
     assert frame["operations"].sum() == result.operations
     assert (frame["p99_ms"] >= 5).all() and frame["interval_s"].iloc[-1] < 1.0
+
+
+def test_sessions_whose_backends_are_terminated_reconnect_and_count_one_error_each(pg_target):
+    """pg_terminate_backend on every session mid-window: one 57P01 error per session, a reconnect each, calls
+    go on after it, and errors never exceed the calls tried (a dead connection used to fail every call)."""
+    connect = lambda: pg_target.connect("contention_test")  # noqa: E731
+    pids: dict[int, int] = {}
+    killed = {"at": None}
+
+    def setup(cur, i):
+        pids[i] = cur.execute("SELECT pg_backend_pid()").fetchone()[0]
+
+    def tick(elapsed):
+        if killed["at"] is None and elapsed > 0.4:
+            with connect() as conn:
+                for pid in list(pids.values()):
+                    conn.cursor().execute("SELECT pg_terminate_backend(?)", pid).fetchall()
+            killed["at"] = elapsed
+
+    result = run_sessions(connect, lambda cur, s, i: cur.execute("SELECT pg_sleep(0.002)"), sessions=3,
+                          duration_s=1.5, setup_session=setup, on_tick=tick, progress=False)
+    assert killed["at"] is not None
+    assert result.lost_connections == {"57P01": 3}, (result.errors_by_code, result.per_session[0].error_samples)
+    assert result.errors == 3 and result.reconnects == 3 and result.lost == 3
+    assert result.errors <= result.attempts == result.operations + result.errors
+    assert "connection terminated by the administrator" in result.lost_text()
+    for st in result.per_session:  # every session called again after its reconnect
+        assert st.reconnects == 1 and st.ends[-1] / 1e9 - result.window_start > killed["at"] + 0.1
+        assert any("connection lost" in s for s in st.error_samples)
+

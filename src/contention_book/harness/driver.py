@@ -18,6 +18,11 @@ users ask for:
 - errors are classified by SQLSTATE (PostgreSQL) or error number (SQL
   Server), counted per class, never swallowed; serialization failures and
   deadlocks are retried when the workload says its call may be repeated;
+- a session whose connection is lost (terminated by an administrator,
+  SQLSTATE 57P01; a reset; class 08) counts that call as one error, kept
+  by class in ``lost_connections``, and reconnects with a bounded
+  exponential back-off, so a dead session never piles up one error per
+  try and errors never exceed the calls tried (``attempts``);
 - Ctrl-C stops the sessions cleanly and re-raises, so the recording writer
   marks the recording incomplete.
 
@@ -45,7 +50,15 @@ from .redaction import redact
 RETRYABLE = ("40001", "40P01", "1205")
 ARRIVALS = ("poisson", "fixed")
 KINDS = {"40001": "serialization failure", "40P01": "deadlock", "1205": "deadlock", "HYT00": "timeout",
-         "57014": "query canceled", "23505": "unique violation", "55P03": "lock not available", "1222": "lock timeout"}
+         "57014": "query canceled", "23505": "unique violation", "55P03": "lock not available", "1222": "lock timeout",
+         "57P01": "connection terminated by the administrator", "57P02": "connection ended by a server crash",
+         "57P03": "server not accepting connections", "10054": "connection reset", "10053": "connection aborted",
+         "233": "connection closed", "596": "session killed"}
+# Classes that mean the session's connection is gone (PostgreSQL SQLSTATEs 57P01-57P03 and class 08, SQL Server
+# error numbers): the call failed once, and the session must reconnect before it can call again.
+LOST = frozenset({"57P01", "57P02", "57P03", "10054", "10053", "233", "596"})
+RECONNECT_FIRST_S = 0.05  # reconnects back off: 50 ms, doubling, at most RECONNECT_MAX_S between tries
+RECONNECT_MAX_S = 2.0
 INTERVAL_COLUMNS = ["second", "interval_s", "operations", "errors", "retries", "throughput", "p50_ms", "p99_ms",
                     "max_ms", "lag_p99_ms"]
 _SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
@@ -68,6 +81,11 @@ def classify(exc: BaseException) -> str:
     if args and isinstance(args[0], str) and _SQLSTATE.match(args[0]):
         return args[0]
     return type(exc).__name__
+
+
+def lost_connection(code: str) -> bool:
+    """True for an error class that means the connection is gone (see LOST); class 08 is connection exceptions."""
+    return code in LOST or (len(code) == 5 and code[:2] == "08")
 
 
 def kind(code: str) -> str:
@@ -108,6 +126,9 @@ class SessionStats:
     retries: int = 0
     error_samples: list[str] = field(default_factory=list)
     errors_by_code: dict[str, int] = field(default_factory=dict)
+    lost: dict[str, int] = field(default_factory=dict)  # calls that failed because the connection went, by class
+    reconnects: int = 0
+    reconnect_failures: int = 0  # tries to reconnect that failed (not calls: never counted as errors)
     timeline: list[tuple[int, float, float]] = field(default_factory=list)  # (op, end clock s, latency s)
     ends: array = field(default_factory=lambda: array("q"))
     latencies: array = field(default_factory=lambda: array("q"))
@@ -115,6 +136,11 @@ class SessionStats:
     error_ends: array = field(default_factory=lambda: array("q"))
     retry_ends: array = field(default_factory=lambda: array("q"))
     _histogram: LatencyHistogram | None = None
+
+    @property
+    def attempts(self) -> int:
+        """Calls tried in the window: each ends as one operation or one error, so errors never exceed it."""
+        return self.operations + self.errors
 
     @property
     def histogram(self) -> LatencyHistogram:
@@ -139,6 +165,21 @@ class RunResult:
     rate: float | None = None
     arrival: str = "closed"
     warmup_s: float = 0.0
+    lost_connections: dict[str, int] = field(default_factory=dict)  # class -> calls that lost their connection
+    reconnects: int = 0
+
+    @property
+    def attempts(self) -> int:
+        return sum(s.attempts for s in self.per_session) if self.per_session else self.operations + self.errors
+
+    @property
+    def lost(self) -> int:
+        """Calls that failed because their session's connection was lost (each one is also an error)."""
+        return sum(self.lost_connections.values())
+
+    def lost_text(self) -> str:
+        """``57P01 (connection terminated by the administrator) x5``: the lost connections by class."""
+        return ", ".join(f"{c} ({kind(c)}) x{n}" for c, n in sorted(self.lost_connections.items()))
 
     @property
     def throughput(self) -> float:
@@ -300,6 +341,39 @@ def run_sessions(
         except Exception:  # noqa: BLE001 - the next try reports whatever is really wrong
             pass
 
+    def reconnect(i: int, old) -> Any:
+        """A new connection (and session setup) for session ``i`` after its connection was lost, backing off
+        50 ms, 100 ms, ... at most RECONNECT_MAX_S between tries; None if the window ended first."""
+        st = stats[i]
+        cursors.pop(i, None)
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001 - the connection is already gone
+            pass
+        delay = RECONNECT_FIRST_S
+        while not stop.wait(delay):
+            conn = None
+            try:
+                conn = connect()
+                cur = conn.cursor()
+                if setup_session:
+                    setup_session(cur, i)
+            except Exception as exc:  # noqa: BLE001 - counted; the next try is later
+                st.reconnect_failures += 1
+                if len(st.error_samples) < 5:
+                    st.error_samples.append(f"[{classify(exc)}] reconnect failed: {redact(exc)}")
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+                delay = min(delay * 2, RECONNECT_MAX_S)
+                continue
+            st.reconnects += 1
+            cursors[i] = cur
+            return conn
+        return None
+
     def worker(i: int) -> None:
         st = stats[i]
         conn = None
@@ -361,12 +435,19 @@ def run_sessions(
                     st.errors += 1
                     st.errors_by_code[code] = st.errors_by_code.get(code, 0) + 1
                     st.error_ends.append(end)
+                    gone = lost_connection(code)
                     if len(st.error_samples) < 5:
-                        st.error_samples.append(f"[{code}] {redact(exc)}")
+                        st.error_samples.append(f"[{code}] {'connection lost: ' if gone else ''}{redact(exc)}")
                     if st.errors >= max_errors_per_session:
                         st.error_samples.append(f"stopped after {st.errors} errors")
                         break
                     op += 1
+                    if gone:  # one error for the call; then reconnect (backing off), not one error per dead try
+                        st.lost[code] = st.lost.get(code, 0) + 1
+                        conn = reconnect(i, conn)
+                        if conn is None:
+                            break
+                        cur = cursors[i]
                     continue
                 ends(end)
                 lats(end - origin)
@@ -431,13 +512,17 @@ def run_sessions(
     ops = sum(st.operations for st in stats)
     errors = sum(st.errors for st in stats)
     by_code: dict[str, int] = {}
+    lost: dict[str, int] = {}
     for st in stats:
         for c, n in st.errors_by_code.items():
             by_code[c] = by_code.get(c, 0) + n
+        for c, n in st.lost.items():
+            lost[c] = lost.get(c, 0) + n
     if ops == 0 and errors:
         samples = "; ".join(f"session {st.session}: {st.error_samples[0]}" for st in stats if st.error_samples)
         raise SessionsFailed(f"every call failed ({errors} errors): {samples}")
     return RunResult(sessions=sessions, elapsed_s=end - window["start"], operations=ops, errors=errors,
                      latency=merged.summary(), per_session=stats, window_start=window["start"], histogram=merged,
                      lag=lag, retries=sum(st.retries for st in stats), errors_by_code=by_code, rate=rate,
-                     arrival=arrival if rate else "closed", warmup_s=warmup_s)
+                     arrival=arrival if rate else "closed", warmup_s=warmup_s, lost_connections=lost,
+                     reconnects=sum(st.reconnects for st in stats))

@@ -9,7 +9,8 @@ runner fills through :func:`record`:
 - ``results/load_points.csv``: one row per point: loop (closed, or open with
   its rate and arrival), latency percentiles, the point's HDR histogram
   encoded (:mod:`.latency`; any percentile can be read later), the schedule
-  lag's, errors by class, the wait sampler used and its observer cost (CPU
+  lag's, errors by class, calls tried, calls that lost their connection (by
+  class; such a point is noted as failed and set aside on load), the wait sampler used and its observer cost (CPU
   seconds per second of run), and the share of the workload backends'
   samples spent in the server against waiting for the client.
 
@@ -35,7 +36,7 @@ POINTS = Table("results/load_points.csv",
                 "histogram"),
                description="per point: loop, latency HDR histogram (encoded), errors by class, sampler cost",
                unique=("variant", "sessions", "repetition"),
-               text=("histogram", "lag_histogram", "loop", "arrival", "error_classes", "wait_source"))
+               text=("histogram", "lag_histogram", "loop", "arrival", "error_classes", "wait_source", "lost_classes"))
 LOAD_TABLES = {"intervals": INTERVALS, "load_points": POINTS}
 
 
@@ -50,7 +51,9 @@ def point_row(result: RunResult, **keys: Any) -> dict[str, Any]:
             "p99_ms": h.percentile_ms(99), "p999_ms": h.percentile_ms(99.9), "max_ms": h.max_ns / 1e6 if h.total
             else math.nan, "lag_p50_ms": lag.percentile_ms(50) if lag else math.nan,
             "lag_p99_ms": lag.percentile_ms(99) if lag else math.nan, "histogram": h.encode(),
-            "lag_histogram": lag.encode() if lag else "", "error_classes": result.errors_text()}
+            "lag_histogram": lag.encode() if lag else "", "error_classes": result.errors_text(),
+            "attempts": result.attempts, "lost_connections": result.lost, "lost_classes": result.lost_text(),
+            "reconnects": result.reconnects}
 
 
 def sampler_columns(sampler, frame=None, pids=None) -> dict[str, Any]:
@@ -71,6 +74,14 @@ def record(writer, result: RunResult, *, log: Callable[[str], None] | None = Non
     if len(intervals):
         writer.append_csv(INTERVALS.path, pd.concat([pd.DataFrame([keys] * len(intervals)), intervals], axis=1))
     row = point_row(result, **keys)
+    if result.lost:  # the point ran with sessions that lost their connections: not a clean measurement
+        where = ", ".join(f"{k}={v}" for k, v in keys.items())
+        writer.add_note(f"point {where}: failed: {result.lost} call(s) lost their session's connection "
+                        f"({result.lost_text()}; {result.reconnects} reconnect(s), {result.errors} error(s) in "
+                        f"{result.attempts} call(s) tried); set aside, not a result")
+        if log:
+            log(f"[load] {where}: sessions lost their connections: {result.lost_text()}; the point is marked "
+                "failed in the recording")
     if sampler is not None:
         row.update(sampler_columns(sampler, frame, pids))
     writer.append_csv(POINTS.path, pd.DataFrame([row]))
