@@ -11,6 +11,8 @@ run, removing the wake-ups would save W·(t_wake − t_xfer).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..shared.capacity import Input, Prediction, machine_costs, predict
 from .spec import SPEC
 from .tables import published_numbers
@@ -40,7 +42,7 @@ def predictions(shown, costs_recording: str = "", costs: dict | None = None) -> 
         SPEC.chapter, "barging removes the wake-ups from the latch's path",
         "T_unfair = T_fair − W · (t_wake − t_xfer)", "the unfair run's elapsed time", "s", "value",
         p["pub_unfair_s"], f"{p['pub_unfair_s']:.1f} s ({CITE})",
-        lambda v: v["T_fair"] - v["W"] * (v["t_wake"] - v["t_xfer"]) * 1e-9, unfair_inputs, vary="W",
+        lambda v: np.maximum(0.0, v["T_fair"] - v["W"] * (v["t_wake"] - v["t_xfer"]) * 1e-9), unfair_inputs, vary="W",
         lacks="any other serialisation: once the latch stops convoying, the parallel exchange (CXPACKET waits rose "
               "from about 4.9 s to 19.3 s of wait time in the article) and the insert work itself set the pace, "
               "so the saving cannot reach the wake-up time the first model puts on the latch")
