@@ -44,16 +44,53 @@ def test_verdicts_are_saved_only_for_the_books_own_copy(checkout, monkeypatch):
 
 def test_findings_are_the_chapters_saved_verdict_rows(checkout, monkeypatch):
     monkeypatch.setenv(book_pages.PAGE_DATA_ENV, str(checkout / "book" / "chapters"))
+    rule = ("the direction holds when the interval over repetitions of the ratio lies above 1; differs when it lies "
+            "below; inconclusive when it straddles 1 or fewer than 3 repetitions ran; the size is compared within 2×")
     rows = pd.DataFrame([{"claim": "Fair hand-off is slower", "published": "4.5 s vs 5.5 s", "recording": "r",
-                          "measured": "0.031× <b>", "rule": "agrees when ...", "verdict": "agrees"},
+                          "tested_on": "C model on 2 CPUs", "measured": "0.031× <b>",
+                          "size": "not compared: a C model against SQL Server", "rule": rule,
+                          "verdict": "direction reproduced"},
                          {"claim": "Spins rise", "published": "0 → 221,891,800", "recording": "r",
-                          "measured": "nothing", "rule": "agrees when ...", "verdict": "inconclusive: 2 repetitions"}])
+                          "tested_on": "PostgreSQL 15 analogue on 2 CPUs", "measured": "nothing", "size": "",
+                          "rule": rule, "verdict": "inconclusive: 2 repetitions"}])
     book_pages.save_verdicts("demo", rows)
     page = book_pages.write_findings(book.notebooks()).read_text()
     assert "Fair hand-off is slower" in page and "Spins rise" in page
     assert 'href="chapters/01-demo.html#verdicts-demo"' in page
-    assert "1 agrees, 1 inconclusive" in page
+    assert "1 direction reproduced, 1 inconclusive" in page
+    assert "<th>tested on</th>" in page and "<th>size compared</th>" in page and "C model on 2 CPUs" in page
     assert "&lt;b&gt;" in page  # measured text is escaped, only the chapter link is HTML
+    assert page.count(rule) == 1 and '[rule&nbsp;1]' in page  # one rule, one note, cited by both rows
+    assert "<dt>not testable with this recording</dt>" in page  # the vocabulary, explained at the top
+    assert "<td>direction reproduced</td><td>1</td>" in page and "<td>reproduced</td><td>0</td>" in page
+
+
+def test_findings_show_rows_saved_before_the_new_columns(checkout, monkeypatch):
+    """An older chapter's rows (no tested_on, no size, the old word "agrees") still show, with a note."""
+    monkeypatch.setenv(book_pages.PAGE_DATA_ENV, str(checkout / "book" / "chapters"))
+    old = pd.DataFrame([{"claim": "c", "published": "p", "recording": "r", "measured": "m", "rule": "r",
+                         "verdict": "agrees"}])
+    book_pages.save_verdicts("demo", old)
+    page = book_pages.write_findings(book.notebooks()).read_text()
+    assert "— : the chapter did not give this (its rows were saved before the column existed" in page
+    assert "<td>—</td>" in page
+    assert "1 agrees" in page
+
+
+def test_no_findings_cell_runs_past_forty_words(checkout, monkeypatch):
+    import re
+
+    monkeypatch.setenv(book_pages.PAGE_DATA_ENV, str(checkout / "book" / "chapters"))
+    long = " ".join(["word"] * 70)
+    rows = pd.DataFrame([{"claim": long, "published": "p", "recording": "r", "tested_on": "C model on 2 CPUs",
+                          "measured": "m: " + long, "size": "not compared: " + long, "rule": long,
+                          "verdict": "direction reproduced"}])
+    book_pages.save_verdicts("demo", rows)
+    page = book_pages.write_findings(book.notebooks()).read_text()
+    table = page[page.index('id="findings"'):]
+    cells = re.findall(r"<td>(.*?)</td>", table[:table.index("</table>")])
+    assert cells and max(len(re.sub(r"<[^>]+>", " ", c).split()) for c in cells) <= 40
+    assert long in page[page.index("table-notes"):]  # the full texts are in the notes
 
 
 def test_a_chapter_without_verdicts_is_said_to_have_failed(checkout):
@@ -64,6 +101,7 @@ def test_a_chapter_without_verdicts_is_said_to_have_failed(checkout):
 def test_the_data_page_lists_every_recording_with_a_zip(checkout):
     page = book_pages.write_data_page().read_text()
     assert "measured-x" in page and "Test CPU (2 logical CPUs)" in page and "2026-11-21" in page
+    assert 'id="recording-demo-measured-x"' in page and 'id="provenance"' in page
     assert 'href="data/demo--measured-x.zip"' in page
     assert "90" in page  # run time in seconds, from started and ended
     html = checkout / "html"
@@ -97,3 +135,26 @@ def test_executing_the_books_copy_drops_its_stamp(checkout, monkeypatch):
     monkeypatch.setattr("papermill.execute_notebook", lambda *a, **k: None)
     book.execute("demo", {})
     assert not book.stamp_path(nb).exists()
+
+
+def test_the_data_page_says_how_each_run_was_made_without_machine_paths(checkout):
+    manifest = checkout / "data" / "demo" / "measured-x" / "manifest.json"
+    m = json.loads(manifest.read_text())
+    m["measured"] = {"tool": "t", "tool_version": "0", "command": "python -m contention_book.run demo --engine native "
+                     "--record-to /tmp/rec2/demo-native --param sessions=1,2", "git_commit": "abc123"}
+    m["load"] = {"before_1min": 0.4, "after_1min": 1.9, "logical_cpus": 2, "threshold_1min": 1.0, "waited_s": 30.0,
+                 "wait_limit_s": 120.0, "quiet": True}
+    m["engine"] = {"name": "postgres", "version": "15.18", "build": "PostgreSQL 15.18 on x86_64, compiled by gcc "
+                   "(Debian 12.2.0-14) 12.2.0, 64-bit"}
+    m["notes"] = ["kept in /home/someone/runs/x for a while"]
+    manifest.write_text(json.dumps(m))
+    page = book_pages.write_data_page().read_text()
+    assert "/tmp/" not in page and "/home/" not in page
+    assert "--record-to data/demo/measured-x" in page
+    assert "0.40 → 1.90 (waited 30 s for a quieter machine)" in page
+    assert "gcc (Debian 12.2.0-14) 12.2.0" in page and "PostgreSQL 15.18" in page
+
+
+def test_run_times_come_from_the_manifests(checkout):
+    text = book_pages.write_run_times().read_text()
+    assert "| demo | C programs | measured-x | 90 | — | 2 |" in text and text.startswith("```{table}")

@@ -53,36 +53,53 @@ def _title(notebook: Path) -> str:
     return notebook.stem
 
 
+FINDINGS_COLUMNS = ["chapter", "claim", "published", "recording", "tested_on", "measured", "size", "rule", "verdict"]
+
+
 def findings_frame(notebooks: dict[str, Path]) -> pd.DataFrame:
-    """One row per claim of every chapter, from the rows each chapter saved when it was rendered."""
+    """One row per claim of every chapter, from the rows each chapter saved when it was rendered.  A column a
+    chapter's saved rows lack (rows saved before it existed) stays empty here, and the page says so."""
     rows = []
     for chapter, nb in notebooks.items():
         saved = repo_root() / VERDICTS_DIR / f"{chapter}.json"
         link = f'<a href="chapters/{nb.stem}.html#{claims_anchor(chapter)}">{_title(nb)}</a>'
         if not saved.exists():
             link = f'<a href="chapters/{nb.stem}.html">{_title(nb)}</a>'
-            rows.append({"chapter": link, "claim": "(this chapter did not build, so its verdicts are missing)",
-                         "published": None, "measured": None, "verdict": None, "rule": None})
+            rows.append({"chapter": link, "claim": "(this chapter did not build, so its verdicts are missing)"})
             continue
         for r in json.loads(saved.read_text(encoding="utf-8")):
-            rows.append({"chapter": link, "claim": r["claim"], "published": r["published"],
-                         "measured": r["measured"], "verdict": r["verdict"], "rule": r["rule"]})
-    return pd.DataFrame(rows, columns=["chapter", "claim", "published", "measured", "verdict", "rule"])
+            rows.append({"chapter": link, **{c: r.get(c) for c in FINDINGS_COLUMNS[1:]}})
+    return pd.DataFrame(rows, columns=FINDINGS_COLUMNS)
 
 
 def write_findings(notebooks: dict[str, Path]) -> Path:
-    from contention_book.chapters.shared.display import table_html
+    import html as html_
+
+    from contention_book.chapters.shared.verdict_table import totals, verdict_table_html, vocabulary_html
 
     frame = findings_frame(notebooks)
-    counts = frame["verdict"].dropna().map(lambda v: str(v).split(":")[0]).value_counts()
-    summary = ", ".join(f"{n} {v}" for v, n in counts.items()) or "no verdicts yet"
-    html = table_html(frame, glossary="", raw=("chapter",), table_id="findings")
+    counted = totals(frame["verdict"])
+    summary = ", ".join(f"{n} {v}" for v, n in counted if n) or "no verdicts yet"
+    count_rows = "".join(f"<tr><td>{html_.escape(v)}</td><td>{n}</td></tr>" for v, n in counted)
+    counts = ('<div class="table-wrap"><table class="book-table" id="verdict-totals"><caption>Verdicts in this '
+              'build, by word</caption><thead><tr><th>verdict</th><th>claims</th></tr></thead>'
+              f"<tbody>{count_rows}</tbody></table></div>")
+    table = verdict_table_html(frame, caption="Every claim the chapters check, with where it was tested and "
+                               "whether its size was compared", prefix="findings",
+                               columns=("chapter", "claim", "tested_on", "published", "measured", "size", "verdict"),
+                               raw=("chapter",),
+                               missing_reason="the chapter did not give this (its rows were saved before the column "
+                                              "existed, or the row has no value)")
     page = ("# Findings\n\n"
-            "Every claim the chapters check, in one table: what the article reported, what the recording shown in "
-            "the chapter measured, the verdict and the rule that decides it. The rows are the chapters' own verdict "
-            "rows, gathered when the book is built; follow a chapter's link for the numbers behind a row. "
-            f"In this build: {summary}.\n\n"
-            "```{raw} html\n" + html + "\n```\n")
+            "Every claim the chapters check, in one table: what the article reported, where this book tested it, "
+            "what the recording shown in the chapter measured, whether the size could be compared with the "
+            "article's, and the verdict. The rule that decides each verdict is a numbered note under the table. "
+            "The rows are the chapters' own verdict rows, gathered when the book is built; follow a chapter's "
+            f"link for the numbers behind a row. In this build: {summary}.\n\n"
+            "A verdict answers two questions: does the measurement point the article's way (the *direction*), and "
+            "is its size comparable with the article's, within a stated factor (the *size*)? The words:\n\n"
+            "```{raw} html\n" + vocabulary_html() + "\n" + counts + "\n```\n\n"
+            "```{raw} html\n" + table + "\n```\n")
     out = repo_root() / "book" / "findings.md"
     out.write_text(page, encoding="utf-8")
     return out
@@ -107,40 +124,120 @@ def zip_name(chapter: str, folder: Path) -> str:
     return f"{chapter}--{folder.name}.zip"
 
 
+def _rows_html(rows: list[dict], columns: list[str], caption: str, table_id: str, raw: tuple[str, ...] = ()) -> str:
+    """A captioned table whose rows carry ids (``_id``), so a chapter can link to one recording's row."""
+    import html as html_
+
+    from contention_book.chapters.shared.display import MISSING, number_text
+
+    def cell(col, value):
+        if value is None or value == "" or (isinstance(value, float) and value != value):
+            return MISSING
+        return str(value) if col in raw else html_.escape(number_text(value))
+
+    body = "".join(f'<tr id="{r["_id"]}">' + "".join(f"<td>{cell(c, r.get(c))}</td>" for c in columns) + "</tr>"
+                   for r in rows)
+    head = "".join(f"<th>{html_.escape(c)}</th>" for c in columns)
+    return (f'<div class="table-wrap"><table class="book-table text-table" id="{table_id}">'
+            f"<caption>{html_.escape(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table></div>")
+
+
+def _load_words(m: dict) -> str:
+    from .provenance import load_of
+
+    load = load_of(m)
+    if not load:
+        return ""
+    text = f"{load['before']:.2f} → {load['after']:.2f}" if load.get("after") is not None else f"{load['before']:.2f}"
+    if load["source"] == "runner" and load.get("quiet") is False:
+        text += f" (busy: still above half the logical CPUs after a wait of {load.get('waited_s') or 0:.0f} s)"
+    elif load.get("waited_s") and load["waited_s"] >= 1:
+        text += f" (waited {load['waited_s']:.0f} s for a quieter machine)"
+    if load["source"] == "note":
+        text += " (from the recording's note)"
+    return text
+
+
 def write_data_page() -> Path:
-    rows = []
+    """Every recording with its zip, then how each measured one was made (command without machine paths,
+    compiler, the machine's load before and after), all from the manifests."""
+    import html as html_
+
+    from .provenance import NOTE_LOAD, anchor, compiler_of, engine_words, machine_words, public_text, run_seconds
+
+    listed, made, notes = [], [], []
     for chapter, folder, m in recordings():
-        host = m.get("host") or {}
-        machine = host.get("description") or host.get("cpu_model") or "—"
-        if host.get("logical_cpus") and "logical" not in machine:
-            machine += f" ({host['logical_cpus']} logical CPUs)"
+        rid = folder.name
         date = (m.get("started") or (m.get("citation") or {}).get("date") or "")[:10]
-        engine = m.get("engine") or {}
-        run_s = None
-        if m.get("kind") == "measured" and m.get("started") and m.get("ended"):
-            from datetime import datetime
-
-            try:
-                run_s = (datetime.fromisoformat(m["ended"].replace("Z", "+00:00"))
-                         - datetime.fromisoformat(m["started"].replace("Z", "+00:00"))).total_seconds()
-            except ValueError:
-                run_s = None
-        rows.append({"chapter": chapter, "recording": folder.name, "kind": m.get("kind", "?"),
-                     "engine": f"{engine.get('name', '')} {engine.get('version', '')}".strip(),
-                     "machine": machine, "date": date, "run time (s)": run_s, "size (KB)": round(_size(folder) / 1024),
-                     "download": f'<a href="{DATA_URL}/{zip_name(chapter, folder)}">zip</a>'})
-    from contention_book.chapters.shared.display import table_html
-
-    frame = pd.DataFrame(rows)
-    html = table_html(frame, glossary="", raw=("download",), table_id="recordings")
+        run_s = run_seconds(m)
+        listed.append({"_id": anchor(chapter, rid), "chapter": chapter, "recording": rid, "kind": m.get("kind", "?"),
+                       "engine": engine_words(m), "machine": machine_words(m), "date": date,
+                       "run time (s)": round(run_s) if run_s is not None else None,
+                       "size (KB)": round(_size(folder) / 1024),
+                       "download": f'<a href="{DATA_URL}/{zip_name(chapter, folder)}">zip</a>'})
+        if m.get("kind") != "measured":
+            continue
+        command = public_text((m.get("measured") or {}).get("command", ""), chapter, rid)
+        made.append({"_id": anchor(chapter, rid) + "-made", "recording": f"{chapter} / {rid}",
+                     "command": f"<code>{html_.escape(command)}</code>" if command else "",
+                     "compiler": compiler_of(m), "1-minute load, before → after": _load_words(m),
+                     "git commit": (m.get("measured") or {}).get("git_commit") or ""})
+        for note in m.get("notes") or []:
+            if NOTE_LOAD.search(str(note)):  # an older recording's load note: its figures are in the table
+                continue
+            notes.append(f"<li><b>{html_.escape(chapter)} / {html_.escape(rid)}</b>: "
+                         f"{html_.escape(public_text(note, chapter, rid))}</li>")
+    every = _rows_html(listed, ["chapter", "recording", "kind", "engine", "machine", "date", "run time (s)",
+                                "size (KB)", "download"], "Every recording this book renders", "recordings",
+                       raw=("download",))
+    how = _rows_html(made, ["recording", "command", "compiler", "1-minute load, before → after", "git commit"],
+                     "How each measured recording was made", "provenance", raw=("command",))
     page = ("# Data\n\n"
             "Every recording this book renders, published (an article's numbers, transcribed with their citation) or "
             "measured (a run of this code, with its command and machine). Each zip holds the recording's directory "
             "as it is under `data/`: its `manifest.json` lists every file with its SHA-256. Unzip one anywhere and "
-            "render a chapter from it with `make chapter CH=<chapter> RECORDING=/path/to/it`.\n\n"
-            "```{raw} html\n" + html + "\n```\n")
+            "render a chapter from it with `make chapter CH=<chapter> RECORDING=/path/to/it`. Every figure on this "
+            "page is read from the recordings' manifests when the book is built.\n\n"
+            "```{raw} html\n" + every + "\n```\n\n"
+            "## How each measured recording was made\n\n"
+            "The command that made the recording (with its destination shown as its place under `data/`), the "
+            "compiler that built what ran, and the machine's 1-minute load average just before the run started "
+            "and at its end. A run's own threads and backends count in the load at its end. A load above half the "
+            "logical CPUs before a run means something else was running: the runner then waits for the machine to "
+            "quieten, for a set time at most, and says so here and in the recording's notes.\n\n"
+            "```{raw} html\n" + how + "\n```\n\n"
+            + ("## Notes kept with the recordings\n\n```{raw} html\n<ul class=\"recording-notes\">"
+               + "".join(notes) + "</ul>\n```\n" if notes else ""))
     out = repo_root() / "book" / "data.md"
     out.write_text(page, encoding="utf-8")
+    return out
+
+
+RUN_TIMES = Path("book") / "chapters" / "run-times.md"  # included by running-live.md; written at every build
+
+
+def write_run_times() -> Path:
+    """The reference runs' times, from their manifests, as a table ``running-live.md`` includes."""
+    from .provenance import engine_words, run_seconds
+
+    lines = []
+    for chapter, folder, m in recordings():
+        run_s = run_seconds(m)
+        if run_s is None:
+            continue
+        p = m.get("parameters") or {}
+        host = m.get("host") or {}
+        lines.append(f"| {chapter} | {engine_words(m)} | {folder.name} | {run_s:,.0f} | {p.get('repetitions', '—')} "
+                     f"| {host.get('logical_cpus') or '—'} |")
+    table = ("```{table} How long each measured recording took to make (from its manifest's start and end)\n"
+             ":name: table-run-times\n\n"
+             "| chapter | engine | recording | run time (s) | repetitions | logical CPUs |\n"
+             "|---|---|---|---:|---:|---:|\n" + "\n".join(lines) + "\n```\n") if lines else \
+        "*No measured recording is in this checkout.*\n"
+    out = repo_root() / RUN_TIMES
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(table, encoding="utf-8")
     return out
 
 

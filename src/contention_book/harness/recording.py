@@ -806,10 +806,7 @@ def relocate(path: str | os.PathLike, moves: Mapping[str, str], why: str) -> Non
 
 
 def shown_note(measured: Iterable[tuple[str, Recording]], published: Iterable[Recording]) -> str:
-    """The chapter's opening list of the recordings it shows (labelled), with each measured one's notes."""
-    lines = ["**What this chapter shows.**"]
-    for label, r in measured:
-        lines.append(f"- {label} — {r.describe()}")
-        lines += [f"  - note: {note}" for note in r.manifest.get("notes", [])]
-    lines += [f"- Published — {r.describe()}" for r in published]
-    return "\n".join(lines)
+    """The chapter's closing list of the recordings it shows (labelled), linked to the Data page (provenance)."""
+    from .provenance import recordings_note
+
+    return recordings_note(list(measured), list(published))

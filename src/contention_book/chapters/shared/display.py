@@ -4,8 +4,9 @@ A chapter builds plain data frames with the column names its code finds
 convenient (``waits_per_record``, ``jain_index``).  On the page a reader sees
 human names with units, numbers with thousands separators and no float
 artefacts ("271,609", not "271609.0"), "—" for a missing value with a footnote
-saying so, a link to the glossary for every measure this book coined, and a
-table that scrolls inside the text column when it is wider than the column.
+saying so, a link to the glossary for every measure this book coined, a
+caption, no column that is empty throughout, and a table too wide for the
+text column turned on its side or split into parts, not hidden in a scroll box.
 
 :func:`install` makes this the HTML form of every ``DataFrame`` a notebook
 displays, so notebooks keep calling ``display(frame)``.
@@ -157,10 +158,12 @@ def _header_html(label: Any, glossary: str) -> str:
     return body
 
 
-def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] = (), table_id: str | None = None) -> str:
-    """One data frame as the book shows it (see the module's docstring); columns in ``raw`` hold HTML already."""
-    df = frame.copy()
-    missing = bool(df.map(is_missing).to_numpy().any()) if df.size else False
+MAX_COLUMNS = 9  # columns (index levels included) that fit the text column at 1400 px without scrolling
+
+
+def _render(df: pd.DataFrame, glossary: str, raw: tuple[str, ...], table_id: str | None, caption: str) -> str:
+    """One frame, already cut to fit, as an HTML table with its caption."""
+    df = df.copy()
     for col in df.columns:
         keep = col in raw
         df[col] = df[col].map(lambda v, keep=keep: MISSING if is_missing(v) else
@@ -180,8 +183,66 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
     classes = "book-table" + (" text-table" if wordy else "") + (" dense" if df.shape[1] > 7 else "")
     body = df.to_html(escape=False, na_rep=MISSING, border=0, classes=classes, index=not plain_index,
                       table_id=table_id)
-    note = f'<p class="table-note">{MISSING_NOTE}</p>' if missing else ""
-    return f'<div class="table-wrap">{body}</div>{note}'
+    if caption:
+        body = re.sub(r"(<table[^>]*>)", lambda m: m.group(1) + f"\n  <caption>{html.escape(caption)}</caption>",
+                      body, count=1)
+    return body
+
+
+def _width(df: pd.DataFrame) -> int:
+    return df.shape[1] + (0 if isinstance(df.index, pd.RangeIndex) else df.index.nlevels)
+
+
+def fit_columns(df: pd.DataFrame, max_columns: int = MAX_COLUMNS) -> tuple[list[pd.DataFrame], str]:
+    """A frame too wide for the text column, made to fit: transposed when it has few rows (each row becomes a
+    column), else split into parts of at most ``max_columns`` columns, each repeating the rows' labels.
+    Returns the parts and how it was cut ("" when it fit)."""
+    if _width(df) <= max_columns:
+        return [df], ""
+    keyed = df
+    if isinstance(df.index, pd.RangeIndex):  # the first column names the rows
+        keyed = df.set_index(df.columns[0])
+    if len(keyed) + keyed.index.nlevels <= max_columns and keyed.index.is_unique:
+        flipped = keyed.T
+        flipped.index.name = None
+        return [flipped], "transposed"
+    room = max(1, max_columns - keyed.index.nlevels)
+    cols = list(keyed.columns)
+    parts = [keyed[cols[i:i + room]] for i in range(0, len(cols), room)]
+    return parts, "split"
+
+
+def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] = (), table_id: str | None = None,
+               caption: str | None = None, max_columns: int = MAX_COLUMNS) -> str:
+    """One data frame as the book shows it (see the module's docstring); columns in ``raw`` hold HTML already.
+
+    ``caption`` (or ``frame.attrs["caption"]``) titles the table.  A column with no value in any row is left
+    out, and a note under the table names it.  A table wider than ``max_columns`` is transposed (few rows) or
+    split into parts that each fit the text column, never hidden in a scroll box."""
+    caption = caption or frame.attrs.get("caption") or ""
+    df = frame.copy()
+    notes = []
+    if len(df) and df.shape[1] > 1:
+        empty = [c for c in df.columns if df[c].map(is_missing).all()]
+        if empty and len(empty) < df.shape[1]:
+            df = df.drop(columns=empty)
+            names = ", ".join(f"“{human(c)}”" for c in empty)
+            notes.append(f"Left out: {names}, with no value in any row.")
+    missing = bool(df.map(is_missing).to_numpy().any()) if df.size else False
+    parts, how = fit_columns(df, max_columns)
+    bodies = []
+    for i, part in enumerate(parts, 1):
+        title = caption
+        if how == "split":
+            title = f"{caption} (part {i} of {len(parts)})" if caption else f"Part {i} of {len(parts)}"
+        tid = table_id if i == 1 or not table_id else f"{table_id}-{i}"
+        bodies.append(_render(part, glossary, raw, tid, title))
+    if how == "transposed":
+        notes.append("Turned on its side to fit the page: each row of the data is a column here.")
+    if missing:
+        notes.append(MISSING_NOTE)
+    note = "".join(f'<p class="table-note">{html.escape(n)}</p>' for n in notes)
+    return "".join(f'<div class="table-wrap">{b}</div>' for b in bodies) + note
 
 
 def install() -> None:
@@ -194,6 +255,6 @@ def install() -> None:
     if ip is None:
         return
     formatter = ip.display_formatter.formatters["text/html"]
-    formatter.for_type(pd.DataFrame, lambda df: table_html(df))
+    formatter.for_type(pd.DataFrame, lambda df: table_html(df))  # show_table (notebook.py) adds a numbered caption
     plain = ip.display_formatter.formatters["text/plain"]
     plain.for_type(pd.DataFrame, lambda df, p, cycle: p.text(df.map(number_text).to_string()))

@@ -8,7 +8,9 @@ A notebook's first code cell after its parameters is::
 
 :func:`start` checks ``source``, runs the chapter live when asked (as a
 child process, see :mod:`contention_book.harness.launch`), loads what the
-chapter shows, glues its key numbers and shows the note on its recordings.
+chapter shows and glues its key numbers; it shows nothing, so a chapter opens
+with its finding.  :func:`show_recordings`, in the closing "Recordings"
+section, lists the recordings and links the Data page's provenance.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from . import style
 from .stacks import StackSection
 
 __all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "show_verdicts",
-           "load_summary", "show_diagram"]
+           "load_summary", "show_diagram", "show_recordings", "show_table"]
 
 # The runner's lines worth keeping on a page: its plan, the guard's actions and its outcome.
 SUMMARY_PREFIXES = ("[run]", "[guard]", "[harness]")
@@ -73,14 +75,22 @@ def start(chapter, params: Mapping[str, Any]):
                                  allow_server_changes=bool(params.get("allow_server_changes")),
                                  relay=lambda line: print(line, flush=True)))
     shown = chapter.load_shown(recording, stacks=params.get("stacks") or "")
+    _page["recording"] = recording
+    for name, value in chapter.key_numbers(shown).items():
+        glue(name, value, display=False)
+    return shown  # nothing is shown here: a chapter opens with its finding ("In short"), not its provenance
+
+
+def show_recordings(chapter, shown) -> None:
+    """The closing "Recordings" section's body: the recordings the chapter rendered (ids, engines, machines,
+    dates), each linked to the Data page row that says how it was made; for a live run, the runner's own
+    account of it.  The notebook puts a ``## Recordings`` heading above the cell that calls this."""
+    display(Markdown(chapter.header_note(shown)))
+    recording = _page.get("recording") or ""
     if recording:
         summary = run_summary(chapter.SPEC.chapter, recording)
         if summary:
             display(Markdown(summary))
-    for name, value in chapter.key_numbers(shown).items():
-        glue(name, value, display=False)
-    display(Markdown(chapter.header_note(shown)))
-    return shown
 
 
 def run_summary(chapter: str, recording: str) -> str:
@@ -92,14 +102,58 @@ def run_summary(chapter: str, recording: str) -> str:
         return ""
     lines = [line for line in r.read_bytes("run.log").decode("utf-8", "replace").splitlines()
              if line.startswith(SUMMARY_PREFIXES)]
-    return "**The live run, as its runner reported it.**\n\n```text\n" + "\n".join(lines) + "\n```"
+    from contention_book.harness.provenance import public_text
+
+    text = public_text("\n".join(lines), chapter, r.id)
+    return "**The live run, as its runner reported it.**\n\n```text\n" + text + "\n```"
 
 
-def show_figure(name: str, fig) -> None:
-    """Glue a figure, sized for the text column, for a ``{glue:figure}`` block and free it."""
-    glue(name, style.fit_width(fig), display=False)
+class _Rendered:
+    """A figure already rendered to its display data, so the PNG glued is exactly the one whose hash is known."""
+
+    def __init__(self, bundle: dict, metadata: dict):
+        self.bundle, self.metadata = bundle, metadata
+
+    def _repr_mimebundle_(self, include=None, exclude=None):  # noqa: ARG002 - IPython's signature
+        return self.bundle, self.metadata
+
+
+def _glue_figure(name: str, fig, alt: str | None) -> None:
+    """Glue ``fig`` as PNG; with ``alt``, register the text for that PNG (sphinx_alt gives it to the image)."""
+    import base64
+    import hashlib
+
+    from IPython.core.formatters import format_display_data
+
+    bundle, metadata = format_display_data(fig)
+    png = bundle.get("image/png")
+    if alt and png is not None:
+        data = png if isinstance(png, bytes) else base64.b64decode(png)
+        style.record_alt(_page["chapter"], hashlib.sha256(data).hexdigest(), alt)
+    glue(name, _Rendered(bundle, metadata), display=False)
+
+
+def show_figure(name: str, fig, alt: str | None = None) -> None:
+    """Glue a figure, sized for the text column, for a ``{glue:figure}`` block and free it.
+
+    ``alt`` says what the figure shows, for a reader who cannot see it (a sentence, not a file name); without
+    it the image's alt text is its caption's first sentence (harness.sphinx_alt)."""
+    if alt is not None and len(alt.split()) < 5:
+        raise ValueError(f"figure {name}: alt text {alt!r} is too short; say what the figure shows")
+    _glue_figure(name, style.fit_width(fig), alt)
     style.record_check(_page["chapter"], name, fig)
     plt.close(fig)
+
+
+_tables = itertools.count(1)
+
+
+def show_table(frame, caption: str, **kwargs) -> None:
+    """Show a table with a numbered caption (every table the book shows has one); see display.table_html for
+    how empty columns, wide tables and missing values are handled."""
+    from IPython.display import HTML
+
+    display(HTML(book_display.table_html(frame, caption=f"Table {next(_tables)}. {caption}", **kwargs)))
 
 
 _diagrams = itertools.count(1)
@@ -139,7 +193,7 @@ FLAME_CAPTION = ("Flame graph of the CPU samples, {title}. Each box is a functio
                  "samples, and the boxes above it are the functions it called. The colour is the code module, the same "
                  "colour for a module in every chapter; boxes under the size limit are merged.")
 _flames = itertools.count(1)
-_page = {"chapter": "chapter"}  # figure labels must be unique in the whole book: they carry the chapter's name
+_page = {"chapter": "chapter", "recording": ""}  # figure labels must be unique in the whole book: they carry the chapter's name
 
 
 def show_section(part: StackSection) -> None:
@@ -148,7 +202,8 @@ def show_section(part: StackSection) -> None:
     for fig in part.figures:
         key = f"fig_flame_{next(_flames)}"
         title = fig.axes[0].get_title(loc="left") if fig.axes else ""
-        glue(key, style.fit_width(fig), display=False)
+        alt = flame_alt(fig, title)
+        _glue_figure(key, style.fit_width(fig), alt)
         style.record_check(_page["chapter"], key, fig)
         plt.close(fig)
         display(Markdown(f"```{{glue:figure}} {key}\n:name: fig-{_page['chapter']}-{key.replace('_', '-')}\n\n"
@@ -157,16 +212,45 @@ def show_section(part: StackSection) -> None:
         display(table)
 
 
+def flame_alt(fig, title: str) -> str:
+    """What a flame graph shows, in words: its subject and its widest boxes (the functions that held the most
+    samples, read from the drawn rectangles' labels and widths)."""
+    from matplotlib.patches import Rectangle
+
+    widths: dict[str, float] = {}
+    for ax in fig.axes:
+        boxes = [p for p in ax.patches if isinstance(p, Rectangle)]
+        labels = [t for t in ax.texts if t.get_text().strip()]
+        for t in labels:
+            x, y = t.get_position()
+            for p in boxes:
+                if p.get_x() <= x <= p.get_x() + p.get_width() and p.get_y() <= y <= p.get_y() + p.get_height():
+                    name = t.get_text().strip()
+                    widths[name] = max(widths.get(name, 0.0), p.get_width())
+                    break
+    total = max((ax.get_xlim()[1] - ax.get_xlim()[0] for ax in fig.axes), default=0) or 1
+    top = sorted(widths.items(), key=lambda kv: -kv[1])[:3]
+    said = "; ".join(f"{name} about {w / total:.0%} wide" for name, w in top)
+    return f"Flame graph of the CPU samples, {title or 'as captured'}." + (f" The widest boxes: {said}." if said else "")
+
+
 def show_verdicts(chapter, shown) -> None:
     """The chapter's verdict table, and the same rows saved for the book's Findings page (never typed twice)."""
     from IPython.display import HTML
 
     from contention_book.harness.book_pages import claims_anchor, save_verdicts
 
+    from .verdict_table import verdict_table_html
+
     rows = chapter.verdicts(shown)
     save_verdicts(chapter.SPEC.chapter, rows)
-    display(HTML(f'<span id="{claims_anchor(chapter.SPEC.chapter)}"></span>'))  # the Findings page links here
-    display(rows.set_index("claim"))
+    name = chapter.SPEC.chapter
+    display(HTML(f'<span id="{claims_anchor(name)}"></span>'  # the Findings page links here
+                 + verdict_table_html(rows, caption=f"Table {next(_tables)}. The article's claims, checked: where "
+                                      "each was tested, whether its size was compared, and the verdict (its rule is "
+                                      "the numbered note under the table)", prefix=f"verdicts-table-{name}",
+                                      columns=("claim", "published", "recording", "tested_on", "measured", "size",
+                                               "verdict"))))
 
 
 def load_summary(view):

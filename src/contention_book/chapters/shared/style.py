@@ -154,9 +154,66 @@ def _book_copy() -> bool:
 def reset_checks(chapter: str) -> None:
     if not _book_copy():
         return
-    path = checks_path(chapter)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("{}", encoding="utf-8")
+    for path in (checks_path(chapter), alt_path(chapter)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}", encoding="utf-8")
+
+
+# -- counts on axes --------------------------------------------------------------------------------------------
+
+# An axis whose label names one of these counts things: its ticks must be whole numbers.
+COUNT_WORDS = ("thread", "session", "producer", "consumer", "worker", "client", "connection")
+
+
+def count_axis(ax, axis: str = "x", values=None):
+    """Ticks at whole numbers only on an axis of counts (threads, sessions, producers): at ``values`` when
+    given (the counts a run measured, on a linear or log axis), else wherever a linear axis has room for
+    whole numbers.  No 36.5 threads, no 1.5 producers."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if values is not None:
+        ticks = sorted({int(v) for v in values if v == v and float(v).is_integer()})
+        target.set_major_locator(FixedLocator(ticks))
+        target.set_minor_locator(NullLocator())
+    elif (ax.get_xscale() if axis == "x" else ax.get_yscale()) == "linear":
+        target.set_major_locator(MaxNLocator(integer=True))
+    else:
+        lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+        ticks = [2 ** k for k in range(0, 31) if max(lo, 1) <= 2 ** k <= hi]
+        target.set_major_locator(FixedLocator(ticks))
+        target.set_minor_locator(NullLocator())
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    return ax
+
+
+def count_problems(fig) -> list[str]:
+    """Fractional ticks on an axis of counts, and bars drawn on a log axis (a bar's length on a log axis
+    depends on where the axis starts, so it means nothing).  Call after the figure is drawn."""
+    from matplotlib.container import BarContainer
+
+    found = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for name, target, lim in (("x", ax.xaxis, ax.get_xlim()), ("y", ax.yaxis, ax.get_ylim())):
+            label = target.get_label_text().lower()
+            if not any(w in label for w in COUNT_WORDS):
+                continue
+            lo, hi = min(lim), max(lim)
+            odd = [t for t in target.get_majorticklocs() if lo - 1e-9 <= t <= hi + 1e-9 and abs(t - round(t)) > 1e-6]
+            if odd:
+                found.append(f"axes {i}: the {name} axis {label!r} counts things but has ticks at "
+                             f"{', '.join(f'{t:g}' for t in odd[:4])}")
+        for c in ax.containers:
+            if not isinstance(c, BarContainer) or not len(c.patches):
+                continue
+            horizontal = getattr(c, "orientation", None) == "horizontal"
+            scale = ax.get_xscale() if horizontal else ax.get_yscale()
+            if scale != "linear":
+                found.append(f"axes {i}: bars drawn on a {scale} {'x' if horizontal else 'y'} axis (a bar's length "
+                             "on a log axis depends on where the axis starts)")
+    return found
 
 
 def record_check(chapter: str, name: str, fig) -> list[str]:
@@ -165,6 +222,7 @@ def record_check(chapter: str, name: str, fig) -> list[str]:
     import json
 
     problems = overlaps(fig)
+    problems += count_problems(fig)
     width = float(fig.get_size_inches()[0])
     if width > TEXT_WIDTH_IN + 0.01:
         problems.append(f"{width:.1f} in wide, wider than the text column ({TEXT_WIDTH_IN} in)")
@@ -175,3 +233,23 @@ def record_check(chapter: str, name: str, fig) -> list[str]:
     found[name] = problems
     path.write_text(json.dumps(found, indent=1), encoding="utf-8")
     return problems
+
+
+def alt_path(chapter: str):
+    from contention_book.harness.recording import repo_root
+    from contention_book.harness.sphinx_alt import ALT_DIR
+
+    return repo_root() / ALT_DIR / f"{chapter}.json"
+
+
+def record_alt(chapter: str, png_sha256: str, alt: str) -> None:
+    """Keep a figure's alt text for the book's build (harness.sphinx_alt), keyed by its PNG's SHA-256."""
+    import json
+
+    if not _book_copy():
+        return
+    path = alt_path(chapter)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    found[png_sha256] = alt
+    path.write_text(json.dumps(found, indent=1, ensure_ascii=False), encoding="utf-8")

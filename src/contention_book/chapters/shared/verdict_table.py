@@ -1,0 +1,141 @@
+"""Verdict rows as a table a skimmer can read in one pass: where each claim was tested, whether its size was
+compared, the verdict, and the rule that decides it as a numbered note under the table.
+
+A rule runs to 35 to 60 words; as a column it made every row eight lines tall.  Here no cell holds more than
+:data:`MAX_CELL_WORDS` words: the rule, and any other text longer than that, becomes a note the cell links
+to, and rows that share a rule share its note.  Rows saved before a column existed (an older chapter's
+``verdicts.json``) show "—" there, with a note saying so.
+"""
+from __future__ import annotations
+
+import html
+import re
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+MAX_CELL_WORDS = 40
+MISSING = "—"
+LABELS = {"chapter": "chapter", "claim": "claim", "published": "published", "recording": "recording",
+          "tested_on": "tested on", "measured": "measured", "size": "size compared", "verdict": "verdict"}
+# What the verdict words mean, for the top of the Findings page (chapters link to the glossary instead).
+VOCABULARY = (
+    ("reproduced", "the direction holds and the measured size lies within a stated factor of the published one, "
+                   "on a platform where the two sizes can be set side by side."),
+    ("direction reproduced", "the direction holds, but the sizes cannot be compared (a C model or a PostgreSQL "
+                             "analogue against SQL Server, 2 CPUs against a large server); the row says why."),
+    ("differs", "the measurement points the other way, or the direction holds and the size falls outside the "
+                "stated factor."),
+    ("inconclusive", "the interval over repetitions straddles the threshold, or too few repetitions ran."),
+    ("not testable here", "nothing this book can run tests it (it needs SQL Server, or more CPUs than the "
+                          "recording's machine has)."),
+    ("not testable with this recording", "the recording shown lacks the point that decides the claim; the row "
+                                         "names the point."),
+)
+
+
+def words(text: object) -> int:
+    return len(str(text).split())
+
+
+def head(verdict: object) -> str:
+    return str(verdict).split(":")[0].strip()
+
+
+def short(text: str, limit: int = MAX_CELL_WORDS) -> str:
+    """A long cell's first part: up to its first colon if that is short enough, else its first words."""
+    first = text.split(":")[0].strip()
+    if first != text.strip() and words(first) <= limit - 5:
+        return first
+    return " ".join(text.split()[: limit - 8]) + " …"
+
+
+class Notes:
+    """Numbered notes under one table, shared by identical texts."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.texts: list[str] = []
+
+    def ref(self, text: str, label: str = "note") -> str:
+        if text not in self.texts:
+            self.texts.append(text)
+        n = self.texts.index(text) + 1
+        return f' <a class="note-ref" href="#{self.prefix}-{n}">[{label}&nbsp;{n}]</a>'
+
+    def html(self) -> str:
+        if not self.texts:
+            return ""
+        items = "".join(f'<li id="{self.prefix}-{n}">{html.escape(t)}</li>' for n, t in enumerate(self.texts, 1))
+        return f'<ol class="table-notes">{items}</ol>'
+
+
+def _is_missing(value: object) -> bool:
+    try:
+        return value is None or bool(pd.isna(value)) or str(value).strip() == ""
+    except (TypeError, ValueError):
+        return False
+
+
+def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
+                       columns: Sequence[str] = ("claim", "published", "tested_on", "measured", "size", "verdict"),
+                       raw: Iterable[str] = (), missing_reason: str = "not given by this row") -> str:
+    """The verdict rows as an HTML table with a caption; rules and over-long cells as numbered notes below.
+
+    ``raw`` names columns that already hold HTML (the Findings page's chapter links); every other cell is
+    escaped.  A column the rows do not have, or a row without a value, shows "—" and a note says why."""
+    raw = set(raw)
+    notes = Notes(f"{prefix}-note")
+    missing_cols = [c for c in columns if c not in rows.columns]
+    any_missing = False
+    body = []
+    for _, r in rows.iterrows():
+        cells = []
+        for col in columns:
+            value = r.get(col) if col in rows.columns else None
+            if _is_missing(value) and col != "verdict":
+                any_missing = True
+                cells.append(f"<td>{MISSING}</td>")
+                continue
+            if col in raw:
+                cells.append(f"<td>{value}</td>")
+                continue
+            text = MISSING if _is_missing(value) else str(value)
+            cell = html.escape(text)
+            if words(text) > MAX_CELL_WORDS:
+                cell = html.escape(short(text)) + notes.ref(text)
+            if col == "verdict":
+                cell = f'<span class="verdict verdict-{re.sub(r"[^a-z]+", "-", head(text).lower())}">{cell}</span>'
+                rule = r.get("rule") if "rule" in rows.columns else None
+                if not _is_missing(rule):
+                    cell += notes.ref(str(rule), "rule")
+            cells.append(f"<td>{cell}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    head_row = "".join(f"<th>{html.escape(LABELS.get(c, c))}</th>" for c in columns)
+    table = (f'<table class="book-table text-table verdict-table" id="{prefix}">'
+             f"<caption>{html.escape(caption)}</caption><thead><tr>{head_row}</tr></thead>"
+             f"<tbody>{''.join(body)}</tbody></table>")
+    said = []
+    if any_missing:
+        why = (f"{MISSING} : {missing_reason}"
+               + (f" (the saved rows have no {', '.join(LABELS.get(c, c) for c in missing_cols)} column yet)"
+                  if missing_cols else "") + ".")
+        said.append(f'<p class="table-note">{html.escape(why)}</p>')
+    lead = '<p class="table-note">Rules and longer texts, numbered as the table cites them:</p>' if notes.texts else ""
+    return f'<div class="table-wrap">{table}</div>{"".join(said)}{lead}{notes.html()}'
+
+
+def vocabulary_html() -> str:
+    items = "".join(f"<dt>{html.escape(w)}</dt><dd>{html.escape(d)}</dd>" for w, d in VOCABULARY)
+    return f'<dl class="verdict-vocabulary">{items}</dl>'
+
+
+def totals(verdicts: Iterable[object]) -> list[tuple[str, int]]:
+    """How many rows carry each verdict word, every word of the vocabulary listed (0 included), then any
+    word outside it (an older chapter's "agrees") after them."""
+    counts: dict[str, int] = {w: 0 for w, _ in VOCABULARY}
+    for v in verdicts:
+        if _is_missing(v):
+            continue
+        counts[head(v)] = counts.get(head(v), 0) + 1
+    return list(counts.items())
