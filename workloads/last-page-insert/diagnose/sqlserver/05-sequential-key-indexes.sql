@@ -1,0 +1,18 @@
+-- Clustered indexes whose first key column is an IDENTITY column (every insert goes to the
+-- last page), with whether OPTIMIZE_FOR_SEQUENTIAL_KEY is on (SQL Server 2019 and later) and
+-- whether the table is partitioned.  These are the candidates for the fixes in this chapter.
+SELECT OBJECT_SCHEMA_NAME(i.object_id) AS schema_name,
+       OBJECT_NAME(i.object_id) AS object_name,
+       i.name AS index_name,
+       c.name AS first_key_column,
+       i.optimize_for_sequential_key,
+       (SELECT COUNT(*) FROM sys.partitions AS p
+        WHERE p.object_id = i.object_id AND p.index_id = i.index_id) AS partitions
+FROM sys.indexes AS i
+JOIN sys.index_columns AS ic
+  ON ic.object_id = i.object_id AND ic.index_id = i.index_id AND ic.key_ordinal = 1
+JOIN sys.columns AS c ON c.object_id = ic.object_id AND c.column_id = ic.column_id
+WHERE i.type = 1
+  AND c.is_identity = 1
+  AND OBJECTPROPERTY(i.object_id, 'IsUserTable') = 1
+ORDER BY schema_name, object_name;
