@@ -29,7 +29,11 @@
  * joins the queue to sleep.  A waiter granted (or woken) before its futex call
  * never actually sleeps; voluntary context switches count the real sleeps.
  *
- * Output (stdout, CSV): one row per (kind, threads, repetition).  Progress on
+ * Output (stdout, CSV): one row per (kind, threads, repetition).  Its last two
+ * columns let a recording be checked on its own: records_under_lock (the
+ * counter advanced inside the critical section) and acquisitions (the timed
+ * acquisitions) must both equal records (the threads' own counts, summed).
+ * Progress on
  * stderr.  Exit 2 on a bad option, 3 if the lock let two threads in at once
  * (each thread marks itself as the holder inside the critical section and
  * checks that nobody else is there; the records counted under the lock must
@@ -355,14 +359,16 @@ static void run_point(enum kind kind, int threads, int rep) {
     double secs = (t1 - t0) / 1e9;
     double mean = (double)sum.records / threads;
     double jain = sumsq > 0 ? ((double)sum.records * sum.records) / (threads * sumsq) : 1.0;
-    printf("%s,%d,%d,%.6f,%llu,%.1f,%ld,%llu,%llu,%llu,%llu,%llu,%llu,%.0f,%.0f,%.0f,%llu,%ld,%ld,%.4f,%.4f,%.4f,%ld\n",
+    printf("%s,%d,%d,%.6f,%llu,%.1f,%ld,%llu,%llu,%llu,%llu,%llu,%llu,%.0f,%.0f,%.0f,%llu,%ld,%ld,%.4f,%.4f,%.4f,%ld,"
+           "%llu,%llu\n",
            KIND_NAMES[kind], threads, rep, secs, (unsigned long long)sum.records, sum.records / secs,
            opt_record_bytes, (unsigned long long)sum.waits, (unsigned long long)sum.parks,
            (unsigned long long)sum.handoffs, (unsigned long long)sum.spins, (unsigned long long)sum.backoffs,
            (unsigned long long)sum.queue_spins, cb_hist_quantile_ns(&sum.hist, 0.50),
            cb_hist_quantile_ns(&sum.hist, 0.99), cb_hist_quantile_ns(&sum.hist, 0.999),
            (unsigned long long)sum.hist.max_ns, sum.nvcsw, sum.nivcsw, cpu, jain,
-           mean > 0 ? minrec / mean : 0.0, kind == EVENTUAL ? opt_fair_after_us : -1);
+           mean > 0 ? minrec / mean : 0.0, kind == EVENTUAL ? opt_fair_after_us : -1,
+           (unsigned long long)appended, (unsigned long long)sum.hist.total);
     fflush(stdout);
     fprintf(stderr, "[latch_convoy] %-14s threads=%-3d rep=%d  %12.0f records/s  waits/record %.3f  "
             "p99 %.0f ns  max %llu ns  cs %ld+%ld\n", KIND_NAMES[kind], threads, rep, sum.records / secs,
@@ -448,7 +454,7 @@ int main(int argc, char **argv) {
             "%d CPUs allowed\n", opt_nkinds, opt_nthreads, opt_reps, opt_duration_ms, opt_record_bytes, ncpu);
     printf("kind,threads,repetition,duration_s,records,records_per_s,record_bytes,waits,parks,handoffs,spins,"
            "backoffs,queue_spins,wait_p50_ns,wait_p99_ns,wait_p999_ns,wait_max_ns,voluntary_cs,involuntary_cs,"
-           "cpu_s,jain_index,min_share,fair_after_us\n");
+           "cpu_s,jain_index,min_share,fair_after_us,records_under_lock,acquisitions\n");
     /* repetition-major, so slow drift of a busy machine spreads over every kind */
     for (int rep = 0; rep < opt_reps; rep++)
         for (int t = 0; t < opt_nthreads; t++)

@@ -22,7 +22,10 @@
  *                 [--record-bytes=128] [--buffer-bytes=61440] [--flush-us=100]
  *                 [--spin-limit=4000] [--max-delay=64] [--full=inline|wait]
  *
- * CSV on stdout, one row: see the header printed below.
+ * CSV on stdout, one row: see the header printed below.  Its last three columns
+ * balance on their own: bytes_appended (counted under the lock) = records x
+ * record_bytes (the workers' own counts) = bytes_flushed (by workers and the
+ * writer) + bytes_left (in the buffer at the end).
  */
 #include "common.h"
 
@@ -73,8 +76,12 @@ static inline void acquire(counters_t *c) {
 
 static inline void release(void) { atomic_store_explicit(&lock.locked, 0, memory_order_release); }
 
+static uint64_t bytes_flushed;  /* changed only under the lock: every byte copied out of the buffer */
+static uint64_t bytes_appended; /* changed only under the lock: every byte copied into it */
+
 static void flush_locked(void) {
     memcpy(flushed, logbuf, logbuf_state.offset);
+    bytes_flushed += logbuf_state.offset;
     logbuf_state.offset = 0;
 }
 
@@ -120,6 +127,7 @@ static void *worker(void *p) {
         if (timed) cb_hist_record(&w->c.wait, cb_now_ns() - t0);
         memcpy(logbuf + logbuf_state.offset, record, (size_t)record_bytes);
         logbuf_state.offset += (size_t)record_bytes;
+        bytes_appended += (uint64_t)record_bytes;
         release();
         w->c.records++;
         n++;
@@ -243,9 +251,10 @@ int main(int argc, char **argv) {
     printf("variant,workers,worker_cpus,writer_cpu,elapsed_s,records,throughput,collisions,spins,backoffs,"
            "collisions_per_record,spins_per_record,backoffs_per_record,inline_flushes,full_waits,writer_flushes,"
            "writer_collisions,writer_spins,writer_backoffs,writer_wait_p50_ns,writer_wait_p99_ns,writer_wait_max_ns,"
-           "worker_wait_p50_ns,worker_wait_p99_ns,worker_wait_max_ns,record_bytes,buffer_bytes,flush_us,spin_limit,max_delay,full\n");
+           "worker_wait_p50_ns,worker_wait_p99_ns,worker_wait_max_ns,record_bytes,buffer_bytes,flush_us,spin_limit,max_delay,full,"
+           "bytes_appended,bytes_flushed,bytes_left\n");
     printf("%s,%ld,%s,%ld,%.4f,%llu,%.1f,%llu,%llu,%llu,%.5f,%.4f,%.6f,%llu,%llu,%llu,%llu,%llu,%llu,%.0f,%.0f,%llu,"
-           "%.0f,%.0f,%llu,%ld,%ld,%ld,%ld,%ld,%s\n",
+           "%.0f,%.0f,%llu,%ld,%ld,%ld,%ld,%ld,%s,%llu,%llu,%llu\n",
            variant, workers, cpu_list, writer_cpu, elapsed, (unsigned long long)sum.records, (double)sum.records / elapsed,
            (unsigned long long)sum.collisions, (unsigned long long)sum.spins, (unsigned long long)sum.backoffs,
            (double)sum.collisions / r, (double)sum.spins / r, (double)sum.backoffs / r,
@@ -254,7 +263,8 @@ int main(int argc, char **argv) {
            cb_hist_quantile_ns(&lw->c.wait, 0.5), cb_hist_quantile_ns(&lw->c.wait, 0.99),
            (unsigned long long)lw->c.wait.max_ns, cb_hist_quantile_ns(&sum.wait, 0.5),
            cb_hist_quantile_ns(&sum.wait, 0.99), (unsigned long long)sum.wait.max_ns, record_bytes, buffer_bytes,
-           flush_us, spin_limit, max_delay, inline_flush ? "inline" : "wait");
+           flush_us, spin_limit, max_delay, inline_flush ? "inline" : "wait", (unsigned long long)bytes_appended,
+           (unsigned long long)bytes_flushed, (unsigned long long)logbuf_state.offset);
     fprintf(stderr, "%s: %s, %ld workers on [%s], writer on CPU %ld: %.2f M records/s, %.3f spins and %.5f "
                     "backoffs per record\n", PROG, variant, workers, cpu_list, writer_cpu,
             (double)sum.records / elapsed / 1e6, (double)sum.spins / r, (double)sum.backoffs / r);

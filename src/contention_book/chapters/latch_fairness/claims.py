@@ -1,102 +1,119 @@
-"""The article's claims against the measured recording: rows of data, each with its rule."""
+"""The article's claims against the measured recording: rows of data, each with its rule.
+
+A native recording is a C model of the latch, so it can test the direction of each claim but never its size.
+It is judged at one point only: the largest thread count no higher than the CPUs (the article's regime,
+:func:`tables.regime`).  A reader's SQL Server recording is judged on its DMV deltas, and its size is compared
+with the article's when it ran the article's rows and degree of parallelism on a machine of comparable size.
+"""
 from __future__ import annotations
 
 import pandas as pd
 
-from ..shared.claims import Claim, above, below, rule_above, rule_below, table
+from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import ratio_spread, spread
-from .spec import KIND_LABELS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE
-from .tables import published_numbers, within_cpus
+from .spec import LATCH, LATCH_SPIN
+from .tables import published_numbers, regime
 
+CLAIMS = ("The unfair latch waits far less often", "The unfair latch spins far more",
+          "The unfair latch gives higher throughput", "The unfair latch's maximum wait is no worse")
+_AT = "at the largest thread count ≤ CPUs"
 RULES = {
     "native": [
-        rule_below(0.1, "the spinning lock's waits per record over the fair lock's, at the largest thread count,"),
-        rule_above(0.0, "the spinning lock's spins per record minus the fair lock's, at the largest thread count,"),
-        rule_above(1.0, "the spinning lock's records/s over the fair lock's, at the largest thread count no higher "
-                        "than the CPUs (the article's regime),"),
-        rule_below(1.0, "the spinning lock's longest wait over the fair lock's, at the largest thread count,"),
+        f"holds when the interval over repetitions of waits per record, spinning ÷ fair, {_AT}, lies below 0.1",
+        f"holds when the interval over repetitions of spins per record, spinning − fair, {_AT}, lies above 0",
+        f"holds when the interval over repetitions of records/s, spinning ÷ fair, {_AT}, lies above 1",
+        f"holds when the interval over repetitions of the longest wait, spinning ÷ fair, {_AT}, lies below 1",
     ],
     "sqlserver": [
-        rule_below(0.1, "the unfair run's latch waits over the fair run's"),
-        rule_above(0.0, "the unfair run's LATCH_SPIN_STATS spins minus the fair run's"),
-        rule_below(1.0, "the unfair run's elapsed time over the fair run's"),
-        rule_below(1.0, "the unfair run's max wait over the fair run's (a bound where the delta could not be exact)"),
+        "holds when the interval over repetitions of latch waits, unfair ÷ fair, lies below 0.1; size: within 10× "
+        "of the article's ratio",
+        "holds when the interval over repetitions of LATCH_SPIN_STATS spins, unfair − fair, lies above 0; size: "
+        "within 2× of the article's difference",
+        "holds when the interval over repetitions of elapsed time, unfair ÷ fair, lies below 1; size: within 1.5× "
+        "of the article's ratio",
+        "holds when the interval over repetitions of the latch's max wait, unfair ÷ fair, lies below 1; size: "
+        "within 2× of the article's ratio",
     ],
 }
+NATIVE_SIZE = ("a C model of the latch, not SQL Server's latch under a parallel insert on the article's "
+               "{pub_cpus} CPUs")
+
+
+def _sqlserver_size(published, measured, p) -> str:
+    """Why a reader's SQL Server sizes cannot be set beside the article's, or "" when they can."""
+    cpus, pub_cpus = measured.logical_cpus or 0, p["pub_logical_cpus"] or 0
+    rows = float(measured.runs["operations"].max()) if "operations" in measured.runs else float("nan")
+    dop = float(measured.runs["sessions"].max()) if "sessions" in measured.runs else float("nan")
+    if not (pub_cpus / 2 <= cpus <= pub_cpus * 2):
+        return f"{cpus} CPUs against the article's {pub_cpus}"
+    if rows != p["pub_rows"] or dop != p["pub_maxdop"]:
+        return (f"{rows:,.0f} rows at DOP {dop:.0f} against the article's {p['pub_rows']:,} rows at DOP "
+                f"{p['pub_maxdop']}")
+    return ""
 
 
 def verdicts(shown) -> pd.DataFrame:
-    """For each claim of the article: its direction, the direction measured here, the rule, the verdict."""
+    """For each claim of the article: what it reported, what was measured where, the rule and the verdict."""
     published, measured = shown.published, shown.measured
     p = published_numbers(published)
-    rows = []
-    rules = RULES["native"] if measured.is_native else RULES["sqlserver"]
-
-    claims = [
-        ("The unfair latch waits far less often",
-         f"{p['pub_fair_latch_waits']:,.0f} → {p['pub_unfair_latch_waits']:,.0f} latch waits"),
-        ("The unfair latch spins far more",
-         f"{LATCH_SPIN} spins {p['pub_fair_spins']:,.0f} → {p['pub_unfair_spins']:,.0f}"),
-        ("The unfair latch gives higher throughput",
-         f"{p['pub_fair_s']:.1f} s → {p['pub_unfair_s']:.1f} s ({p['pub_speedup_x']:.2f}× faster)"),
-        ("The unfair latch's maximum wait is no worse",
-         f"max wait {p['pub_fair_latch_max_ms']:.0f} ms → {p['pub_unfair_latch_max_ms']:.0f} ms"),
+    pub = [
+        f"{p['pub_fair_latch_waits']:,.0f} → {p['pub_unfair_latch_waits']:,.0f} latch waits",
+        f"{LATCH_SPIN} spins {p['pub_fair_spins']:,.0f} → {p['pub_unfair_spins']:,.0f}",
+        f"{p['pub_fair_s']:.1f} s → {p['pub_unfair_s']:.1f} s ({p['pub_speedup_x']:.2f}× faster)",
+        f"max wait {p['pub_fair_latch_max_ms']:.0f} ms → {p['pub_unfair_latch_max_ms']:.0f} ms",
     ]
+    rows = []
+    where = tested_on(measured) if measured.recording.kind == "measured" else ""
     if measured.is_native:
-        runs, cpus = _per_record(measured.runs), measured.logical_cpus
-        u = SQL_UNFAIR_ANALOGUE
-        tmax = int(runs["threads"].max())
-        t_in = within_cpus(runs["threads"].unique(), cpus)
-
-        def ratio(col, t, difference=False):
-            return ratio_spread(runs, col, u, "fair", where={"threads": t}, variant="kind", difference=difference)
-
-        where = f"at {tmax} threads on {cpus} CPUs"
-        waits, spins, wait_max = ratio("waits_per_record", tmax), ratio("spins_per_record", tmax, True), \
-            ratio("wait_max_ns", tmax)
-        rate = ratio("records_per_s", t_in) if t_in is not None else spread([])
-        measured_dirs = [
-            (f"waits per record {waits.text('fraction')} of the fair lock's {where}", below(waits, 0.1)),
-            (f"spins per record {spins.text(',.1f')} more than the fair lock's {where}", above(spins, 0.0)),
-            (f"records/s {rate.text(',.1f', '×')} the fair lock's at {t_in} threads on {cpus} CPUs "
-             f"({ratio('records_per_s', tmax).text(',.0f', '×')} at {tmax}, oversubscribed)"
-             if t_in is not None else "no thread count from 2 to the CPU count was run",
-             above(rate, 1.0) if t_in is not None else "not testable here: no thread count within the CPUs"),
-            (f"longest wait {wait_max.text('.2f', '×')} the fair lock's {where}", below(wait_max, 1.0)),
-        ]
-        note = f" (native: fair vs {KIND_LABELS[u]})"
+        reg = regime(measured)
+        sp, tx, t_in = reg["spreads"], reg["texts"], reg["threads"]
+        size = Size.not_comparable(NATIVE_SIZE.format(pub_cpus=p["pub_logical_cpus"]))
+        at = f"at {t_in} threads on {reg['cpus']} CPUs"
+        measured_texts = [f"waits per record {tx['waits']} of the fair lock's {at}",
+                          f"spins per record {tx['spins']} more than the fair lock's {at}",
+                          f"records/s {tx['rate']} the fair lock's {at}",
+                          f"longest wait {tx['wait_max']} the fair lock's {at}"]
+        directions = [below(sp["waits"], 0.1), above(sp["spins"], 0.0), above(sp["rate"], 1.0),
+                      below(sp["wait_max"], 1.0)]
+        if reg["missing"]:
+            directions = [missing_point(reg["missing"])] * 4
+            measured_texts = [f"no point to judge: the recording lacks {reg['missing']}"] * 4
+        sizes = [size] * 4
+        rules = RULES["native"]
+        note = " (C model: fair lock against spin, back off, then park)"
     elif measured.engine == "sqlserver" and measured.recording.kind == "measured":
-        def dmv(key, name, col, difference=False, small=False):
+        def dmv(key, name, col, difference=False):
             frame = measured.table(key)
             if frame is None:
-                return spread([]), "not recorded"
+                return spread([])
             part = frame[frame["name"] == name].groupby(["variant", "repetition"], as_index=False)[col].sum()
-            r = ratio_spread(part, col, "unfair", "fair", difference=difference)
-            if difference:
-                return r, r.text(",.0f") + " more than"
-            return r, r.text("fraction") + " of" if small else r.text(".3g", "×")
+            return ratio_spread(part, col, "unfair", "fair", difference=difference)
 
-        waits, waits_text = dmv("latch", LATCH, "waits", small=True)
-        spins, spins_text = dmv("spinlock", LATCH_SPIN, "spins", difference=True)
-        wait_max, max_text = dmv("latch", LATCH, "max_wait_time_ms")
+        waits, spins = dmv("latch", LATCH, "waits"), dmv("spinlock", LATCH_SPIN, "spins", difference=True)
+        wait_max = dmv("latch", LATCH, "max_wait_time_ms")
         elapsed = ratio_spread(measured.runs, "elapsed_s", "unfair", "fair")
-        measured_dirs = [
-            (f"latch waits {waits_text} the fair run's", below(waits, 0.1)),
-            (f"spins {spins_text} the fair run's", above(spins, 0.0)),
-            (f"elapsed {elapsed.text('.2f', '×')} the fair run's", below(elapsed, 1.0)),
-            (f"max wait {max_text} the fair run's (a bound where the delta could not be exact)", below(wait_max, 1.0)),
-        ]
+        measured_texts = [f"latch waits {waits.text('fraction')} of the fair run's",
+                          f"spins {spins.text(',.0f')} more than the fair run's",
+                          f"elapsed {elapsed.text('.2f', '×')} the fair run's",
+                          f"max wait {wait_max.text('.3g', '×')} the fair run's (a bound where the delta could not "
+                          "be exact)"]
+        directions = [below(waits, 0.1), above(spins, 0.0), below(elapsed, 1.0), below(wait_max, 1.0)]
+        why = _sqlserver_size(published, measured, p)
+        pub_values = [(p["pub_unfair_latch_waits"] / p["pub_fair_latch_waits"], waits, 10, "×"),
+                      (p["pub_unfair_spins"] - p["pub_fair_spins"], spins, 2, " spins"),
+                      (p["pub_unfair_s"] / p["pub_fair_s"], elapsed, 1.5, "×"),
+                      (p["pub_unfair_latch_max_ms"] / p["pub_fair_latch_max_ms"], wait_max, 2, "×")]
+        sizes = [Size.not_comparable(why) if why else Size.compare(v, s, f, unit) for v, s, f, unit in pub_values]
+        rules = RULES["sqlserver"]
         note = ""
     else:
-        measured_dirs = [("no measured recording of fair vs unfair", "not testable here: no measured recording")] * 4
+        measured_texts = ["no measured recording of fair against unfair"] * 4
+        directions = ["not testable here: no measured recording"] * 4
+        sizes = [Size.not_comparable("nothing measured")] * 4
+        rules = RULES["native"]
         note = ""
-    for (claim, pub), (meas, verdict), rule in zip(claims, measured_dirs, rules):
-        rows.append(Claim(claim=claim + note, published=pub, recording=measured.id, measured=meas, rule=rule,
-                          verdict=verdict))
+    for claim, pub_text, meas, direction, size, rule in zip(CLAIMS, pub, measured_texts, directions, sizes, rules):
+        verdict, size_text = judge(direction, size)
+        rows.append(Claim(claim=claim + note, published=pub_text, recording=measured.id, tested_on=where,
+                          measured=meas, size=size_text, rule=rule, verdict=verdict))
     return table(rows)
-
-
-def _per_record(runs: pd.DataFrame) -> pd.DataFrame:
-    """Native runs with the per-record rates the rules compare."""
-    rec = runs["records"].clip(lower=1)
-    return runs.assign(waits_per_record=runs["waits"] / rec, spins_per_record=runs["spins"] / rec)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from contention_book.harness import recording as rec
 
-from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, NATIVE_COLUMNS, PUBLISHED
+from .spec import CHAPTER, DEFAULT_MEASURED, KINDS, LAYOUT, NATIVE_ACCOUNTING, NATIVE_COLUMNS, PUBLISHED
 
 
 class LatchRecording(rec.RecordingView):
@@ -45,12 +45,25 @@ def load(ref: str | Path) -> LatchRecording:
     if r.engine["name"] not in ("native", "sqlserver"):
         raise rec.RecordingError(f"recording {r.path}: engine {r.engine['name']!r}; this chapter reads 'native' or "
                                  "'sqlserver' recordings (there is no PostgreSQL analogue of this latch)")
-    out = rec.load_view(CHAPTER, r.path, LAYOUT, LatchRecording)
-    if out.is_native:
-        out.tables["runs"] = r.csv(LAYOUT["runs"].path, (*LAYOUT["runs"].columns, *NATIVE_COLUMNS))
-        if out.runs.empty:
+    if r.engine["name"] == "native" and r.has(LAYOUT["runs"].path):
+        # Every column of the sweep is checked before any identity or cell reads it, so a bad value is named
+        # (file, line, column) instead of failing later in a calculation.
+        frame = r.csv(LAYOUT["runs"].path, (*LAYOUT["runs"].columns, *NATIVE_COLUMNS))
+        if frame.empty:
             raise rec.RecordingError(f"recording {r.path}: file {LAYOUT['runs'].path} has no rows; expected one row "
                                      "per lock kind, thread count and repetition")
+        numeric = [c for c in (*NATIVE_COLUMNS, *NATIVE_ACCOUNTING) if c != "kind" and c in frame.columns]
+        rec.check_values(r, LAYOUT["runs"].path, frame, numeric)
+        odd = ~frame["kind"].astype(str).isin(KINDS)
+        if odd.any():
+            row = int(odd.to_numpy().nonzero()[0][0])
+            raise rec.RecordingError(f"recording {r.path}: file {LAYOUT['runs'].path} line {row + 2} column kind: "
+                                     f"{frame['kind'].iloc[row]!r}; expected one of {', '.join(KINDS)}")
+    out = rec.load_view(CHAPTER, r.path, LAYOUT, LatchRecording)
+    if out.is_native:
+        if out.runs.empty:
+            raise rec.RecordingError(f"recording {r.path}: file {LAYOUT['runs'].path}: every row was set aside "
+                                     "(see the notes); nothing is left to show")
     return out
 
 

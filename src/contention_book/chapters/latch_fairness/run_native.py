@@ -16,7 +16,7 @@ import pandas as pd
 
 from contention_book.harness import native
 
-from .spec import CHAPTER, FILES, NATIVE_COLUMNS, PROGRAM
+from .spec import CHAPTER, FILES, NATIVE_ACCOUNTING, NATIVE_COLUMNS, PROGRAM
 
 
 def program_args(*, kinds: Sequence[str], threads: Sequence[int], duration_ms: int, repetitions: int,
@@ -34,7 +34,7 @@ def expected_seconds(kinds: Sequence[str], threads: Sequence[int], duration_ms: 
 
 def to_runs(frame: pd.DataFrame) -> pd.DataFrame:
     """The program's rows with the recording contract's common columns in front."""
-    missing = [c for c in NATIVE_COLUMNS if c not in frame.columns]
+    missing = [c for c in (*NATIVE_COLUMNS, *NATIVE_ACCOUNTING) if c not in frame.columns]
     if missing:
         raise native.NativeError(f"{PROGRAM} printed no column(s) {', '.join(missing)}; expected {', '.join(NATIVE_COLUMNS)}")
     common = pd.DataFrame({"variant": frame["kind"], "sessions": frame["threads"], "elapsed_s": frame["duration_s"],
@@ -58,8 +58,12 @@ def run_native(ctx) -> None:
             f"counts x {p['repetitions']} repetitions of {duration_ms} ms: about {estimate:.0f} s; progress below")
     native.build(PROGRAM)
     frame = native.run(PROGRAM, args, timeout_s=estimate * 3 + 60)
-    writer.write_csv(FILES["runs"], to_runs(frame),
+    runs = to_runs(frame)
+    writer.write_csv(FILES["runs"], runs,
                      "one row per lock kind, thread count and repetition, as native/latch_convoy printed it")
+    # The program runs the whole sweep in one process; each row is one point, checked here by its identities
+    # (records counted by the threads = records appended under the lock = acquisitions timed, and so on).
+    ctx.check_balanced("runs", runs)
     allowed = len(os.sched_getaffinity(0))
     if allowed != writer.manifest["host"].get("logical_cpus"):
         writer.add_note(f"the run was allowed {allowed} of the machine's "

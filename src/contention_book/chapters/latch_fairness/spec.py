@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from contention_book.harness import params as P
-from contention_book.harness.spec import ChapterSpec, Table, known_variants
+from contention_book.harness.spec import ChapterSpec, Identity, Table, known_variants
 from contention_book.harness.sqlserver_preflight import FILE_PATH, SET_RECOVERY, Needs
 
 CHAPTER = "latch-fairness"
@@ -34,6 +34,23 @@ NATIVE_COLUMNS = ("kind", "threads", "repetition", "duration_s", "records", "rec
                   "waits", "parks", "handoffs", "spins", "backoffs", "queue_spins", "wait_p50_ns", "wait_p99_ns",
                   "wait_p999_ns", "wait_max_ns", "voluntary_cs", "involuntary_cs", "cpu_s", "jain_index",
                   "min_share")
+# Written by latch_convoy since it prints its own accounting; recordings made before lack them.
+NATIVE_ACCOUNTING = ("records_under_lock", "acquisitions")
+
+# What each native point must balance (what went in = what came out): the threads' own record counts, summed, are
+# the records appended under the lock and the acquisitions timed; a hand-off goes to a waiter that queued, and a
+# queued acquisition parked at least once.  The lock kinds that never hand off record none.
+NATIVE_IDENTITIES = (
+    Identity("records counted by the threads = records appended under the lock = acquisitions timed",
+             lambda f: (f["records"] == f["records_under_lock"]) & (f["records"] == f["acquisitions"]),
+             ("records", "records_under_lock", "acquisitions"), engines=("native",), required=False),
+    Identity("hand-offs ≤ waits ≤ parks ≤ records + parks (every hand-off went to a queued waiter)",
+             lambda f: (f["handoffs"] <= f["waits"]) & (f["waits"] <= f["parks"]) & (f["waits"] <= f["records"]),
+             ("handoffs", "waits", "parks", "records"), engines=("native",)),
+    Identity("no hand-offs by the locks that never hand off (unfair, spin then park)",
+             lambda f: ~f["kind"].isin(("unfair", "spin_then_park")) | (f["handoffs"] == 0),
+             ("kind", "handoffs"), engines=("native",)),
+)
 LATCH_COLUMNS = ("variant", "repetition", "name", "waits", "wait_time_ms", "max_wait_time_ms")
 SPINLOCK_COLUMNS = ("variant", "repetition", "name", "collisions", "spins", "sleep_time", "backoffs")
 WAIT_COLUMNS = ("variant", "repetition", "name", "waits", "wait_time_ms", "max_wait_time_ms", "signal_wait_time_ms")
@@ -43,7 +60,8 @@ LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "sqlserver", "published"),
                   unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants({"native": KINDS, "sqlserver": SQL_VARIANTS},
-                                                    {**KIND_LABELS, **VARIANT_LABELS})}),
+                                                    {**KIND_LABELS, **VARIANT_LABELS})},
+                  identities=NATIVE_IDENTITIES),
     "latch": Table("dmv/latch.csv", LATCH_COLUMNS, ("sqlserver", "published")),
     "spinlock": Table("dmv/spinlock.csv", SPINLOCK_COLUMNS, ("sqlserver", "published")),
     "wait": Table("dmv/wait.csv", WAIT_COLUMNS, ("sqlserver", "published")),

@@ -17,6 +17,9 @@ from .spec import KIND_LABELS, KINDS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE, VA
 from .recordings import LatchRecording
 
 NAN = float("nan")
+# The lock kinds as the prose names them ("the spinning lock").
+NAMES = {"fair": "fair", "unfair": "plain unfair", "spin_then_park": "spinning", "eventual": "eventually fair"}
+REGIME_WORDS = {False: "article's regime (threads ≤ CPUs)", True: "oversubscribed (shown, not judged)"}
 
 
 # -- the article's convoy arithmetic ----------------------------------------------------
@@ -114,185 +117,291 @@ def throughput_ratios(g: LatchRecording) -> pd.DataFrame:
 
     ``oversubscribed`` marks thread counts above the CPU count, where a woken
     fair waiter must also wait for a CPU: the ratio there measures the
-    scheduler as much as the lock.
+    scheduler as much as the lock, and no verdict uses it.
     """
     runs, cpus = g.runs, g.logical_cpus
     rows = []
-    for kind in [k for k in KINDS if k != "fair" and k in set(runs["kind"])]:
+    kinds = set(runs["kind"])
+    for kind in [k for k in KINDS if k != "fair" and k in kinds and "fair" in kinds]:
         for t in sorted(runs["threads"].unique()):
             r = ratio_spread(runs, "records_per_s", kind, "fair", where={"threads": t}, variant="kind")
             rows.append({"kind": kind, "setting": KIND_LABELS.get(kind, kind), "threads": int(t),
                          "oversubscribed": bool(cpus and t > cpus), "ratio": r.median, "low": r.low,
                          "high": r.high, "repetitions": r.n, "text": r.text(",.1f", "×")})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["kind", "setting", "threads", "oversubscribed", "ratio", "low", "high",
+                                       "repetitions", "text"])
 
 
 def ratio_table(g: LatchRecording) -> pd.DataFrame:
     """:func:`throughput_ratios` as a page shows it: one row per thread count, one column per barging kind."""
     r = throughput_ratios(g)
-    wide = r.pivot_table(index=["threads", "oversubscribed"], columns="setting", values="text", aggfunc="first")
+    if r.empty:
+        return pd.DataFrame({"note": ["this recording has no fair lock and barging lock run side by side"]})
+    r = r.assign(regime=r["oversubscribed"].map(REGIME_WORDS))
+    wide = r.pivot_table(index=["threads", "regime"], columns="setting", values="text", aggfunc="first")
+    wide.columns.name = None
     return wide[[KIND_LABELS[k] for k in KINDS if KIND_LABELS[k] in wide.columns]]
 
 
 def within_cpus(threads, cpus: int | None) -> int | None:
     """The largest thread count of at least 2 and at most the CPUs: the article's regime (fewer workers than
-    schedulers), where no thread waits for a CPU."""
+    schedulers), where no thread waits for a CPU.  Every verdict and every sentence about the article's regime
+    is decided there; None when the recording has no such count."""
     fits = [int(t) for t in sorted(threads) if cpus and 2 <= t <= cpus]
     return fits[-1] if fits else None
 
 
+def oversubscribed_threads(threads, cpus: int | None) -> list[int]:
+    """Thread counts above the CPU count: shown and labelled, never deciding a verdict."""
+    return [int(t) for t in sorted(threads) if cpus and t > cpus]
+
+
 def oversubscribed(summary: pd.DataFrame, cpus: int | None) -> list[int]:
-    """Thread counts above the CPU count (the convoy regime); the largest count if there are none."""
-    threads = sorted(summary["threads"].unique())
-    above = [t for t in threads if cpus and t > cpus]
-    return above or threads[-1:]
+    """:func:`oversubscribed_threads` of a summary's thread counts."""
+    return oversubscribed_threads(summary["threads"].unique(), cpus)
 
 
-def _at(summary: pd.DataFrame, kind: str, threads: int, col: str) -> float:
+def _at(summary: pd.DataFrame, kind: str, threads, col: str) -> float:
+    if threads is None or (isinstance(threads, float) and np.isnan(threads)):
+        return NAN
     row = summary[(summary["kind"] == kind) & (summary["threads"] == threads)]
     return float(row[col].iloc[0]) if len(row) else NAN
 
 
+def per_record(runs: pd.DataFrame) -> pd.DataFrame:
+    """Native runs with the per-record rates the verdicts and the prose compare."""
+    rec = runs["records"].clip(lower=1)
+    return runs.assign(waits_per_record=runs["waits"] / rec, spins_per_record=runs["spins"] / rec)
+
+
+# What the article's regime compares: the spinning lock against the fair lock, paired repetition by repetition.
+REGIME_QUANTITIES = {  # key -> (column, difference?, format)
+    "waits": ("waits_per_record", False, "fraction"),
+    "spins": ("spins_per_record", True, ",.2f"),
+    "rate": ("records_per_s", False, ",.1f"),
+    "wait_max": ("wait_max_ns", False, ".2f"),
+}
+
+
+def regime(g: LatchRecording) -> dict[str, Any]:
+    """The point every verdict about the article's regime uses, and what is missing for it.
+
+    ``threads``: the largest count from 2 to the CPUs (None if none); ``missing``: words naming the point a
+    verdict needs and the recording lacks ("" when it has it); ``spreads``: the spinning lock over the fair
+    lock at that point for each of :data:`REGIME_QUANTITIES`; ``texts``: the same as the page prints them."""
+    runs, cpus = per_record(g.runs), g.logical_cpus
+    t_in = within_cpus(runs["threads"].unique(), cpus)
+    kinds = set(runs["kind"])
+    u = SQL_UNFAIR_ANALOGUE
+    if t_in is None:
+        missing = (f"a point from 2 threads to the CPU count ({cpus}), the article's regime; this recording ran "
+                   f"{', '.join(map(str, sorted(int(t) for t in runs['threads'].unique())))} thread(s)")
+    elif not {"fair", u} <= kinds:
+        absent = [KIND_LABELS[k] for k in ("fair", u) if k not in kinds]
+        missing = f"the {' and the '.join(absent)} lock at {t_in} threads (variants {', '.join(sorted(kinds))} ran)"
+    else:
+        missing = ""
+    spreads, texts = {}, {}
+    for key, (col, diff, fmt) in REGIME_QUANTITIES.items():
+        s = (ratio_spread(runs, col, u, "fair", where={"threads": t_in}, variant="kind", difference=diff)
+             if not missing else spread([]))
+        spreads[key] = s
+        texts[key] = s.text(fmt, "" if diff or fmt == "fraction" else "×")
+    return {"threads": t_in, "cpus": cpus, "missing": missing, "spreads": spreads, "texts": texts,
+            "over": oversubscribed_threads(runs["threads"].unique(), cpus)}
+
+
+def _mrate(v: float) -> str:
+    return f"{v / 1e6:,.2f} million" if v == v else "not measured"
+
+
+def _us(ns: float) -> str:
+    return "not measured" if ns != ns else (f"{ns / 1e3:,.1f} µs" if ns >= 1e3 else f"{ns:,.0f} ns")
+
+
+def _ms(v: float) -> str:
+    return "not measured" if v != v else (f"{v:.1f} ms" if v >= 1 else f"{v:.2f} ms")
+
+
+def _names(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
+    """The measured section's numbers and sentences; every one from the point it describes."""
     keys: dict[str, Any] = {}
     s = native_summary(g) if g is not None and g.is_native else None
-    threads = sorted(s["threads"].unique()) if s is not None else []
-    tmax = threads[-1] if threads else NAN
     params = g.recording.parameters if g is not None else {}
+    threads = sorted(int(t) for t in s["threads"].unique()) if s is not None else []
     keys["m_cpus"] = g.logical_cpus if g is not None and g.logical_cpus else NAN
-    keys["m_threads_max"] = int(tmax) if threads else NAN
     keys["m_threads_list"] = ", ".join(map(str, threads)) if threads else "none"
     duration_ms = params.get("duration_ms", params.get("duration_s", NAN) * 1000)  # older runs: duration_ms
     keys["m_duration_ms"] = duration_ms if s is not None else NAN
-    keys["m_repetitions"] = params.get("repetitions", NAN) if s is not None else NAN
-    keys["m_record_bytes"] = params.get("record_bytes", NAN) if s is not None else NAN
-    keys["m_fair_after_us"] = params.get("fair_after_us", NAN) if s is not None else NAN
-    keys["m_spin_us"] = params.get("spin_us", NAN) if s is not None else NAN
-    tmin = threads[0] if threads else NAN
-    for kind in KINDS:
-        get = (lambda t, c: _at(s, kind, t, c)) if s is not None else (lambda t, c: NAN)
-        keys[f"m_{kind}_rate_1"] = get(tmin, "records_per_s") / 1e6
-        keys[f"m_{kind}_rate_max"] = get(tmax, "records_per_s") / 1e6
-        keys[f"m_{kind}_waits_per_record_max"] = get(tmax, "waits_per_record")
-        keys[f"m_{kind}_spins_per_record_max"] = get(tmax, "spins_per_record")
-        keys[f"m_{kind}_cs_per_record_max"] = get(tmax, "cs_per_record")
-        keys[f"m_{kind}_vcs_per_record_max"] = get(tmax, "voluntary_cs_per_record")
-        keys[f"m_{kind}_p99_us_max"] = get(tmax, "wait_p99_ns") / 1e3
-        keys[f"m_{kind}_max_ms_max"] = get(tmax, "wait_max_ns") / 1e6
-        keys[f"m_{kind}_jain_max"] = get(tmax, "jain_index")
-        keys[f"m_{kind}_min_share_max"] = get(tmax, "min_share")
-    keys["m_fair_collapse_x"] = keys["m_fair_rate_1"] / keys["m_fair_rate_max"]
-    keys["m_unfair_vs_fair_max_x"] = keys["m_unfair_rate_max"] / keys["m_fair_rate_max"]
-    keys["m_stp_vs_fair_max_x"] = keys["m_spin_then_park_rate_max"] / keys["m_fair_rate_max"]
-    keys["m_eventual_vs_fair_max_x"] = keys["m_eventual_rate_max"] / keys["m_fair_rate_max"]
-    # The convoy arithmetic on this machine: per-record time alone, and what a fair hand-off adds to it.
-    keys["m_record_ns_1"] = 1e3 / keys["m_fair_rate_1"]
-    keys["m_fair_record_us_max"] = 1.0 / keys["m_fair_rate_max"]
-    keys["m_handoff_us"] = keys["m_fair_record_us_max"] - keys["m_record_ns_1"] / 1e3
-    keys["m_handoff_x_work"] = keys["m_handoff_us"] * 1e3 / keys["m_record_ns_1"]
-    if s is not None:
-        fair = s[s["kind"] == "fair"].set_index("threads")["records_per_s"]
-        half = [t for t in fair.index if fair[t] < fair.iloc[0] / 2]
-        keys["m_fair_half_threads"] = int(half[0]) if half else NAN
+    for k in ("repetitions", "record_bytes", "fair_after_us", "spin_us"):
+        keys[f"m_{k}"] = params.get(k, NAN) if s is not None else NAN
+    if s is None:
+        none = "(This recording holds no native sweep.)"
+        keys.update({"m_in_threads": NAN, "m_regime_sentence": none, "m_alone_sentence": "",
+                     "m_fair_sentence": "", "m_half_sentence": "", "m_barging_sentence": "",
+                     "m_over_sentence": "", "m_tail_sentence": "", "m_over_tail_sentence": "",
+                     "m_share_sentence": "", "m_eventual_sentence": "", "m_conclusion_sentence": none,
+                     "m_lone_max_ms": NAN})
+        return keys
+    reg = regime(g)
+    t_in, cpus, over = reg["threads"], reg["cpus"], reg["over"]
+    keys["m_in_threads"] = t_in if t_in is not None else NAN
+    at = lambda kind, col, t=t_in: _at(s, kind, t, col)  # noqa: E731
+    kinds = [k for k in KINDS if k in set(s["kind"])]
+    # -- which points decide
+    if t_in is None:
+        keys["m_regime_sentence"] = (f"This recording has no thread count from 2 to the machine's {cpus} CPUs, the "
+                                     "article's regime, so the verdicts below are not testable with it.")
     else:
-        keys["m_fair_half_threads"] = NAN
-    keys["m_lone_max_ms"] = lone_max_ms(s) if s is not None else NAN
-    keys.update(ratio_numbers(g if s is not None else None))
-    keys.update(native_sentences(s, keys, g.logical_cpus if g is not None else None))
+        keys["m_regime_sentence"] = (
+            f"Everything said below about the article's regime is measured at {t_in} threads on {cpus} CPUs: the "
+            "largest thread count no higher than the CPU count, as the article ran fewer workers than schedulers. "
+            + (f"The points at {_names(list(map(str, over)))} threads are oversubscribed (more threads than CPUs, so a "
+               "woken waiter waits for a CPU as well as for the lock). They are shown and labelled as such, and "
+               "decide no verdict." if over else ""))
+    # -- a lone thread, then the fair lock in the article's regime
+    t1 = threads[0] if threads and threads[0] == 1 else None
+    rate1 = at("fair", "records_per_s", t1) if t1 else NAN
+    keys["m_alone_sentence"] = (f"Alone, a thread appended about {_mrate(rate1)} records per second, about "
+                                f"{1e9 / rate1:,.0f} ns per record including the work outside the lock."
+                                if rate1 == rate1 else "This recording has no single-thread point of the fair lock.")
+    rate_in = at("fair", "records_per_s")
+    if t_in is not None and rate_in == rate_in:
+        rec_ns = 1e9 / rate_in
+        waits, cs = at("fair", "waits_per_record"), at("fair", "cs_per_record")
+        text = (f"At {t_in} threads the fair lock managed {_mrate(rate_in)} records per second, so each record took "
+                f"{_us(rec_ns)}. At that point {waits:.0%} of its acquisitions queued and it counted {cs:.2f} context "
+                "switches per record.")
+        if rate1 == rate1 and waits > 0:
+            extra_ns = rec_ns - 1e9 / rate1
+            per_handoff = extra_ns / waits
+            text += (f" The {_us(extra_ns)} per record above a lone thread's, spread over {waits:.2f} queued "
+                     f"acquisitions per record, is about {_us(per_handoff)} per queued acquisition: what a fair "
+                     f"hand-off costs here, waking the next owner and switching to it, about "
+                     f"{per_handoff * rate1 / 1e9:,.0f} times a lone thread's whole time per record. This is the "
+                     "convoy arithmetic with the wake-up added to the hold time.")
+        keys["m_fair_sentence"] = text
+    else:
+        keys["m_fair_sentence"] = ("The fair lock was not measured in the article's regime in this recording."
+                                   if t_in is not None else "")
+    fair = s[s["kind"] == "fair"].set_index("threads")["records_per_s"]
+    if rate1 == rate1 and len(fair):
+        half = [int(t) for t in fair.index if fair[t] < rate1 / 2]
+        if half:
+            h = half[0]
+            keys["m_half_sentence"] = (f"Its rate first fell below half the single-thread rate at {h} threads"
+                                       f"{' (oversubscribed)' if h in over else ''}, where it appended "
+                                       f"{_mrate(fair[h])} records per second, {_us(1e9 / fair[h])} per record.")
+        else:
+            keys["m_half_sentence"] = "Its rate never fell below half the single-thread rate in this recording."
+    else:
+        keys["m_half_sentence"] = ""
+    # -- the barging locks in the article's regime
+    if t_in is not None and rate_in == rate_in:
+        parts = []
+        for kind in ("unfair", "spin_then_park", "eventual"):
+            if kind not in kinds:
+                continue
+            r = ratio_spread(g.runs, "records_per_s", kind, "fair", where={"threads": t_in},
+                             variant="kind")
+            part = (f"The {NAMES[kind]} lock reached {_mrate(at(kind, 'records_per_s'))} records per second: "
+                    f"{r.text(',.1f', '×')} the fair lock's rate.")
+            if kind == SQL_UNFAIR_ANALOGUE and not reg["missing"]:
+                part += (f" It queued {reg['texts']['waits']} as often per record as the fair lock and spun "
+                         f"{at(kind, 'spins_per_record'):,.2f} times per record.")
+            parts.append(part)
+        keys["m_barging_sentence"] = (f"The barging locks kept the lock busy. At {t_in} threads, with ratios paired "
+                                      f"repetition by repetition: {' '.join(parts)}" if parts else
+                                      "No barging lock was run in this recording.")
+    else:
+        keys["m_barging_sentence"] = ""
+    # -- oversubscribed points: shown, labelled, deciding nothing
+    if over and "fair" in kinds:
+        tmax = over[-1]
+        r_over = [ratio_spread(per_record(g.runs), "records_per_s", SQL_UNFAIR_ANALOGUE, "fair",
+                               where={"threads": t}, variant="kind").median for t in over]
+        r_over = [x for x in r_over if x == x]
+        keys["m_over_sentence"] = (
+            f"Oversubscribed, and so outside the article's regime: at {tmax} threads on {cpus} CPUs the fair lock "
+            f"appended {_mrate(at('fair', 'records_per_s', tmax))} records per second, and "
+            f"{at('fair', 'waits_per_record', tmax):.0%} of its acquisitions queued."
+            + (f" The spinning lock did {min(r_over):,.0f}× to {max(r_over):,.0f}× the fair lock's work at "
+               f"{_names(list(map(str, over)))} threads (medians of paired ratios); there every fair hand-off also "
+               "waits for the scheduler to run the woken thread, so these ratios measure the scheduler as much as "
+               "the lock." if r_over else ""))
+    else:
+        keys["m_over_sentence"] = ""
+    # -- the latency tail, in the article's regime first
+    keys["m_lone_max_ms"] = lone_max_ms(s)
+    if t_in is not None and "fair" in kinds:
+        p99 = "; ".join(f"{NAMES[k]} {_us(at(k, 'wait_p99_ns'))}" for k in kinds)
+        mx = "; ".join(f"{NAMES[k]} {_ms(at(k, 'wait_max_ns') / 1e6)}" for k in kinds)
+        tail = (f"At {t_in} threads the 99th percentile wait was: {p99}. The longest single wait (worst repetition) "
+                f"was: {mx}.")
+        worse = [NAMES[k] for k in kinds if k != "fair" and at(k, "wait_max_ns") > at("fair", "wait_max_ns")]
+        tail += (f" The longest wait of the {_names(worse)} lock{'s' if len(worse) > 1 else ''} exceeded the fair "
+                 "lock's: a thread that keeps losing the race, or is descheduled while it waits, can wait longer than "
+                 "it would in a queue." if worse else " No barging lock's longest wait exceeded the fair lock's.")
+        if keys["m_lone_max_ms"] == keys["m_lone_max_ms"]:
+            tail += (f" For scale: a lone thread, which never waits for anyone, once took {_ms(keys['m_lone_max_ms'])} "
+                     "from asking for the lock to holding it. That much is the operating system preempting it, not "
+                     "the lock.")
+        keys["m_tail_sentence"] = tail
+    else:
+        keys["m_tail_sentence"] = ""
+    if over and "fair" in kinds:
+        tmax = over[-1]
+        keys["m_over_tail_sentence"] = (
+            f"Oversubscribed (shown, not judged): at {tmax} threads the longest waits were "
+            + "; ".join(f"{NAMES[k]} {_ms(at(k, 'wait_max_ns', tmax) / 1e6)}" for k in kinds)
+            + ". There a waiter can spend most of its wait waiting for a CPU, not for the lock.")
+    else:
+        keys["m_over_tail_sentence"] = ""
+    if t_in is not None and {"fair", SQL_UNFAIR_ANALOGUE} <= set(kinds):
+        f_share, u_share = at("fair", "min_share"), at(SQL_UNFAIR_ANALOGUE, "min_share")
+        keys["m_share_sentence"] = (
+            f"At {t_in} threads the least lucky thread won {f_share:.0%} of the average share of records under the "
+            f"fair lock and {u_share:.0%} under the spinning one"
+            + (", so the spinning lock was the less even." if u_share < f_share else "."))
+    else:
+        keys["m_share_sentence"] = ""
+    bound_ms = keys["m_fair_after_us"] / 1000 if isinstance(keys["m_fair_after_us"], (int, float)) else NAN
+    e_max = at("eventual", "wait_max_ns") / 1e6
+    if t_in is None or "eventual" not in kinds or not bound_ms > 0 or e_max != e_max:
+        keys["m_eventual_sentence"] = ""
+    elif e_max > 2 * bound_ms:
+        keys["m_eventual_sentence"] = (
+            f"At {t_in} threads its longest wait was {_ms(e_max)}, {e_max / bound_ms:,.0f} times its bound of "
+            f"{bound_ms * 1000:.0f} µs; the rest was time when the waiter, or the thread holding the lock, was not "
+            "running (preempted by other work on the machine).")
+    else:
+        keys["m_eventual_sentence"] = (f"At {t_in} threads its longest wait, {_ms(e_max)}, stayed within twice its "
+                                       f"bound of {bound_ms * 1000:.0f} µs.")
+    # -- the conclusion, in the article's regime
+    if reg["missing"]:
+        keys["m_conclusion_sentence"] = (f"This recording cannot weigh the two sides in the article's regime: it "
+                                         f"lacks {reg['missing']}.")
+    else:
+        fair_max, u_max = at("fair", "wait_max_ns") / 1e6, at(SQL_UNFAIR_ANALOGUE, "wait_max_ns") / 1e6
+        m = reg["spreads"]["wait_max"]
+        bound = ("the spinning lock's longest wait was reliably shorter" if m.lies_below(1) else
+                 "the fair queue kept the longest wait reliably shorter" if m.lies_above(1) else
+                 "neither lock's longest wait was reliably shorter")
+        keys["m_conclusion_sentence"] = (
+            f"On this machine, at {t_in} threads on {cpus} CPUs, barging with a spin gave {reg['texts']['rate']} the "
+            f"fair lock's throughput, and {bound}: the spinning lock's longest wait was {reg['texts']['wait_max']} "
+            f"the fair lock's ({_ms(u_max)} against {_ms(fair_max)} in the worst repetitions).")
     return keys
-
-
-def ratio_numbers(g: LatchRecording | None) -> dict[str, Any]:
-    """The spinning lock's throughput over the fair lock's, with spreads, inside and beyond the CPU count."""
-    if g is None:
-        return {"m_within_threads": NAN, "m_stp_vs_fair_within_text": "not measured",
-                "m_stp_vs_fair_max_text": "not measured", "m_ratio_sentence": ""}
-    r = throughput_ratios(g)
-    r = r[r["kind"] == SQL_UNFAIR_ANALOGUE].set_index("threads")
-    t_in, t_max = within_cpus(r.index, g.logical_cpus), int(r.index.max())
-    inside = r.loc[t_in, "text"] if t_in is not None else "not measured (no thread count from 2 to the CPU count)"
-    over = r[r["oversubscribed"]]
-    sentence = ""
-    if t_in is not None and len(over):
-        sentence = (f"Where the ratio comes from matters. At {t_in} threads on {g.logical_cpus} CPUs, no more threads "
-                    f"than CPUs as in the article, the spinning lock did {inside} the fair lock's work. Above the CPU "
-                    f"count ({', '.join(map(str, over.index))} threads) the ratio was {over['text'].iloc[0]} to "
-                    f"{over['text'].iloc[-1]}: there every fair hand-off also waits for the scheduler to run the "
-                    "woken thread, so the oversubscribed machine, not the lock alone, makes the larger numbers. The "
-                    "table below gives the ratio at every thread count.")
-    return {"m_within_threads": t_in if t_in is not None else NAN, "m_stp_vs_fair_within_text": inside,
-            "m_stp_vs_fair_max_text": r.loc[t_max, "text"], "m_ratio_sentence": sentence}
 
 
 def lone_max_ms(summary: pd.DataFrame) -> float:
     """The longest 'wait' of a lone thread (any kind): it never waits for the lock, so this is preemption noise."""
     one = summary[summary["threads"] == 1]
     return float(one["wait_max_ns"].max()) / 1e6 if len(one) else NAN
-
-
-def _ms(v: float) -> str:
-    return f"{v:.1f} ms" if v >= 1 else f"{v:.2f} ms"
-
-
-def native_sentences(s: pd.DataFrame | None, k: dict[str, Any], cpus: int | None) -> dict[str, str]:
-    """Sentences whose direction depends on the recording, so the prose stays true for any re-recording."""
-    none = "(This recording holds no native sweep.)"
-    if s is None:
-        return {"m_tail_sentence": none, "m_share_sentence": "", "m_eventual_sentence": "", "m_conclusion_sentence": none}
-    t = k["m_threads_max"]
-    fair_max = k["m_fair_max_ms_max"]
-    worse = [label for kind, label in (("unfair", "plain unfair"), ("spin_then_park", "spinning"),
-                                       ("eventual", "eventually fair")) if k[f"m_{kind}_max_ms_max"] > fair_max]
-    if worse:
-        names = worse[0] if len(worse) == 1 else ", ".join(worse[:-1]) + " and " + worse[-1]
-        tail = (f"At {t} threads the longest wait of the {names} lock{'s' if len(worse) > 1 else ''} "
-                "exceeded the fair lock's. That is the price of unfairness: a thread that keeps losing the race, or "
-                "that is descheduled while it waits, can wait longer than it would in a queue.")
-    else:
-        tail = (f"At {t} threads no barging lock's longest wait exceeded the fair lock's, so this recording shows no "
-                "price of unfairness in the worst case.")
-    if not np.isnan(k["m_lone_max_ms"]):
-        tail += (f" For scale: a lone thread, which never waits for anyone, once took {_ms(k['m_lone_max_ms'])} from "
-                 "asking for the lock to holding it. That much is the operating system preempting it, not the lock.")
-    f_share, u_share = k["m_fair_min_share_max"], k["m_spin_then_park_min_share_max"]
-    share = (f"The share of records won by the least lucky thread {'points the same way' if u_share < f_share else 'does not'}: "
-             f"at {t} threads it was {f_share:.0%} of the average under the fair lock and {u_share:.0%} under the "
-             "spinning one.")
-    bound_ms = k["m_fair_after_us"] / 1000 if isinstance(k["m_fair_after_us"], (int, float)) else NAN
-    e_max = k["m_eventual_max_ms_max"]
-    if np.isnan(bound_ms) or np.isnan(e_max) or bound_ms <= 0:
-        eventual = ""
-    elif e_max > 2 * bound_ms:
-        eventual = (f"At {t} threads its longest wait was {_ms(e_max)}, {e_max / bound_ms:,.0f} times its bound of "
-                    f"{bound_ms * 1000:.0f} µs; the rest was time when the waiter, or the thread holding the lock, was waiting "
-                    "for a CPU.")
-    else:
-        eventual = f"At {t} threads its longest wait, {_ms(e_max)}, stayed within twice its bound of {bound_ms * 1000:.0f} µs."
-    over = oversubscribed(s, cpus)
-    ratios = [_at(s, SQL_UNFAIR_ANALOGUE, n, "records_per_s") / _at(s, "fair", n, "records_per_s") for n in over]
-    u_max = _at(s, SQL_UNFAIR_ANALOGUE, t, "wait_max_ns") / 1e6
-    t_in = k.get("m_within_threads", NAN)
-    if isinstance(t_in, (int, np.integer)) or (isinstance(t_in, float) and not np.isnan(t_in)):
-        # the article's regime first (no more threads than CPUs), then what oversubscription adds
-        speed = (f"barging with a spin gave {k['m_stp_vs_fair_within_text']} the fair lock's throughput at "
-                 f"{int(t_in)} threads, within the CPU count as in the article")
-        if over and min(ratios) > 1:
-            speed += (f"; the larger ratios at {', '.join(map(str, over))} threads (in the table of ratios above) "
-                      "measure the oversubscribed scheduler as much as the lock")
-        elif over:
-            speed += (f"; above the CPU count ({', '.join(map(str, over))} threads) it was not always more "
-                      f"({min(ratios):,.2f}× to {max(ratios):,.2f}×, ratios of medians)")
-    elif ratios:
-        speed = (f"barging with a spin gave {min(ratios):,.1f}× to {max(ratios):,.1f}× the fair lock's throughput at "
-                 f"{', '.join(map(str, over))} threads, all above the CPU count"
-                 + ("" if min(ratios) > 1 else ", not always more"))
-    else:
-        speed = "no thread count compares the two locks"
-    bound = ("the fair queue kept the longest wait shorter" if fair_max < u_max else
-             "the fair queue did not keep the longest wait shorter")
-    conclusion = (f"On this machine {speed}, and {bound} ({_ms(fair_max)} against {_ms(u_max)} at {t} threads).")
-    return {"m_tail_sentence": tail, "m_share_sentence": share, "m_eventual_sentence": eventual,
-            "m_conclusion_sentence": conclusion}
 
 
 def published_numbers(p: LatchRecording) -> dict[str, Any]:
@@ -346,36 +455,32 @@ def key_numbers(shown) -> dict[str, Any]:
 
 
 def measured_note(measured: LatchRecording) -> str:
-    """What kind of recording the 'measured here' section shows, in words built from it."""
+    """Which points of the recording decide, in words built from it (the SQL Server case says what it holds)."""
     if measured.is_native:
-        cpus = measured.logical_cpus
-        s = native_summary(measured)
-        over = oversubscribed(s, cpus)
-        text = (f"*This recording is a native sweep on {cpus} logical CPUs. At thread counts above {cpus} "
-                f"({', '.join(map(str, over))}) there are more threads wanting the lock than CPUs to run them, so a "
-                "woken waiter must wait for a CPU as well as for the lock.")
-        at = [t for t in s["threads"].unique() if cpus and 2 <= t <= cpus]
-        if at and cpus and over[0] > cpus:
-            w_at, w_over = _at(s, "fair", max(at), "waits_per_record"), _at(s, "fair", over[0], "waits_per_record")
-            text += (f" Under the fair lock {w_at:.0%} of acquisitions waited at {max(at)} threads and {w_over:.0%} "
-                     f"at {over[0]}")
-            text += (": here a full convoy, where nearly every acquisition waits, needed more threads than CPUs."
-                     if w_at < 0.9 <= w_over else ".")
-        return text + "*"
-    return ("*This recording is a SQL Server run; it holds no native sweep, so the native figures below are empty "
-            "and the native numbers read `nan`. Its DMV deltas appear in the comparison with the article above and "
-            "in the verdicts.*")
+        return "*" + native_numbers(measured)["m_regime_sentence"] + "*"
+    return ("*This recording is a SQL Server run; it holds no native sweep, so the native figures below are empty. "
+            "Its DMV deltas appear in the comparison with the article above and in the verdicts.*")
+
+
+RUNS_TABLE_COLUMNS = {"records_per_s": "records/s (millions)", "waits_per_record": "queued acquisitions per record",
+                      "spins_per_record": "spins per record", "cs_per_record": "context switches per record",
+                      "wait_p99_ns": "99th percentile wait (µs)", "wait_max_ns": "longest wait (ms)",
+                      "jain_index": "Jain's fairness index"}
 
 
 def runs_table(g: LatchRecording) -> pd.DataFrame:
-    if g.is_native:
-        s = native_summary(g)
-        return s.assign(**{"records/s (M)": s["records_per_s"] / 1e6, "p99 wait (µs)": s["wait_p99_ns"] / 1e3,
-                           "max wait (ms)": s["wait_max_ns"] / 1e6})[
-            ["setting", "threads", "records/s (M)", "waits_per_record", "spins_per_record", "cs_per_record",
-             "p99 wait (µs)", "max wait (ms)", "jain_index"]].round(4).set_index(["setting", "threads"])
-    return g.runs
+    """Medians per lock kind and thread count, with human column names and each point's regime."""
+    if not g.is_native:
+        return g.runs
+    s = native_summary(g)
+    over = set(oversubscribed(s, g.logical_cpus))
+    out = s.assign(records_per_s=s["records_per_s"] / 1e6, wait_p99_ns=s["wait_p99_ns"] / 1e3,
+                   wait_max_ns=s["wait_max_ns"] / 1e6,
+                   regime=[REGIME_WORDS[int(t) in over] for t in s["threads"]])
+    out["threads"] = out["threads"].astype(int)
+    out = out[["setting", "threads", "regime", *RUNS_TABLE_COLUMNS]].rename(columns=RUNS_TABLE_COLUMNS)
+    return out.round(4).set_index(["setting", "threads", "regime"])
 
 
 __all__ = ["ratio_table", "throughput_ratios", "convoy", "sql_metrics", "sql_table", "native_summary", "key_numbers",
-           "measured_note", "oversubscribed", "runs_table", "lone_max_ms", "native_sentences"]
+           "measured_note", "oversubscribed", "runs_table", "lone_max_ms", "regime", "within_cpus", "per_record"]

@@ -111,17 +111,26 @@ def rows_done(result, batch: int) -> int:
     return int(result.operations) * int(batch)
 
 
+def rows_counted(conn, batch: int) -> int:
+    """The rows the measured calls left in the table (count_measured.sql), for the accounting identity."""
+    cur = conn.cursor()
+    cur.execute(workloads.load(CHAPTER, "postgres", "count_measured")[0], KEY_SPAN, KEY_SPAN, 2 * int(batch),
+                KEY_SPAN, KEY_SPAN // 2)
+    return int(cur.fetchone()[0])
+
+
 class PostgresRun:
     def __init__(self, target: Target, database: str, writer: RecordingWriter, *, sessions: Sequence[int],
                  rows_per_session: int, batch: int, duration_s: float, seed_rows: int, capture_stacks: bool,
                  wait_hz: float, log: Callable[[str], None], load: dict[str, Any] | None = None,
-                 wait_source: str = "auto"):
+                 wait_source: str = "auto", check: Callable[[str, pd.DataFrame], None] | None = None):
         self.t, self.db, self.w = target, database, writer
         self.sessions = sorted(set(int(s) for s in sessions))
         self.rows_per_session, self.batch = int(rows_per_session), int(batch)
         self.duration_s, self.seed_rows = float(duration_s), int(seed_rows)
         self.capture_stacks, self.wait_hz, self.log = capture_stacks, float(wait_hz), log
         self.load, self.wait_source = load or {}, wait_source
+        self.check = check  # RunContext.check_balanced: a point that does not balance fails the run
         self.point = 0
         self.repetition = 0  # the round being run (harness.schedule)
 
@@ -192,12 +201,16 @@ class PostgresRun:
                     finish_stacks(self.w, variant, holder["recorder"], self.log, " (backends and walwriter)")
             time.sleep(0.7)  # backends publish their WAL counters when they exit
             after = pg_waits.wal_snapshot(conn.cursor()) if has_wal else None
+            counted = rows_counted(conn, batch)
         sampler = holder["sampler"]
         rows = rows_done(result, batch)
-        self.w.append_csv(FILES["runs"], pd.DataFrame([result.row(
+        row = pd.DataFrame([result.row(
             variant=variant, repetition=self.repetition, point=self.point, batch_rows=batch, rows=rows,
-            pinned=pin_cpus is not None, wait_samples_hz=round(sampler.achieved_hz, 2))]).assign(
-            operations=rows, throughput=rows / result.elapsed_s))
+            rows_counted=counted, pinned=pin_cpus is not None, wait_samples_hz=round(sampler.achieved_hz, 2))]).assign(
+            operations=rows, throughput=rows / result.elapsed_s)
+        self.w.append_csv(FILES["runs"], row)
+        if self.check is not None:
+            self.check("runs", row)
         frame = sampler.frame()
         record(self.w, result, log=self.log, sampler=sampler, frame=frame, pids=set(backends.values()) or None,
                variant=variant, sessions=n, repetition=self.repetition)
@@ -276,7 +289,7 @@ def run_postgres(ctx) -> None:
     run = PostgresRun(ctx.target, ctx.database, ctx.writer, sessions=p["sessions"],
                       rows_per_session=p["rows_per_session"], batch=p["batch"], duration_s=p["duration_s"],
                       seed_rows=p["seed_rows"], capture_stacks=p["capture_stacks"], wait_hz=p["wait_hz"], log=ctx.log,
-                      load=driver_options(p), wait_source=p["wait_source"])
+                      load=driver_options(p), wait_source=p["wait_source"], check=ctx.check_balanced)
     settings = run.setup()
     ctx.writer.update(engine={"settings": settings})
     try:
