@@ -87,16 +87,75 @@ def test_sigint_mid_run_leaves_no_event_session(chapter, tmp_path):
     assert "[guard] restored:" in out
 
 
-@pytest.mark.parametrize("version,grant", [("2019", "ALTER ANY EVENT SESSION"), ("2022", "CREATE ANY EVENT SESSION")])
-def test_a_login_without_the_event_session_permission_is_refused_with_the_grant(version, grant, tmp_path):
+@pytest.mark.parametrize("version", ["2019", "2022"])
+def test_a_login_without_the_event_session_permission_is_refused_with_the_grant(version, tmp_path):
+    """ALTER ANY EVENT SESSION is the one permission the CREATE, ALTER and DROP EVENT SESSION pages all name."""
     state = S.create(tmp_path / "state.json", version=version, login="documented")
     rc, out, seconds = R.run_in_process("logcache-spinlock", state, tmp_path / "rec",
                                         {**XE, "variants": "default"}, allow=True)
     assert rc == 2 and seconds < 5, out
-    assert f"GRANT {grant} TO [reader]" in out and "nothing was changed" in out, out
+    assert "GRANT ALTER ANY EVENT SESSION TO [reader]" in out and "nothing was changed" in out, out
     granted = S.create(tmp_path / "granted.json", version=version,
-                       login=["VIEW SERVER STATE", "CREATE ANY DATABASE", grant])
+                       login=["VIEW SERVER STATE", "CREATE ANY DATABASE", "ALTER ANY EVENT SESSION"])
     rc, out, _ = R.run_in_process("logcache-spinlock", granted, tmp_path / "rec2", {**XE, "variants": "default"},
                                   allow=True)
     assert rc == 0, out
     assert S.load(granted).get("xe_sessions") == {}
+
+
+def test_on_2022_create_any_event_session_alone_is_refused_before_it_could_leave_a_session_behind(tmp_path):
+    """Issue 24, defect 2: CREATE ANY EVENT SESSION lets a 2022 login create the session, but starting it (ALTER
+    EVENT SESSION) and dropping it need ALTER ANY EVENT SESSION (or DROP ANY EVENT SESSION): the simulator
+    answers each statement by its own page, and the preflight refuses such a login at once."""
+    only_create = ["VIEW SERVER STATE", "CREATE ANY DATABASE", "CREATE ANY EVENT SESSION"]
+    state = S.create(tmp_path / "state.json", version="2022", login=only_create)
+    from sqlserver_sim import fake_pyodbc
+    from contention_book.harness import sqlserver_xevents as xe
+
+    conn = fake_pyodbc.connect(R.connection_string(state), autocommit=True)
+    name = xe.session_name(4242)
+    create, start = xe.create_statements(name, [55])
+    conn.cursor().execute(create)
+    with pytest.raises(fake_pyodbc.ProgrammingError, match=r"\(15247\)"):
+        conn.cursor().execute(start)
+    with pytest.raises(fake_pyodbc.ProgrammingError, match=r"\(15247\)"):
+        conn.cursor().execute(xe.drop_statements(name)[0])
+    assert list(S.load(state)["xe_sessions"]) == [name]  # what the old preflight let a run leave behind
+    conn.close()
+
+    fresh = S.create(tmp_path / "fresh.json", version="2022", login=only_create)
+    rc, out, seconds = R.run_in_process("logcache-spinlock", fresh, tmp_path / "rec", {**XE, "variants": "default"},
+                                        allow=True)
+    assert rc == 2 and seconds < 5, out
+    assert "GRANT ALTER ANY EVENT SESSION TO [reader]" in out
+    assert S.load(fresh).get("xe_sessions", {}) == {}
+    with_drop = S.create(tmp_path / "drop.json", version="2022", login=[*only_create, "DROP ANY EVENT SESSION"])
+    conn = fake_pyodbc.connect(R.connection_string(with_drop), autocommit=True)
+    conn.cursor().execute(create)
+    conn.cursor().execute(xe.drop_statements(name)[0])  # the 2022 grant the DROP page names
+    assert S.load(with_drop)["xe_sessions"] == {}
+    conn.close()
+
+
+def test_a_ring_that_dropped_its_oldest_events_is_reported_cut_short(tmp_path):
+    """Issue 24, defect 4: the ring keeps max_events_limit events (1,000 unless set); the harness now sets it,
+    reads totalEventsProcessed (the attribute the target writes) and says when the ring held fewer."""
+    from sqlserver_sim import fake_pyodbc
+    from contention_book.harness import sqlserver_xevents as xe
+
+    state = S.create(tmp_path / "state.json", version="2022")
+    conn = fake_pyodbc.connect(R.connection_string(state), autocommit=True)
+    name = xe.session_name(4243)
+    create, start = xe.create_statements(name, [55], max_events=10)
+    for sql in (create, start):
+        conn.cursor().execute(sql)
+    with S._locked(state) as st:
+        for _ in range(25):
+            S.xe_record(st, 55, "WRITELOG", 2.0, 1.0)
+    sampler = xe.XEventWaitSampler(lambda: fake_pyodbc.connect(R.connection_string(state), autocommit=True), name)
+    sampler.start().stop()
+    summary = sampler.summary({"variant": "v", "sessions": 1})
+    assert len(sampler.frame()) == 10 and (summary["events_processed"] == 25).all()
+    assert "holds 10 of the 25 completed waits" in sampler.error
+    assert "max_events_limit = (1000000)" in xe.create_statements(name, [55])[0]
+    conn.close()

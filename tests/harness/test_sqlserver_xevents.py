@@ -30,7 +30,12 @@ RING = """<RingBufferTarget truncated="0" processingTime="3" totalEventsProcesse
 def test_statements_parse_and_name_only_the_runs_sessions():
     name = xe.session_name(4242)
     create, start = xe.create_statements(name, [56, 55, 55])
-    assert_parses(create, "CREATE EVENT SESSION")
+    # The documented syntax takes a list, SET { target_parameter_name = <value> [ ,...n ] } (CREATE EVENT
+    # SESSION page); the sqlfluff grammar takes one parameter only, so each is parsed on its own.
+    assert "SET max_events_limit = (1000000), max_memory = (16384)" in create
+    for one in ("SET max_events_limit = (1000000)", "SET max_memory = (16384)"):
+        assert_parses(create.replace("SET max_events_limit = (1000000), max_memory = (16384)", one),
+                      "CREATE EVENT SESSION")
     assert_parses(start, "ALTER EVENT SESSION")
     assert_parses(xe.drop_statements(name)[0], "DROP EVENT SESSION")
     assert_parses(xe.read_statement(name), "ring buffer read")

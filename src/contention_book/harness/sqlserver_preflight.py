@@ -9,7 +9,9 @@ refuses at once with the exact GRANT, parameter or setting to add:
   certificate; FreeTDS needs TDS_Version 7.3 or later);
 - version, edition and EngineEdition; Azure SQL Database (5) and Managed Instance (8) are named,
   and what they cannot do is refused by feature, not by their ProductVersion (12.x on both);
-- the permissions each chosen variant needs;
+- the permissions each chosen variant needs, and each server DMV the harness reads, queried rather than
+  inferred from a grant (SQL Server 2022's VIEW SERVER PERFORMANCE STATE does not reach every DMV whose
+  page still names VIEW SERVER STATE);
 - In-Memory OLTP availability and the memory the LMAX ring will take (queue_size is a parameter);
 - the opt-ins: a variant that changes the server without ``allow_server_changes`` drops out of the
   default list with a printed note, and fails here, listing the variants and the flag, when the
@@ -38,8 +40,20 @@ ADR_OFF = "turning accelerated database recovery off"
 SERVER_DMVS = "server-scoped statistics (sys.dm_os_wait_stats, _latch_stats, _spinlock_stats) with VIEW SERVER STATE"
 MISSING = {
     5: {SET_RECOVERY, FILE_PATH, ADR_OFF, SERVER_DMVS},  # SQL Database: no trace flags or affinity either
-    8: {SET_RECOVERY, FILE_PATH},                        # Managed Instance: a short list of global flags only
+    # Managed Instance: a short list of global flags only; ADR is always on and cannot be turned off (ADR
+    # management page, https://learn.microsoft.com/sql/relational-databases/accelerated-database-recovery-management)
+    8: {SET_RECOVERY, FILE_PATH, ADR_OFF},
 }
+# Every server-scoped DMV the harness or a chapter reads.  Each is queried (SELECT TOP (0)) by the preflight:
+# the permission a DMV needs is the one on its own page, which for 2022 is not always the one the DMV
+# overview names (sys.dm_os_latch_stats and sys.dm_os_spinlock_stats still name VIEW SERVER STATE).
+PROBED_DMVS = ("sys.dm_os_wait_stats", "sys.dm_os_latch_stats", "sys.dm_os_spinlock_stats",
+               "sys.dm_os_waiting_tasks", "sys.dm_os_performance_counters", "sys.dm_os_schedulers",
+               "sys.dm_os_sys_info")
+# Managed Instance, Business Critical: In-Memory OLTP memory is capped per vCore, 0.8 to 1.65 GB a vCore on
+# standard-series hardware (more on premium-series); the lowest figure is the one that is sure
+# (https://learn.microsoft.com/azure/azure-sql/managed-instance/resource-limits).
+MI_XTP_GB_PER_VCORE = 0.8
 EXPRESS_XTP_QUOTA_MB = 352     # memory-optimized data per database (editions and features pages, 2016 SP1+)
 STANDARD_XTP_QUOTA_MB = 32 * 1024
 RING_ROW_BYTES = 24 + 8 + (8 + 8 + 8 + 300 + 4)  # row header, one hash index pointer, the lmax_ring columns
@@ -89,6 +103,7 @@ class Facts:
     trace_flags: list[int]
     database_exists: bool
     driver: str
+    dmv_denied: dict[str, str] = field(default_factory=dict)  # DMV -> the server's refusal
 
     @property
     def azure(self) -> str | None:
@@ -127,14 +142,16 @@ def read_facts(target: Target, database: str | None) -> Facts:
             return facts  # refused by feature below; server-level DMVs and DBCC would only fail here
         facts.login = str(_one(cur, "SELECT SUSER_SNAME()") or "")
         view = view_state_permission(facts.major)
-        event_perms = ("ALTER ANY EVENT SESSION",) + (("CREATE ANY EVENT SESSION",) if facts.major >= 16 else ())
-        for perm in (view, "CREATE ANY DATABASE", "ALTER SETTINGS", "ALTER SERVER STATE", *event_perms):
+        for perm in (view, "CREATE ANY DATABASE", "ALTER SETTINGS", "ALTER SERVER STATE", "ALTER ANY EVENT SESSION"):
             facts.perms[perm] = bool(_one(cur, "SELECT HAS_PERMS_BY_NAME(NULL, NULL, ?)", perm))
         if database:
             facts.database_exists = _one(cur, "SELECT DB_ID(?)", database) is not None
-        if not facts.perms[view]:
-            return facts  # the DMVs below need it; refused below with the GRANT
-        if facts.major >= 14:
+        facts.dmv_denied = probe_dmvs(cur)
+        if {"sys.dm_os_sys_info", "sys.dm_os_schedulers"} & set(facts.dmv_denied):
+            return facts  # the facts below come from them; refused below with the GRANT
+        if facts.major >= 14 and engine_edition != 8:
+            # sys.dm_os_host_info is documented for SQL Server 2017+, not for Managed Instance (which runs on
+            # Windows; the platform matters only to the affinity variant, which MI cannot run anyway)
             facts.platform = str(_one(cur, "SELECT host_platform FROM sys.dm_os_host_info") or "Windows")
         row = cur.execute("SELECT cpu_count, socket_count, cores_per_socket, committed_target_kb, affinity_type_desc "
                           "FROM sys.dm_os_sys_info").fetchone()
@@ -152,6 +169,19 @@ def read_facts(target: Target, database: str | None) -> Facts:
                              f"{redact(exc)}") from None
     finally:
         conn.close()
+
+
+def probe_dmvs(cur) -> dict[str, str]:
+    """Each server DMV the harness reads, queried for no rows: {DMV: the server's refusal} for those refused."""
+    import pyodbc
+
+    denied = {}
+    for dmv in PROBED_DMVS:
+        try:
+            cur.execute(f"SELECT TOP (0) 1 FROM {dmv}").fetchall()
+        except pyodbc.Error as exc:
+            denied[dmv] = redact(exc)
+    return denied
 
 
 def view_state_permission(major: int) -> str:
@@ -228,21 +258,30 @@ def problems_of(variant: str, needs: Needs, facts: Facts, allow_server_changes: 
 
 def login_problems(facts: Facts, params: Mapping[str, Any]) -> list[Problem]:
     out = []
-    view = view_state_permission(facts.major)
-    if not facts.perms.get(view):
-        out.append(Problem("*", f"reading sys.dm_os_wait_stats, latch, spinlock and waiting-task DMVs needs {view}",
-                           f"USE master; GRANT {view} TO [{facts.login or 'your_login'}];"))
+    if facts.dmv_denied:
+        names = ", ".join(sorted(facts.dmv_denied))
+        first = next(iter(facts.dmv_denied.values()))
+        why = (" (on SQL Server 2022 it includes VIEW SERVER PERFORMANCE STATE, which alone does not reach "
+               "sys.dm_os_latch_stats and sys.dm_os_spinlock_stats: their pages name VIEW SERVER STATE)"
+               if facts.major >= 16 else "")
+        out.append(Problem("*", f"the server refused a read of {names} ({first})",
+                           f"USE master; GRANT VIEW SERVER STATE TO [{facts.login or 'your_login'}];{why}"))
     if not facts.database_exists and not facts.perms.get("CREATE ANY DATABASE"):
         out.append(Problem("*", f"the lab database {params.get('database')} does not exist and the login may not "
                                 "create it", f"USE master; GRANT CREATE ANY DATABASE TO [{facts.login or 'your_login'}];"
                                              " (or create the database yourself and make the login its owner)"))
-    if params.get("wait_source") == "xevents" and not (facts.perms.get("ALTER ANY EVENT SESSION")
-                                                       or facts.perms.get("CREATE ANY EVENT SESSION")):
-        # CREATE EVENT SESSION page: ALTER ANY EVENT SESSION; from SQL Server 2022 also CREATE ANY EVENT SESSION
-        grant = "CREATE ANY EVENT SESSION" if facts.major >= 16 else "ALTER ANY EVENT SESSION"
-        out.append(Problem("*", "wait_source=xevents creates and drops an Extended Events session, which needs "
-                                "ALTER ANY EVENT SESSION" + (" or CREATE ANY EVENT SESSION" if facts.major >= 16 else ""),
-                           f"USE master; GRANT {grant} TO [{facts.login or 'your_login'}]; (or use wait_source=polling)"))
+    if params.get("wait_source") == "xevents" and not facts.perms.get("ALTER ANY EVENT SESSION"):
+        # Three statements, three pages: CREATE EVENT SESSION (ALTER ANY EVENT SESSION, or 2022's CREATE ANY
+        # EVENT SESSION), ALTER EVENT SESSION ... STATE = START / STOP (ALTER ANY EVENT SESSION only) and DROP
+        # EVENT SESSION (ALTER ANY EVENT SESSION, or 2022's DROP ANY EVENT SESSION): ALTER ANY EVENT SESSION is
+        # the one grant all three pages name (https://learn.microsoft.com/sql/t-sql/statements/
+        # alter-event-session-transact-sql#permissions)
+        out.append(Problem("*", "wait_source=xevents creates, starts, stops and drops an Extended Events session; "
+                                "ALTER ANY EVENT SESSION is the permission the pages of all three statements name "
+                                "(CREATE ANY EVENT SESSION alone, on 2022, could create a session it cannot start "
+                                "or drop)",
+                           f"USE master; GRANT ALTER ANY EVENT SESSION TO [{facts.login or 'your_login'}]; "
+                           "(or use wait_source=polling)"))
     if params.get("clear_stats"):
         if not facts.perms.get("ALTER SERVER STATE"):
             out.append(Problem("*", "clear_stats=true runs DBCC SQLPERF(..., CLEAR), which needs ALTER SERVER STATE",
@@ -260,6 +299,11 @@ def xtp_limit_bytes(facts: Facts) -> tuple[int, str]:
     gb = facts.committed_target_kb / 2**20
     pct = 0.70 if gb <= 8 else 0.75 if gb <= 16 else 0.80 if gb <= 32 else 0.85 if gb <= 96 else 0.90
     pool = int(facts.committed_target_kb * 1024 * pct)
+    if facts.engine_edition == 8:
+        cap = int(MI_XTP_GB_PER_VCORE * max(1, facts.cpu_count) * 2**30)
+        if cap < pool:
+            return cap, (f"Managed Instance Business Critical's In-Memory OLTP cap, at least {MI_XTP_GB_PER_VCORE} "
+                         f"GB a vCore ({facts.cpu_count} vCores; more on premium-series hardware)")
     quota_mb = EXPRESS_XTP_QUOTA_MB if "express" in facts.edition.lower() else \
         STANDARD_XTP_QUOTA_MB if "standard" in facts.edition.lower() else None
     if quota_mb is not None and quota_mb * 2**20 < pool:
@@ -336,6 +380,9 @@ def preflight(spec, params: dict[str, Any], raw_params: Mapping[str, Any], targe
             blocking.extend(probs)
         else:
             dropped.extend(probs)
+    if params.get("clear_stats"):
+        log("[preflight] note: clear_stats=true also runs DBCC SQLPERF('sys.dm_os_spinlock_stats', CLEAR), as the "
+            "articles did; the DBCC SQLPERF page documents CLEAR for the wait and latch statistics only")
     if params.get("clear_stats") and not allow_server_changes:
         blocking.append(Problem("*", "clear_stats=true clears wait, latch and spinlock statistics server-wide",
                                 "add ALLOW_SERVER_CHANGES=1, or leave clear_stats off (the harness subtracts "

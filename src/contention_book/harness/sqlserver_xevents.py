@@ -18,6 +18,15 @@ Observer cost: the event session's CPU is spent in the server's own
 threads, which a client cannot count; :attr:`XEventWaitSampler.cpu_per_s`
 is the client side (reading and parsing the target).  The ring buffer's
 own counters (events processed, dropped) are kept with the frame.
+
+How much the ring keeps: the ring_buffer target drops its oldest events at
+whichever limit comes first, ``max_events_limit`` (1,000 events when not
+set) or ``max_memory`` (targets page,
+https://learn.microsoft.com/sql/relational-databases/extended-events/targets-for-extended-events-in-sql-server).
+Both are set here.  Its XML counts every event it was given
+(``totalEventsProcessed``) and those it still holds (``eventCount``); when
+the first is larger, the point's waits were cut short, and the recording
+says so.
 """
 from __future__ import annotations
 
@@ -58,7 +67,11 @@ def _checked(name: str) -> str:
     return name
 
 
-def create_statements(name: str, session_ids: Iterable[int], max_memory_kb: int = 16_384) -> list[str]:
+MAX_EVENTS = 1_000_000  # far above what max_memory holds: memory, not a count, bounds the ring
+
+
+def create_statements(name: str, session_ids: Iterable[int], max_memory_kb: int = 16_384,
+                      max_events: int = MAX_EVENTS) -> list[str]:
     """CREATE EVENT SESSION on the completed waits of ``session_ids``, then START it."""
     name = _checked(name)
     ids = sorted({int(s) for s in session_ids})
@@ -71,7 +84,8 @@ def create_statements(name: str, session_ids: Iterable[int], max_memory_kb: int 
               f"ADD EVENT sqlos.wait_info (\n"
               f"    ACTION (sqlserver.session_id)\n"
               f"    WHERE ([opcode] = (1) AND ({who})))\n"
-              f"ADD TARGET package0.ring_buffer (SET max_memory = ({int(max_memory_kb)}))\n"
+              f"ADD TARGET package0.ring_buffer (SET max_events_limit = ({int(max_events)}), "
+              f"max_memory = ({int(max_memory_kb)}))\n"
               f"WITH (MAX_DISPATCH_LATENCY = 1 SECONDS, EVENT_RETENTION_MODE = ALLOW_SINGLE_EVENT_LOSS, "
               f"STARTUP_STATE = OFF);")
     return [create, f"ALTER EVENT SESSION [{name}] ON SERVER STATE = START;"]
@@ -158,6 +172,18 @@ def shares(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def cut_short(counters: dict[str, int]) -> str | None:
+    """What the ring lost, from its own counters, or None when it holds every event it was given."""
+    processed, kept = counters.get("totalEventsProcessed", 0), counters.get("eventCount", 0)
+    lost = []
+    if processed > kept:
+        lost.append(f"the ring buffer holds {kept:,} of the {processed:,} completed waits it was given (its oldest "
+                    "are dropped at max_events_limit or max_memory); the waits are the last ones only")
+    if counters.get("droppedCount"):
+        lost.append(f"the event session dropped {counters['droppedCount']:,} event(s); the waits are a lower bound")
+    return "; ".join(lost) or None
+
+
 class XEventWaitSampler:
     """Reads this run's event session when the point ends; ``frame()``/``counters`` as parsed.
 
@@ -189,9 +215,7 @@ class XEventWaitSampler:
                 self.error = f"event session {self.name} has no ring_buffer target running"
             else:
                 self._frame, self.counters = parse_ring_buffer(str(row[0]))
-                if self.counters.get("droppedCount"):
-                    self.error = (f"the ring buffer dropped {self.counters['droppedCount']} event(s); the waits are "
-                                  "a lower bound")
+                self.error = cut_short(self.counters)
         finally:
             conn.close()
         self._cpu = time.thread_time() - cpu0
@@ -209,7 +233,7 @@ class XEventWaitSampler:
     def summary(self, tags: dict[str, Any]) -> pd.DataFrame:
         """Shares per wait type, tagged, with the ring buffer's counters and the client's cost of reading it."""
         out = shares(self._frame)
-        return out.assign(**tags, events_processed=self.counters.get("eventsProcessed", 0),
+        return out.assign(**tags, events_processed=self.counters.get("totalEventsProcessed", 0),
                           events_dropped=self.counters.get("droppedCount", 0), observer_cpu_per_s=self.cpu_per_s)
 
 
