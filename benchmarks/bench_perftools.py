@@ -1,41 +1,33 @@
-"""Speed and memory of perftools' two big-file importers, with the floor.
+"""Speed and memory of ``perftools collapse`` and ``perftools summary`` on big files, beside their floors.
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/bench_perftools.py [--size-mb 200] [--workdir DIR] [--repeat 3] [--json OUT]
-        [--perf-capture FILE]
+    python benchmarks/bench_perftools.py [--size-mb 200] [--workdir DIR] [--repeat 3] [--json OUT]
+        [--perf-capture FILE] [--src DIR]
 
-``--perf-capture`` (default ``.cache/perf-capture.txt`` when it exists) is a
-real ``perf script`` capture, recorded by ``benchmarks/record_perf_capture.sh``
-(PostgreSQL under pgbench plus a Rust compiler build, ``perf record -g``).
-On it, whole processes are timed, interleaved: ``perftools collapse FILE`` (its C core), the same with
-the Python reader only, and ``inferno-collapse-perf FILE`` with its default threads (when installed),
-all writing to /dev/null, with each one's peak RSS.  ``perftools --help`` is
-timed too (target < 0.3 s).
+Inputs, generated in a temporary directory (deleted afterwards), each about ``--size-mb`` MB:
 
-Generates, in a temporary directory (deleted afterwards), a wpaexporter-style
-CPU Usage (Sampled) CSV of about ``--size-mb`` MB (one row per sample, 5-30
-frames each, drawn from ~20k distinct stacks with a skewed popularity) and a
-``perf script`` text of about the same size built from the same stacks (the
-leaf instruction varies per sample as in real captures).  Then, each in a
-fresh Python process so peak memories are separate and nothing is cached:
+* ``diverse perf``: :func:`perftools_inputs.write_perf`, 30 captures' worth of programs and names, about
+  50,000 distinct stacks, long C++ frames; and the same file written three times over (``x3``), whose
+  peak memory must stay that of one copy;
+* ``diverse CSV``: :func:`perftools_inputs.write_wpa_csv`, about 20,000 distinct stacks, CRLF, quoted
+  cells, no weight column;
+* ``own perf`` and ``own CSV``: the project's earlier generators (short names, 20,000 stacks, one shape);
+* ``--perf-capture`` (default ``.cache/perf-capture.txt`` when it exists): a real capture recorded by
+  ``benchmarks/record_perf_capture.sh``.
 
-* ``floor``: ``pyarrow.csv.read_csv`` of the CSV (the fastest way to merely
-  read it; what the importer is measured against);
-* ``stream``: ``pyarrow.csv.open_csv`` iterated in 1 MB batches, the
-  bounded-memory way to read it (single-threaded parsing; for context);
-* ``csv``: ``perftools.load(csv, format="wpa_csv")`` + ``top_functions``, through
-  the C core (``native/wpa_csv.c``), and again with ``CONTENTION_BOOK_PERFTOOLS_NATIVE=0``
-  (the pyarrow reader alone, for context);
-* ``perf``: ``perftools.load(text, format="perf_script")`` + ``top_functions``;
-* ``imports``: the imports alone (the interpreter's baseline memory).
+Whole processes are timed (interpreter start and imports included, as a reader at a shell waits for
+them), writing to /dev/null, interleaved (each command once per round, ``--repeat`` rounds), so that a
+busy machine's drift falls on all alike; the median is the figure, and every run is printed.  Peak
+memory is the process's peak resident set (``ru_maxrss``).  Floors: ``inferno-collapse-perf`` (found on
+PATH or in ``~/.cargo/bin``; ``cargo install inferno``), and ``pyarrow.csv.read_csv`` in a Python process.
+Goals (issue 25), printed beside each figure:
 
-Times exclude interpreter start and imports; the runs are interleaved (each
-variant once per round, ``--repeat`` rounds) and the best and the median are
-reported (on a shared two-core machine the floor alone varies 0.16-1.0 s
-between identical runs, so both are shown).  Peak memory is the child's
-VmHWM (peak resident set, which includes the imports).  Targets: CSV parse + aggregate within 1.5x of the
-floor, perf script at >= 50 MB/s, peak RSS <= 1.5x the file size.
+* collapse <= 0.8x inferno on the diverse capture, peak RSS <= 0.5x the file, and the x3 file's peak RSS
+  within 1.2x the single file's;
+* summary <= 1.2x pyarrow ``read_csv`` on the diverse CSV, peak RSS <= 1.5x the file.
+
+``--src`` runs another checkout's ``src`` (e.g. the code before a change, from ``git archive``).
 """
 
 from __future__ import annotations
@@ -52,34 +44,8 @@ import zlib
 
 import numpy as np
 
-CHILD = r"""
-import json, sys, time
-mode, path = sys.argv[1], sys.argv[2]
-import numpy, pandas, pyarrow, pyarrow.csv
-from contention_book import perftools
-t0 = time.perf_counter()
-info = {}
-if mode == "floor":
-    table = pyarrow.csv.read_csv(path)
-    info["rows"] = table.num_rows
-elif mode == "stream":
-    rows = 0
-    for batch in pyarrow.csv.open_csv(path, read_options=pyarrow.csv.ReadOptions(block_size=1 << 20)):
-        rows += batch.num_rows
-    info["rows"] = rows
-elif mode in ("csv", "perf"):
-    p = perftools.load(path, format="wpa_csv" if mode == "csv" else "perf_script")
-    top = perftools.top_functions(p, 20)
-    info.update(rows=len(p.samples), stacks=p.n_stacks, frames=len(p.frames), top=top["function"].iloc[0])
-seconds = time.perf_counter() - t0
-hwm = 0
-for line in open("/proc/self/status"):
-    if line.startswith("VmHWM:"):
-        hwm = int(line.split()[1]) * 1024
-info.update(mode=mode, seconds=seconds, peak_rss=hwm)
-print(json.dumps(info))
-"""
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perftools_inputs  # noqa: E402
 
 def make_stacks(rng: np.random.Generator, n_stacks: int = 20000, n_funcs: int = 4000, n_mods: int = 24):
     """Distinct stacks (lists of (module, function)), sharing prefixes like real ones."""
@@ -167,171 +133,156 @@ def write_perf(path: str, stacks, size: int, rng) -> int:
     return n_samples
 
 
-DEFAULT_CAPTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, ".cache", "perf-capture.txt")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CAPTURE = os.path.join(HERE, os.pardir, ".cache", "perf-capture.txt")
+SRC = os.path.abspath(os.path.join(HERE, os.pardir, "src"))
+READ_CSV = "import sys, pyarrow.csv as c; c.read_csv(sys.argv[1])"
 
 
-def run_child(mode: str, path: str, extra_env: dict | None = None) -> dict:
-    env = {**os.environ, **(extra_env or {})}
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src")
-    env["PYTHONPATH"] = os.path.abspath(src) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    r = subprocess.run([sys.executable, "-c", CHILD, mode, path], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        raise RuntimeError(f"{mode} failed:\n{r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+#: Forks and execs the command and prints its peak RSS: a child forked from this (big) process would
+#: count this process's pages in its own peak (fork copies the page tables, exec keeps the high-water
+#: mark), so the command is forked from this small launcher instead (its own ~8 MB then set the floor).
+LAUNCHER = ("import os, sys\npid = os.fork()\nif pid == 0:\n    os.execvp(sys.argv[1], sys.argv[1:])\n"
+            "_, status, ru = os.wait4(pid, 0)\nos.write(2, b'\\nMAXRSS %d\\n' % ru.ru_maxrss)\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
 
 
-def interleaved(jobs: dict[str, tuple], repeat: int) -> dict[str, dict]:
-    """Each job (mode, path[, extra env]) run ``repeat`` times, in turn, so drift falls on all alike:
-    its best run, with the median and all run times, and the highest peak RSS."""
-    runs: dict[str, list] = {label: [] for label in jobs}
-    for _ in range(repeat):
-        for label, job in jobs.items():
-            runs[label].append(run_child(*job))
-    out = {}
-    for label, rs in runs.items():
-        r = dict(min(rs, key=lambda r: r["seconds"]))
-        r["median"] = float(np.median([x["seconds"] for x in rs]))
-        r["peak_rss"] = max(x["peak_rss"] for x in rs)
-        r["all_seconds"] = [round(x["seconds"], 3) for x in rs]
-        out[label] = r
-    return out
-
-
-def run_process(cmd: list[str], extra_env: dict | None = None) -> tuple[float, int]:
+def run_process(cmd: list[str], src: str = SRC, extra_env: dict | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one whole process, output to /dev/null."""
     env = {**os.environ, **(extra_env or {})}
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src")
-    env["PYTHONPATH"] = os.path.abspath(src) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(os.devnull, "wb") as null:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([sys.executable, "-S", "-c", LAUNCHER] + cmd, stdout=null, stderr=subprocess.PIPE,
+                              env=env)
         seconds = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}):\n{err[-2000:]}")
-    return seconds, usage.ru_maxrss * 1024
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed ({proc.returncode}):\n{err[-2000:]}")
+    return seconds, int(err.rsplit("MAXRSS ", 1)[1].split()[0]) * 1024
 
 
 def perftools_cmd() -> list[str]:
     return [sys.executable, "-m", "contention_book.perftools"]
 
 
-def bench_help(repeat: int = 5) -> float:
-    return min(run_process(perftools_cmd() + ["--help"])[0] for _ in range(repeat))
+def inferno_path() -> str | None:
+    found = shutil.which("inferno-collapse-perf")
+    home = os.path.expanduser("~/.cargo/bin/inferno-collapse-perf")
+    return found or (home if os.access(home, os.X_OK) else None)
 
 
-def bench_capture(path: str, repeat: int) -> dict:
-    """perftools collapse against inferno-collapse-perf on one real capture, whole processes."""
-    size = os.path.getsize(path)
-    res: dict = {"capture": path, "capture_mb": size / 1e6}
-    inferno = shutil.which("inferno-collapse-perf")
-    ours, python, theirs = [], [], []
-    for _ in range(repeat):  # interleaved, so the machine's drift falls on all three alike
-        ours.append(run_process(perftools_cmd() + ["collapse", path, "-o", os.devnull]))
-        python.append(run_process(perftools_cmd() + ["collapse", path, "-o", os.devnull],
-                                  {"CONTENTION_BOOK_PERFTOOLS_NATIVE": "0"}))
-        if inferno:
-            theirs.append(run_process([inferno, path]))
-    res["perftools_s"] = min(t for t, _ in ours)
-    res["perftools_rss_ratio"] = max(r for _, r in ours) / size
-    res["python_reader_s"] = min(t for t, _ in python)
-    if inferno:
-        res["inferno_s"] = min(t for t, _ in theirs)
-        res["inferno_rss_ratio"] = max(r for _, r in theirs) / size
-        res["collapse_ratio"] = res["perftools_s"] / res["inferno_s"]
-    res["runs"] = {"perftools": [round(t, 3) for t, _ in ours], "python reader": [round(t, 3) for t, _ in python],
-                   "inferno": [round(t, 3) for t, _ in theirs] if inferno else None}
-    return res
+def interleaved(jobs: dict[str, list[str]], repeat: int, src: str) -> dict[str, dict]:
+    """Each command run ``repeat`` times, in turn: median, best, all times, highest peak RSS."""
+    runs: dict[str, list] = {label: [] for label in jobs}
+    for _ in range(repeat):
+        for label, cmd in jobs.items():
+            runs[label].append(run_process(cmd, src))
+    return {label: {"median": float(np.median([t for t, _ in rs])), "best": min(t for t, _ in rs),
+                    "runs": [round(t, 3) for t, _ in rs], "peak_rss": max(r for _, r in rs)}
+            for label, rs in runs.items()}
+
+
+def bench_help(src: str, repeat: int = 5) -> float:
+    return float(np.median([run_process(perftools_cmd() + ["--help"], src)[0] for _ in range(repeat)]))
+
+
+def _goal(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=float, default=200.0, help="size of each generated file (default 200)")
     ap.add_argument("--workdir", default=None, help="where to create the temporary files (default: system temp)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the fastest is reported")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds (default 3); the median is reported")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="also write the results as JSON here")
     ap.add_argument("--perf-capture", default=DEFAULT_CAPTURE if os.path.exists(DEFAULT_CAPTURE) else None,
-                    help="a real perf script capture to collapse against inferno (default: .cache/perf-capture.txt "
-                         "if present; record one with benchmarks/record_perf_capture.sh)")
+                    help="a real perf script capture, timed as well (default: .cache/perf-capture.txt if present)")
+    ap.add_argument("--src", default=SRC, help="the src directory whose perftools is timed (default: this checkout's)")
     args = ap.parse_args(argv)
-
+    src = os.path.abspath(args.src)
     size = int(args.size_mb * 1e6)
+    small = args.size_mb < 20
     tmp = tempfile.mkdtemp(prefix="bench-perftools-", dir=args.workdir)
+    mib = 1 << 20
     try:
         rng = np.random.default_rng(args.seed)
         t0 = time.perf_counter()
-        n_stacks = 20000 if args.size_mb >= 20 else 2000
-        stacks = make_stacks(rng, n_stacks=n_stacks)
-        csv_path, perf_path = os.path.join(tmp, "cpu_sampled.csv"), os.path.join(tmp, "perf-script.txt")
-        csv_rows = write_csv(csv_path, stacks, size, rng)
-        perf_samples = write_perf(perf_path, stacks, size, rng)
-        gen = time.perf_counter() - t0
-        csv_mb, perf_mb = os.path.getsize(csv_path) / 1e6, os.path.getsize(perf_path) / 1e6
-        print(f"generated in {gen:.1f} s: CSV {csv_mb:.1f} MB ({csv_rows:,} samples), "
-              f"perf script {perf_mb:.1f} MB ({perf_samples:,} samples), {len(stacks):,} distinct stacks")
-        base = interleaved({"imports": ("imports", csv_path)}, 1)["imports"]
-        got = interleaved({"floor": ("floor", csv_path), "stream": ("stream", csv_path), "csv": ("csv", csv_path),
-                           "csv_python": ("csv", csv_path, {"CONTENTION_BOOK_PERFTOOLS_NATIVE": "0"}),
-                           "perf": ("perf", perf_path)}, args.repeat)
-        floor, stream, ours, ours_python, perf = (got[k] for k in ("floor", "stream", "csv", "csv_python", "perf"))
-        ratio = ours["seconds"] / floor["seconds"]
-        ratio_median = ours["median"] / floor["median"]
-        mbps = perf_mb / perf["seconds"]
-        mib = 1 << 20
-        res = {
-            "csv_mb": csv_mb, "perf_mb": perf_mb, "csv_rows": csv_rows, "perf_samples": perf_samples,
-            "distinct_stacks": len(stacks), "imports_rss_mb": base["peak_rss"] / 1e6,
-            "floor_s": floor["seconds"], "csv_s": ours["seconds"], "csv_ratio": ratio,
-            "floor_median_s": floor["median"], "csv_median_s": ours["median"], "csv_ratio_median": ratio_median,
-            "stream_s": stream["seconds"], "stream_rss_mb": stream["peak_rss"] / 1e6,
-            "csv_python_s": ours_python["seconds"], "csv_python_rss_mb": ours_python["peak_rss"] / 1e6,
-            "perf_s": perf["seconds"], "perf_mb_per_s": mbps,
-            "floor_rss_mb": floor["peak_rss"] / 1e6, "csv_rss_mb": ours["peak_rss"] / 1e6, "perf_rss_mb": perf["peak_rss"] / 1e6,
-            "csv_rss_ratio": ours["peak_rss"] / (csv_mb * 1e6), "perf_rss_ratio": perf["peak_rss"] / (perf_mb * 1e6),
-            "runs": {k: r["all_seconds"] for k, r in got.items()},
-        }
-        ok = lambda c: "ok" if c else "MISSED"  # noqa: E731
-        print(f"peak RSS of the imports alone: {base['peak_rss'] / mib:.0f} MiB")
-        print(f"best and median of {args.repeat} interleaved runs each:")
-        print(f"{'':34}{'best s':>9}{'median s':>10}{'peak RSS':>12}{'RSS/file':>10}{'(RSS-imports)/file':>20}")
-        for label, r, mb in (("pyarrow.csv.read_csv (floor)", floor, csv_mb), ("pyarrow.csv.open_csv, 1 MB batches", stream, csv_mb),
-                             ("perftools wpa_csv + top_functions", ours, csv_mb),
-                             ("  the same, pyarrow reader only", ours_python, csv_mb),
-                             ("perftools perf_script + top", perf, perf_mb)):
-            print(f"{label:34}{r['seconds']:9.3f}{r['median']:10.3f}{r['peak_rss'] / mib:9.0f} MiB{r['peak_rss'] / (mb * 1e6):10.2f}"
-                  f"{(r['peak_rss'] - base['peak_rss']) / (mb * 1e6):20.2f}")
-        print(f"WPA CSV summary peak RSS / read_csv peak RSS = {ours['peak_rss'] / floor['peak_rss']:.2f}x")
-        print(f"CSV parse+aggregate / floor = {ratio:.2f}x best-to-best, {ratio_median:.2f}x median-to-median "
-              f"(target <= 1.5x): {ok(ratio <= 1.5)} / {ok(ratio_median <= 1.5)}")
-        print(f"CSV parse+aggregate / streaming read alone = {ours['seconds'] / stream['seconds']:.2f}x")
-        print(f"perf script: {mbps:.0f} MB/s (target >= 50): {ok(mbps >= 50)}")
-        print(f"peak RSS / file size: CSV {res['csv_rss_ratio']:.2f}, perf {res['perf_rss_ratio']:.2f} (target <= 1.5): "
-              f"{ok(max(res['csv_rss_ratio'], res['perf_rss_ratio']) <= 1.5)}")
-        print(f"runs (s): {res['runs']}")
-        res["help_s"] = bench_help()
-        print(f"perftools --help, whole process: {res['help_s']:.3f} s (target < 0.3): {ok(res['help_s'] < 0.3)}")
+        files = {k: os.path.join(tmp, k) for k in ("own.csv", "own.perf", "diverse.csv", "diverse.perf", "diverse_x3.perf")}
+        stacks = make_stacks(rng, n_stacks=2000 if small else 20000)
+        write_csv(files["own.csv"], stacks, size, rng)
+        write_perf(files["own.perf"], stacks, size, rng)
+        perf_info = perftools_inputs.write_perf(files["diverse.perf"], size, np.random.default_rng(args.seed + 1),
+                                                stacks=4000 if small else 80_000)
+        csv_info = perftools_inputs.write_wpa_csv(files["diverse.csv"], size, np.random.default_rng(args.seed + 2),
+                                                  stacks=2000 if small else 20_000)
+        with open(files["diverse_x3.perf"], "wb") as out:
+            for _ in range(3):
+                with open(files["diverse.perf"], "rb") as one:
+                    shutil.copyfileobj(one, out, 16 << 20)
+        mb = {k: os.path.getsize(v) / 1e6 for k, v in files.items()}
+        print(f"generated in {time.perf_counter() - t0:.1f} s: " + ", ".join(f"{k} {v:.0f} MB" for k, v in mb.items()))
+        print(f"diverse perf: {perf_info['samples']:,} samples from {perf_info['stacks']:,} stacks drawn; "
+              f"diverse CSV: {csv_info['rows']:,} rows, {csv_info['stacks']:,} distinct stacks")
+        inferno = inferno_path()
+        collapse = perftools_cmd() + ["collapse"]
+        jobs = {"collapse diverse": collapse + [files["diverse.perf"], "-o", os.devnull],
+                "collapse diverse x3": collapse + [files["diverse_x3.perf"], "-o", os.devnull],
+                "collapse own": collapse + [files["own.perf"], "-o", os.devnull],
+                "summary diverse": perftools_cmd() + ["summary", files["diverse.csv"]],
+                "read_csv diverse": [sys.executable, "-c", READ_CSV, files["diverse.csv"]],
+                "summary own": perftools_cmd() + ["summary", files["own.csv"]],
+                "read_csv own": [sys.executable, "-c", READ_CSV, files["own.csv"]]}
+        if inferno:
+            jobs["inferno diverse"] = [inferno, files["diverse.perf"]]
+            jobs["inferno own"] = [inferno, files["own.perf"]]
         if args.perf_capture:
-            cap = bench_capture(args.perf_capture, args.repeat)
-            res["capture"] = cap
-            print(f"real capture {cap['capture']} ({cap['capture_mb']:.0f} MB), whole processes, best of {args.repeat}:")
-            print(f"  perftools collapse      {cap['perftools_s']:8.2f} s   peak RSS / file {cap['perftools_rss_ratio']:.2f} "
-                  f"(target <= 1.0): {ok(cap['perftools_rss_ratio'] <= 1.0)}")
-            print(f"  perftools collapse, Python reader only ({'CONTENTION_BOOK_PERFTOOLS_NATIVE=0'}) "
-                  f"{cap['python_reader_s']:.2f} s")
-            if "inferno_s" in cap:
-                print(f"  inferno-collapse-perf   {cap['inferno_s']:8.2f} s   peak RSS / file {cap['inferno_rss_ratio']:.2f}")
-                print(f"  perftools / inferno time = {cap['collapse_ratio']:.2f}x (target <= 1.0): "
-                      f"{ok(cap['collapse_ratio'] <= 1.0)}")
-            else:
-                print("  inferno-collapse-perf is not installed (cargo install inferno): no ratio")
-            print(f"  runs (s): {cap['runs']}")
+            jobs["collapse capture"] = collapse + [args.perf_capture, "-o", os.devnull]
+            if inferno:
+                jobs["inferno capture"] = [inferno, args.perf_capture]
+        got = interleaved(jobs, args.repeat, src)
+        sizes = {"collapse diverse": mb["diverse.perf"], "collapse diverse x3": mb["diverse_x3.perf"],
+                 "collapse own": mb["own.perf"], "summary diverse": mb["diverse.csv"], "read_csv diverse": mb["diverse.csv"],
+                 "summary own": mb["own.csv"], "read_csv own": mb["own.csv"], "inferno diverse": mb["diverse.perf"],
+                 "inferno own": mb["own.perf"]}
+        if args.perf_capture:
+            sizes["collapse capture"] = sizes["inferno capture"] = os.path.getsize(args.perf_capture) / 1e6
+        print(f"whole processes, {args.repeat} interleaved rounds (src: {src}):")
+        print(f"{'':24}{'median s':>10}{'best s':>9}{'peak RSS':>12}{'RSS/file':>10}  runs (s)")
+        for label, r in got.items():
+            r["rss_ratio"] = r["peak_rss"] / (sizes[label] * 1e6)
+            print(f"{label:24}{r['median']:10.3f}{r['best']:9.3f}{r['peak_rss'] / mib:8.0f} MiB{r['rss_ratio']:10.2f}  {r['runs']}")
+        res: dict = {"mb": mb, "perf_info": perf_info, "csv_info": csv_info, "src": src, "results": got, "goals": []}
+
+        def goal(what: str, figure: float, limit: float, unit: str = "x") -> None:
+            ok = figure <= limit
+            res["goals"].append({"goal": what, "figure": figure, "limit": limit, "ok": ok})
+            print(f"  {what:58} {figure:6.2f}{unit}  goal <= {limit:.2f}{unit}  {_goal(ok)}")
+
+        print("goals (median to median):")
+        if inferno:
+            goal("collapse / inferno-collapse-perf, diverse capture",
+                 got["collapse diverse"]["median"] / got["inferno diverse"]["median"], 0.8)
         else:
-            print("no real perf capture (benchmarks/record_perf_capture.sh writes .cache/perf-capture.txt): "
-                  "perftools/inferno ratio not measured")
+            print("  collapse / inferno: inferno-collapse-perf is not installed (cargo install inferno): not measured")
+        goal("collapse peak RSS / file, diverse capture", got["collapse diverse"]["rss_ratio"], 0.5)
+        goal("collapse peak RSS, capture x3 / capture x1",
+             got["collapse diverse x3"]["peak_rss"] / got["collapse diverse"]["peak_rss"], 1.2)
+        goal("summary / pyarrow read_csv, diverse CSV",
+             got["summary diverse"]["median"] / got["read_csv diverse"]["median"], 1.2)
+        goal("summary peak RSS / file, diverse CSV", got["summary diverse"]["rss_ratio"], 1.5)
+        print("for context (no goal):")
+        if inferno:
+            print(f"  collapse / inferno, own generator: {got['collapse own']['median'] / got['inferno own']['median']:.2f}x")
+            if args.perf_capture:
+                print(f"  collapse / inferno, real capture: "
+                      f"{got['collapse capture']['median'] / got['inferno capture']['median']:.2f}x")
+        print(f"  summary / read_csv, own generator: {got['summary own']['median'] / got['read_csv own']['median']:.2f}x")
+        res["help_s"] = bench_help(src)
+        print(f"  perftools --help, whole process: {res['help_s']:.3f} s (median of 5)")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(res, f, indent=2)

@@ -1,4 +1,4 @@
-"""The benchmark runs end to end at a tiny size (the real run is 200 MB)."""
+"""The benchmark runs end to end at a tiny size (the real run is 200 MB) and prints each goal beside its figure."""
 
 import importlib.util
 from pathlib import Path
@@ -14,10 +14,17 @@ def test_bench_small(tmp_path, capsys):
     res = bench.main(["--size-mb", "2", "--repeat", "1", "--workdir", str(tmp_path), "--json", str(tmp_path / "r.json"),
                       "--perf-capture", str(capture)])
     out = capsys.readouterr().out
-    assert "pyarrow.csv.read_csv (floor)" in out and "MB/s" in out
-    assert 1.5 < res["csv_mb"] < 2.5 and 1.5 < res["perf_mb"] < 2.5
-    assert res["floor_s"] > 0 and res["csv_s"] > 0 and res["perf_mb_per_s"] > 0
-    assert res["csv_rss_mb"] > 0 and res["perf_rss_mb"] > 0
-    assert res["help_s"] > 0 and res["capture"]["perftools_s"] > 0 and "perftools --help" in out
-    assert ("perftools / inferno time" in out) == ("inferno_s" in res["capture"])
+    for m in ("own.csv", "own.perf", "diverse.csv", "diverse.perf"):
+        assert 1.5 < res["mb"][m] < 2.5, (m, res["mb"])
+    assert 4.5 < res["mb"]["diverse_x3.perf"] < 7.5
+    got = res["results"]
+    for label in ("collapse diverse", "collapse diverse x3", "summary diverse", "read_csv diverse", "collapse capture"):
+        assert got[label]["median"] > 0 and got[label]["peak_rss"] > 0, label
+    goals = {g["goal"] for g in res["goals"]}
+    assert {"collapse peak RSS / file, diverse capture", "summary / pyarrow read_csv, diverse CSV",
+            "summary peak RSS / file, diverse CSV", "collapse peak RSS, capture x3 / capture x1"} <= goals
+    assert ("collapse / inferno-collapse-perf, diverse capture" in goals) == (bench.inferno_path() is not None)
+    for g in res["goals"]:
+        assert f"goal <= {g['limit']:.2f}x" in out and g["goal"] in out
+    assert res["help_s"] > 0 and "perftools --help" in out
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # generated files removed

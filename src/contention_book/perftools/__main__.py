@@ -221,23 +221,17 @@ def _diff(args) -> list[str]:
 
 
 def _collapse(args) -> list[str]:
-    from .importers import folded
-
     scale = getattr(args, "scale", None)
     path, fmt, opts = _resolve(args.file, args)
     if fmt == "perf_script" and not _filtered(args) and not scale:
         # the common pipe: straight from the parsed capture to folded lines, no Profile (no pandas); the C core
-        # when it reads this file (the usual shape, a plain file), else the Python reader
-        from . import native_collapse
+        # writes them itself when it reads this file (the usual shape, a plain file), else the Python reader
+        if not args.process_root and _native_collapse(path, args.output, opts):
+            return []
+        from .importers import perf_script
+        from .source import gzip_errors_named
 
-        got = None if args.process_root else native_collapse.collapse(path, weight=opts["weight"],
-                                                                        event=opts["event"])
-        if got is None:
-            from .importers import perf_script
-            from .source import gzip_errors_named
-
-            got = gzip_errors_named(perf_script.collapse)(path, process_root=args.process_root, **opts)
-        lines, meta = got
+        lines, meta = gzip_errors_named(perf_script.collapse)(path, process_root=args.process_root, **opts)
         _warn(meta)
     else:
         p = _load(path, args)
@@ -245,14 +239,64 @@ def _collapse(args) -> list[str]:
             s = p.samples.copy()
             s["weight"] = s["weight"] * scale
             p = type(p)(p.frames, p.stack_offsets, p.stack_frames, s, dict(p.meta))
+        from .importers import folded
+
         lines = folded.lines(p, process_root=args.process_root, integer=bool(scale))
     if not scale and any("." in ln[ln.rfind(" "):] for ln in lines):
         print("perftools: warning: some folded weights are fractional; inferno-flamegraph truncates them "
               "(flamegraph.pl keeps them): --scale 1000 writes whole thousandths", file=sys.stderr)
     if args.output and args.output != "-":
+        from .importers import folded
+
         folded.write_lines(lines, args.output)
         return []
     return lines
+
+
+def _native_collapse(path: str, output: str | None, opts: dict) -> bool:
+    """Folded lines written by the C core to ``output`` (a path, ``.gz`` gzip'd, or stdout); False when
+    the core does not read this file (nothing is written then)."""
+    import gzip
+    import io
+    import shutil
+    import tempfile
+
+    from . import native_collapse
+
+    kw = {"weight": opts["weight"], "event": opts["event"]}
+    if not output or output == "-":
+        try:
+            sys.stdout.flush()
+            fd = sys.stdout.fileno()
+        except (AttributeError, ValueError, io.UnsupportedOperation):  # a captured stdout: no descriptor
+            fd = None
+        if fd is not None:
+            meta = native_collapse.write(path, fd, **kw)
+            if meta is not None:
+                _warn(meta)
+            return meta is not None
+        got = native_collapse.collapse(path, **kw)
+        if got is None:
+            return False
+        _warn(got[1])
+        sys.stdout.write("".join(line + "\n" for line in got[0]))
+        return True
+    if output.endswith(".gz"):
+        with tempfile.TemporaryFile() as tmp:
+            meta = native_collapse.write(path, tmp.fileno(), **kw)
+            if meta is None:
+                return False
+            tmp.seek(0)
+            # mtime=0, as folded.write_lines: the same profile always gives the same bytes
+            with open(output, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+                shutil.copyfileobj(tmp, gz, 1 << 20)
+    else:
+        with open(output, "wb") as out:
+            meta = native_collapse.write(path, out.fileno(), **kw)
+        if meta is None:
+            return False
+    _warn(meta)
+    return True
 
 
 def _export(args) -> list[str]:
@@ -293,6 +337,14 @@ COMMANDS = {"summary": _summary, "callers": _callers, "diff": _diff, "collapse":
             "export": _export}
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail on a closed pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (2 on bad input)."""
     try:
@@ -301,6 +353,9 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         lines = COMMANDS[args.cmd](args)
+    except BrokenPipeError:  # `... | head` closed the pipe while the C core was writing
+        _quiet_stdout()
+        return 0
     except KeyError as exc:  # unknown function name
         print(f"perftools: error: {_unspool(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
         return 2
@@ -322,6 +377,7 @@ def main(argv=None) -> int:
             print(line)
         sys.stdout.flush()
     except BrokenPipeError:  # `... | head`
+        _quiet_stdout()
         return 0
     return 0
 

@@ -15,10 +15,6 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 __all__ = [
     "decimal_evidence",
     "detect_decimal",
@@ -102,8 +98,10 @@ def parse_number(text: str, decimal: str = ".") -> float:
     return float(t)
 
 
-def column_evidence(arr: pa.Array) -> str | None:
+def column_evidence(arr) -> str | None:
     """Like :func:`decimal_evidence` for a whole string column (vectorised)."""
+    import pyarrow.compute as pc  # here: the sniffer uses this module and must not load pyarrow
+
     arr = _clean_array(arr)
     comma = pc.any(pc.match_substring_regex(arr, _PROVES_COMMA)).as_py()
     dot = pc.any(pc.match_substring_regex(arr, _PROVES_DOT)).as_py()
@@ -114,7 +112,10 @@ def column_evidence(arr: pa.Array) -> str | None:
     return None
 
 
-def _clean_array(arr: pa.Array) -> pa.Array:
+def _clean_array(arr):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
@@ -125,13 +126,17 @@ def _clean_array(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def parse_strings(arr: pa.Array, decimal: str = ".", *, allow_null: bool = False):
+def parse_strings(arr, decimal: str = ".", *, allow_null: bool = False):
     """Vectorised :func:`parse_number`.
 
     Returns ``(values, bad)``: a float64 numpy array and the index of the
     first cell that is not a number in that style (``None`` if all parse).
     Empty cells are NaN when ``allow_null``, otherwise bad.
     """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     s = _clean_array(arr)
     empty = pc.fill_null(pc.equal(pc.utf8_length(s), 0), True)
     ok = pc.and_(

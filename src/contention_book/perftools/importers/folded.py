@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ..builder import ProfileBuilder, split_frame_name
+from ..sniff import looks_like_folded as looks_like  # noqa: F401  (the sniffer's tell)
 from ..source import display_name, open_text
 
 __all__ = ["load", "dumps", "write", "format_weight"]
@@ -32,15 +33,6 @@ LINE_EXPECTED = "a folded stack 'frame;frame;... COUNT'"
 
 
 _PROCESS = re.compile(r"^[^;!]* \(\d+\)$")
-
-
-_FOLDED = re.compile(r"^\S.* \d+(\.\d+)?$")
-
-
-def looks_like(lines: list[str]) -> bool:
-    """Every one of the first 20 lines (``#`` comments aside) is ``frame;frame;... COUNT``."""
-    body = [ln for ln in lines if not ln.startswith("#")]
-    return bool(body) and all(_FOLDED.match(ln.rstrip()) for ln in body[:20])
 
 
 def _first_frames_are_processes(path) -> bool:

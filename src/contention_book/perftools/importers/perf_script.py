@@ -25,7 +25,11 @@ reference collapsers, whose choices this follows unless noted.
   the reference tools do).  ``meta["warnings"]`` says which were dropped.
 * Malformed lines (a frame that does not parse, a header that does not)
   are skipped and counted, as the reference tools skip them; a bad header
-  drops its whole sample.  ``meta["warnings"]`` gives the count and the
+  drops its whole sample.  So are headers whose numbers no perf writes: a
+  pid or tid beyond 64 bits, a cpu beyond 32 bits, a time or period that
+  overflows to infinity, and a header without an event (``comm 1 5.5:``,
+  whose time would otherwise be read as the event: an event is never a
+  number).  ``meta["warnings"]`` gives the count and the
   first three line numbers; ``strict=True`` raises at the first instead.
 
 Speed: files reach hundreds of MB, so the reader works on multi-MB chunks
@@ -52,16 +56,12 @@ import pyarrow.compute as pc
 
 from ..errors import FormatError
 from ..builder import NO_STACK, ProfileBuilder, frame_name
+from ..sniff import PERF_HEADER_PATTERN, looks_like_perf_script as looks_like  # noqa: F401
 from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary
 
 __all__ = ["load", "collapse", "looks_like", "parse_frame", "HEADER_PATTERN"]
 
-#: Sample header; the same pattern runs in RE2 (pyarrow) and Python ``re``.
-HEADER_PATTERN = (
-    r"^\s*(?P<comm>\S.*?)\s+(?P<pid>\d+)(?:/(?P<tid>\d+))?\s+"
-    r"(?:\[(?P<cpu>\d+)\]\s+)?(?:(?P<time>\d+\.\d+):\s*)?"
-    r"(?:(?P<period>\d+)\s+)?(?P<event>[^\s:]\S*?):(?:\s+(?P<tail>.*))?$"
-)
+HEADER_PATTERN = PERF_HEADER_PATTERN  #: the sample header (kept with the sniffer, which needs no pyarrow)
 _HEADER_RE = re.compile(HEADER_PATTERN)
 _ADDRESS = re.compile(r"[0-9a-fA-F]+[ \t]+")
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
@@ -69,15 +69,12 @@ _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
 HEADER_EXPECTED = "a sample header 'comm [pid/]tid [[cpu]] [time:] [period] event:'"
 FRAME_EXPECTED = "a stack frame line 'ADDRESS SYMBOL+OFFSET (DSO)'"
 ORPHAN_EXPECTED = HEADER_EXPECTED + " before the stack frames"
+RANGE_EXPECTED = (HEADER_EXPECTED + " whose pid and tid fit in 64 bits, cpu in 32 bits, and whose time and "
+                  "period are finite")
+_INT64_MAX, _INT32_MAX = str(2**63 - 1), str(2**31 - 1)
 TAIL_EXPECTED = HEADER_EXPECTED + " optionally followed by " + FRAME_EXPECTED
 
 _CHUNK = 8 << 20
-
-
-def looks_like(lines: list[str]) -> bool:
-    """The first line that is not a ``#`` comment is a sample header ``comm pid [time:] event:``."""
-    body = [ln for ln in lines if not ln.startswith("#")]
-    return bool(body) and bool(_HEADER_RE.match(body[0]))
 
 
 def parse_frame(line: str) -> tuple[str, str] | None:
@@ -358,9 +355,11 @@ def _header_columns(out: _Chunk, bad: _Problems) -> tuple[dict[str, pa.Array], n
     framed = np.frombuffer(out.framed, dtype=np.int8).astype(bool)
     tail = pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(m.field("tail")), ""), False)
     valid &= ~(framed & tail.to_numpy(zero_copy_only=False))
-    if not valid.all():
-        for i in np.flatnonzero(~valid):
-            bad.add(out.pos[int(i)], HEADER_EXPECTED, out.headers[int(i)])
+    in_range = _in_range(m)
+    if not (valid & in_range).all():
+        for i in np.flatnonzero(~(valid & in_range)):
+            bad.add(out.pos[int(i)], HEADER_EXPECTED if not valid[i] else RANGE_EXPECTED, out.headers[int(i)])
+        valid &= in_range
         m = pc.filter(m, pa.array(valid))
         sids = sids[valid]
     return {name: m.field(name) for name in _FIELDS}, sids.copy()
@@ -530,7 +529,12 @@ def _vector_chunk(data: bytes, line0: int, intern: _Interner, bad: _Problems):
     valid = np.ones(len(hidx), dtype=bool)
     tail = pc.utf8_trim_whitespace(m.field("tail"))
     has_tail = pc.fill_null(pc.not_equal(tail, ""), False).to_numpy(zero_copy_only=False)
+    in_range = _in_range(m)
     for i, (a, b) in enumerate(zip(offs, offs[1:])):
+        if not in_range[i]:
+            valid[i] = False
+            bad.add_line(line0 + int(hidx[i]), RANGE_EXPECTED, _line(data, starts, ends, hidx[i]))
+            continue
         if a == b:  # no frame lines: perf without -g (the tail is the frame) or an empty stack
             sid = _tail_stack(tail[i].as_py() if has_tail[i] else "", intern)
             if sid is None:
@@ -589,6 +593,21 @@ def _frame_ids(lines: pa.Array, intern: _Interner) -> np.ndarray:
     lut = np.asarray(ids + [-1], dtype=np.int64)
     codes = pair.indices
     return lut[pc.fill_null(codes, -1).to_numpy(zero_copy_only=False)]
+
+
+def _in_range(m) -> np.ndarray:
+    """Per header: pid and tid within 64 bits, cpu within 32, time and period finite (a float64 of
+    more than 308 digits is infinite); an absent field is in range."""
+    ok = np.ones(len(m), dtype=bool)
+    for name, limit in (("pid", _INT64_MAX), ("tid", _INT64_MAX), ("cpu", _INT32_MAX)):
+        digits = pc.utf8_ltrim(pc.fill_null(m.field(name), ""), characters="0")
+        n = pc.utf8_length(digits)
+        fits = pc.or_(pc.less(n, len(limit)), pc.and_(pc.equal(n, len(limit)), pc.less_equal(digits, limit)))
+        ok &= fits.to_numpy(zero_copy_only=False)
+    for name in ("time", "period"):
+        v = _to_int(pc.fill_null(m.field(name), ""))
+        ok &= ~np.isinf(v)
+    return ok
 
 
 def _line(data: bytes, starts, ends, i) -> str:

@@ -48,10 +48,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..csv_columns import NUMERIC, find_columns, header_rows, sniff_delimiter
+from ..csv_columns import NUMERIC, find_columns, sniff_delimiter
 from ..errors import FormatError
 from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import TIME_UNITS, decimal_evidence, parse_number, parse_strings, split_unit
+from ..sniff import looks_like_wpa_csv as looks_like  # noqa: F401  (the sniffer's tell)
 from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary, open_text, prefetch, read_head
 
 __all__ = ["load", "looks_like"]
@@ -64,11 +65,6 @@ _NONE = "\x00"  # stands for "no stack" while stack strings are split on '/'
 _CUT = "\x01"
 _FRAME_START = r"/([^/!\s<>()\[\]{},;]+!)"
 _BARE_FRAME = r"/(Unknown|\?|n/a|\[[^\]/]*\])(/|\x01|$)"  # twice: matches may not overlap
-
-
-def looks_like(lines: list[str]) -> bool:
-    """A CSV header with a Stack column (a WPA tree, whose cells carry guides, is sniffed before this)."""
-    return "stack" in find_columns(header_rows(lines)[0]) if lines else False
 
 
 class _Header:

@@ -34,20 +34,16 @@ import re
 
 import numpy as np
 
-from ..csv_columns import find_columns, header_rows, sniff_delimiter, stack_cells
+from ..csv_columns import find_columns, sniff_delimiter
 from ..errors import FormatError
 from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import detect_decimal, parse_number
+from ..sniff import looks_like_wpa_tree as looks_like  # noqa: F401  (the sniffer's tell)
 from ..source import display_name, open_text
 
 __all__ = ["load", "parse_indent"]
 
 _INDENT = re.compile(r"^([ |]*?)(\|- ?)?([^ |].*)$")
-
-
-def looks_like(lines: list[str]) -> bool:
-    """A CSV with a Stack column whose cells are a copied tree: a ``[Root]`` row or ``|- `` guides."""
-    return any(c.strip() == "[Root]" or "|- " in c for c in stack_cells(header_rows(lines)))
 
 
 def parse_indent(cell: str) -> tuple[int, bool, str] | None:

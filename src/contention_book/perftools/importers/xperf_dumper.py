@@ -22,28 +22,18 @@ seconds.  Weight is the sample's ``Count`` column (1 when absent).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ..errors import FormatError
 from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import parse_number
+from ..sniff import looks_like_xperf_dumper as looks_like  # noqa: F401  (the sniffer's tell)
 from ..source import display_name, open_text
 
 __all__ = ["load"]
 
 SAMPLE_REQUIRED = ("TimeStamp", "Process Name ( PID)", "ThreadID")
 STACK_REQUIRED = ("TimeStamp", "ThreadID", "No.", "Image!Function")
-
-
-_DUMPER_EVENT = re.compile(r"^(SampledProfile|Stack),\s*\d+\s*,")
-
-
-def looks_like(lines: list[str]) -> bool:
-    """xperf's ``BeginHeader`` block, or SampledProfile/Stack event lines."""
-    stripped = [ln.strip() for ln in lines[:200]]
-    return "BeginHeader" in stripped or any(_DUMPER_EVENT.match(s) for s in stripped)
 
 
 def _fields(line: str, ncols: int, func_cols: list[int]) -> list[str] | None:

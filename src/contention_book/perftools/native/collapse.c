@@ -1,23 +1,27 @@
-/* The perf script fast path of perftools, in C: one pass over a capture of the usual shape.
+/* The perf script fast path of perftools, in C: one pass over a capture of the usual shape, folded
+ * output written directly.
  *
  * perf_script.py reads the same shape with Arrow arrays; this reads it at memory speed and must give
- * exactly the same result (tests/perftools/test_perftools_native.py compares both on every fixture).
- * It accepts only the shape it is sure of:
+ * exactly the same folded lines (tests/perftools/test_perftools_native.py compares both on every
+ * fixture).  It accepts only the shape it is sure of:
  *
  *   header   comm [pid/]tid [[cpu]] [time:] [period] event:        (HEADER_PATTERN in perf_script.py)
  *   frame    <TAB>... ADDRESS SYMBOL[+0xOFF] (DSO)                   (parse_frame's rules)
  *   blank    ends a sample;  '#' lines are comments
  *
  * and gives up (PC_FALLBACK) on anything else -- a space-led or unparseable line, a header with text
- * after its event, a frame outside a sample, a carriage return, a byte that is
- * not ASCII -- so Python reads that file its own way, with its line-numbered warnings.  Nothing here
- * decides what the Python reader would decide differently.
+ * after its event, a frame outside a sample, a carriage return, a byte that is not ASCII, a number
+ * out of range (pid or tid beyond 64 bits, cpu beyond 32, an infinite time or period) -- so Python
+ * reads that file its own way, with its line-numbered warnings.  Nothing here decides what the Python
+ * reader would decide differently.
  *
- * Per sample it keeps: the stack id (frames interned as module\0function, stacks as root-first frame
- * id sequences), the event id (in order of first appearance) and the period (NaN when the header has
- * none).  Python picks the event, weighs and folds.
+ * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (two threads for a
+ * big file), frames are interned as module\0function, stacks as root-first frame id sequences, and each
+ * (event, stack) pair keeps only its sample count, its period sum and how many of its samples had no
+ * period.  Python then picks the event and the weight, and pc_folded writes the sorted lines.
  */
 #include <math.h>
+#include <stdio.h>
 #include "core.h"
 
 #define PC_OK CORE_OK
@@ -28,11 +32,14 @@
 /* -- the result handed to Python ---------------------------------------------------------------- */
 typedef struct {
     intern_t frames, stacks, events;
-    ints_t sample_stack, sample_event;
-    doubles_t sample_period;
+    intern_t pairs;        /* (event id, stack id) */
+    longs_t pair_count, pair_noperiod;
+    doubles_t pair_sum;
     /* the sample being read */
-    ints_t cur;            /* its frame ids, leaf first */
-    bytes_t key;           /* scratch for a frame's key */
+    ints_t cur;            /* its frame ids, root first */
+    bytes_t key;           /* its frames' keys (module\0function), leaf first, one after another */
+    longs_t key_at;        /* where each key starts in key, and one past the last */
+    longs_t scratch;       /* hashes of its keys */
     int in_sample, cur_event;
     double cur_period;
     int64_t line_no, fallback_line;
@@ -42,6 +49,27 @@ void pc_free(pc_result *r);
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_ws(char c) { return c == ' ' || c == '\t'; }
+
+/* Digits [p, q) whose value is at most limit (a string of digits), leading zeros aside. */
+static int fits(const char *p, const char *q, const char *limit) {
+    while (p < q && *p == '0') p++;
+    size_t n = (size_t)(q - p), m = strlen(limit);
+    return n < m || (n == m && memcmp(p, limit, n) <= 0);
+}
+#define INT64_LIMIT "9223372036854775807"
+#define INT32_LIMIT "2147483647"
+#define FINITE_DIGITS "99999999999999999999999999999999999999999999999999999999999999999999999999999999" \
+    "99999999999999999999999999999999999999999999999999999999999999999999999999999999" \
+    "99999999999999999999999999999999999999999999999999999999999999999999999999999999" \
+    "9999999999999999999999999999999999999999999999999999999999999999999"  /* 307 nines: < DBL_MAX */
+
+/* HEADER_PATTERN's event: [^\s:\d.]\S*? or [\d.]+[^\s:\d.]\S*? -- never a number alone (a header whose
+ * event is missing would otherwise take its time as the event). */
+static int event_ok(const char *p, const char *q) {
+    const char *k = p;
+    while (k < q && (is_digit(*k) || *k == '.')) k++;
+    return k == p || (k < q && *k != ':');
+}
 
 /* HEADER_PATTERN, tried the way its backtracking tries it: the shortest comm first, and every optional
  * group present before absent.  Sets the event span and the period; 0 when the line is a header. */
@@ -54,9 +82,11 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
             q = p + 1;
             while (q < e && is_digit(*q)) q++;
             if (q > p + 1 && q < e && *q == ']' && q + 1 < e && is_ws(q[1])) {
+                const char *digits_end = q;
                 q++;
                 while (q < e && is_ws(*q)) q++;
                 int g = rest_of_header(q, e, 1, ev, evn, period, has_period);
+                if (g == 0 && !fits(p + 1, digits_end, INT32_LIMIT)) return 2;  /* Python names it */
                 if (g != 1) return g;  /* the regex takes the first branch that matches, tail or not */
             }
         }
@@ -71,6 +101,7 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
                 r++;
                 while (r < e && is_ws(*r)) r++;
                 int g = rest_of_header(r, e, 2, ev, evn, period, has_period);
+                if (g == 0 && !fits(p, q, FINITE_DIGITS)) return 2;  /* an infinite time */
                 if (g != 1) return g;
             }
         }
@@ -83,6 +114,7 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
             while (r < e && is_ws(*r)) r++;
             int g = rest_of_header(r, e, 3, ev, evn, period, has_period);
             if (g == 0) {
+                if (!fits(p, q, FINITE_DIGITS)) return 2;  /* an infinite period */
                 *has_period = 1;
                 *period = strtod(p, NULL);
             }
@@ -94,7 +126,7 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
         q = p;
         while (q < e && !is_ws(*q)) q++;
         /* the shortest \S*? before a ':' that ends the non-blank run; only blanks may follow */
-        if (q[-1] != ':' || q - 1 == p) return 1;
+        if (q[-1] != ':' || q - 1 == p || !event_ok(p, q - 1)) return 1;
         const char *r = q;
         while (r < e && is_ws(*r)) r++;
         if (r != e) return 2;  /* a tail: not this reader's shape */
@@ -114,26 +146,30 @@ static int parse_header(const char *s, const char *e, const char **ev, size_t *e
         if (!is_ws(*k)) continue;
         const char *p = k;
         while (p < e && is_ws(*p)) p++;
-        const char *q = p;
+        const char *q = p, *tid = NULL, *tid_end = NULL;
         while (q < e && is_digit(*q)) q++;
         if (q == p) continue;
+        const char *pid_end = q;
         if (q < e && *q == '/') {
             const char *r = q + 1;
             while (r < e && is_digit(*r)) r++;
             if (r == q + 1) continue;
+            tid = q + 1; tid_end = r;
             q = r;
         }
         if (q >= e || !is_ws(*q)) continue;
         while (q < e && is_ws(*q)) q++;
         *has_period = 0;
         int got = rest_of_header(q, e, 0, ev, evn, period, has_period);
+        if (got == 0 && (!fits(p, pid_end, INT64_LIMIT) || (tid && !fits(tid, tid_end, INT64_LIMIT)))) return 2;
         if (got == 0) return 0;
         if (got == 2) return 2;
     }
     return 1;
 }
 
-/* parse_frame's rules on one tab-led line: module and function, as perf_script._frame_ids makes them. */
+/* parse_frame's rules on one tab-led line: module \0 function, as perf_script._frame_ids makes them,
+ * appended to key. */
 static int parse_frame(const char *s, const char *e, bytes_t *key) {
     const char *p = s;
     while (p < e && is_ws(*p)) p++;
@@ -165,7 +201,6 @@ static int parse_frame(const char *s, const char *e, bytes_t *key) {
     const char *m = dso;
     for (const char *x = dso; x < dso_end; x++)
         if (*x == '/') m = x + 1;
-    key->n = 0;
     if (dso == dso_end) { if (put_bytes(key, "[unknown]", 9)) return -1; }
     else if (put_bytes(key, m, (size_t)(dso_end - m))) return -1;
     if (put_bytes(key, "", 1)) return -1;  /* the separator: module \0 function */
@@ -175,20 +210,50 @@ static int parse_frame(const char *s, const char *e, bytes_t *key) {
     return 0;
 }
 
+/* Count samples into the (event, stack) pair: how many, their period sum, how many had no period. */
+static int add_pair(pc_result *r, int32_t event, int32_t stack, int64_t count, double sum, int64_t noperiod) {
+    int32_t key[2] = {event, stack};
+    size_t before = r->pair_count.n;
+    int32_t pid = intern(&r->pairs, (const char *)key, sizeof key);
+    if (pid < 0) return PC_NOMEM;
+    if ((size_t)pid == before &&
+        (PUSH(r->pair_count, 0) || PUSH(r->pair_noperiod, 0) || PUSH(r->pair_sum, 0.0))) return PC_NOMEM;
+    r->pair_count.p[pid] += count;
+    r->pair_noperiod.p[pid] += noperiod;
+    r->pair_sum.p[pid] += sum;
+    return 0;
+}
+
 static int end_sample(pc_result *r) {
     if (!r->in_sample) return 0;
     r->in_sample = 0;
-    if (r->cur.n == 0) {  /* a header without frames or tail: one frame "n/a" (NO_STACK), as Python keeps it */
+    size_t n = r->key_at.n - 1;
+    r->cur.n = 0;
+    if (n == 0) {  /* a header without frames or tail: one frame "n/a" (NO_STACK), as Python keeps it */
         int32_t fid = intern(&r->frames, "\0n/a", 4);
         if (fid < 0 || PUSH(r->cur, fid)) return PC_NOMEM;
+        n = 1;
+    } else {  /* the frames, root first as the Python reader stores stacks; lookups hinted ahead */
+        if (grow((void **)&r->scratch.p, &r->scratch.cap, n, sizeof *r->scratch.p) ||
+            grow((void **)&r->cur.p, &r->cur.cap, n, sizeof *r->cur.p)) return PC_NOMEM;
+        uint64_t *h = (uint64_t *)r->scratch.p;
+        for (size_t i = 0; i < n; i++) {
+            h[i] = hash_bytes(r->key.p + r->key_at.p[i], (size_t)(r->key_at.p[i + 1] - r->key_at.p[i]));
+            intern_prefetch_slot(&r->frames, h[i]);
+        }
+        for (size_t i = 0; i < n; i++) intern_prefetch_key(&r->frames, h[i]);
+        for (size_t i = 0; i < n; i++) {
+            size_t k = n - 1 - i;
+            int32_t fid = intern_hashed(&r->frames, r->key.p + r->key_at.p[k],
+                                        (size_t)(r->key_at.p[k + 1] - r->key_at.p[k]), h[k]);
+            if (fid < 0) return PC_NOMEM;
+            r->cur.p[i] = fid;
+        }
+        r->cur.n = n;
     }
-    /* root first, as the Python reader stores stacks */
-    size_t n = r->cur.n;
-    for (size_t i = 0; i < n / 2; i++) { int32_t t = r->cur.p[i]; r->cur.p[i] = r->cur.p[n - 1 - i]; r->cur.p[n - 1 - i] = t; }
     int32_t sid = intern(&r->stacks, (const char *)r->cur.p, n * sizeof(int32_t));
-    if (sid < 0 || PUSH(r->sample_stack, sid) || PUSH(r->sample_event, r->cur_event) ||
-        PUSH(r->sample_period, r->cur_period)) return PC_NOMEM;
-    return 0;
+    if (sid < 0) return PC_NOMEM;
+    return add_pair(r, r->cur_event, sid, 1, isnan(r->cur_period) ? 0 : r->cur_period, isnan(r->cur_period));
 }
 
 static int bad_byte(unsigned char c) { return c >= 0x80 || (c < 0x20 && c != '\t'); }
@@ -217,11 +282,9 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     if (*s == ' ') return PC_FALLBACK;
     if (*s == '\t') {
         if (!r->in_sample) return PC_FALLBACK;  /* an orphan frame */
-        int got = parse_frame(s, e, key);
+        int got = parse_frame(s, e, key);  /* appends the frame's key; interned at the sample's end */
         if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
-        int32_t fid = intern(&r->frames, key->p, key->n);
-        if (fid < 0 || PUSH(r->cur, fid)) return PC_NOMEM;
-        return 0;
+        return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
     }
     int got = end_sample(r);  /* a header right after frames, without a blank line */
     if (got) return got;
@@ -229,13 +292,16 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     if (parse_header(s, e, &ev, &evn, &period, &has_period)) return PC_FALLBACK;
     int32_t eid = intern(&r->events, ev, evn);
     if (eid < 0) return PC_NOMEM;
+    r->key.n = 0; r->key_at.n = 0;
+    if (PUSH(r->key_at, 0)) return PC_NOMEM;
     r->in_sample = 1; r->cur.n = 0; r->cur_event = eid; r->cur_period = has_period ? period : NAN;
     return 0;
 }
 
 static pc_result *result_new(void) {
     pc_result *r = calloc(1, sizeof *r);
-    if (r && (intern_init(&r->frames) || intern_init(&r->stacks) || intern_init(&r->events))) {
+    if (r && (intern_init(&r->frames) || intern_init(&r->stacks) || intern_init(&r->events) ||
+              intern_init(&r->pairs))) {
         pc_free(r);
         return NULL;
     }
@@ -254,7 +320,7 @@ static int end_part(void *ctx, int status) {
     return status;
 }
 
-/* The second part's samples appended to the first's, its frames, stacks and events re-interned there
+/* The second part's pairs added to the first's, its frames, stacks and events re-interned there
  * (the first part's events came first in the file, so the order of first appearance holds). */
 static int merge(pc_result *a, pc_result *b) {
     size_t nf = count(&b->frames), ns = count(&b->stacks), ne = count(&b->events);
@@ -279,9 +345,11 @@ static int merge(pc_result *a, pc_result *b) {
             if (PUSH(tmp, fmap[ids[k]])) goto out;
         if ((smap[i] = intern(&a->stacks, (const char *)tmp.p, n * sizeof(int32_t))) < 0) goto out;
     }
-    for (size_t i = 0; i < b->sample_stack.n; i++)
-        if (PUSH(a->sample_stack, smap[b->sample_stack.p[i]]) || PUSH(a->sample_event, emap[b->sample_event.p[i]]) ||
-            PUSH(a->sample_period, b->sample_period.p[i])) goto out;
+    for (size_t i = 0; i < count(&b->pairs); i++) {  /* in b's order of first appearance */
+        const int32_t *key = (const int32_t *)(b->pairs.arena.p + b->pairs.offsets.p[i]);
+        if (add_pair(a, emap[key[0]], smap[key[1]], b->pair_count.p[i], b->pair_sum.p[i], b->pair_noperiod.p[i]))
+            goto out;
+    }
     status = PC_OK;
 out:
     free(fmap); free(smap); free(emap); free(tmp.p);
@@ -301,38 +369,184 @@ int pc_parse(const char *path, pc_result **out) {
     return read_file(path, 1, r, &OPS);
 }
 
-/* Accessors for ctypes: counts, then copies into arrays Python allocated. */
+/* Accessors for ctypes.  pc_count: 0 samples, 1 frames, 3 stacks, 5 events, 7 the line that made the
+ * core step aside, 8 distinct (event, stack) pairs. */
 int64_t pc_count(pc_result *r, int what) {
+    int64_t n = 0;
     switch (what) {
-    case 0: return (int64_t)r->sample_stack.n;
+    case 0:
+        for (size_t i = 0; i < r->pair_count.n; i++) n += r->pair_count.p[i];
+        return n;
     case 1: return (int64_t)count(&r->frames);
-    case 2: return (int64_t)r->frames.arena.n;
     case 3: return (int64_t)count(&r->stacks);
-    case 4: return (int64_t)(r->stacks.arena.n / sizeof(int32_t));
     case 5: return (int64_t)count(&r->events);
-    case 6: return (int64_t)r->events.arena.n;
     case 7: return r->fallback_line;
+    case 8: return (int64_t)count(&r->pairs);
     }
     return -1;
 }
 
-void pc_samples(pc_result *r, int32_t *stack, int32_t *event, double *period) {
-    memcpy(stack, r->sample_stack.p, r->sample_stack.n * sizeof *stack);
-    memcpy(event, r->sample_event.p, r->sample_event.n * sizeof *event);
-    memcpy(period, r->sample_period.p, r->sample_period.n * sizeof *period);
+/* Event i: its name copied into buf (at most cap bytes, NUL-terminated), its sample count, and how many
+ * of its samples had no period.  The name's length, or -1 for no such event. */
+int64_t pc_event(pc_result *r, int64_t i, char *buf, int64_t cap, int64_t *samples, int64_t *noperiod) {
+    if (i < 0 || (size_t)i >= count(&r->events)) return -1;
+    int64_t a = r->events.offsets.p[i], n = r->events.offsets.p[i + 1] - a;
+    if (cap > 0) {
+        int64_t k = n < cap - 1 ? n : cap - 1;
+        memcpy(buf, r->events.arena.p + a, (size_t)k);
+        buf[k] = '\0';
+    }
+    *samples = *noperiod = 0;
+    for (size_t p = 0; p < count(&r->pairs); p++) {
+        const int32_t *key = (const int32_t *)(r->pairs.arena.p + r->pairs.offsets.p[p]);
+        if (key[0] == i) { *samples += r->pair_count.p[p]; *noperiod += r->pair_noperiod.p[p]; }
+    }
+    return n;
 }
 
-/* which: 0 frames, 1 stacks (offsets in int32 units), 2 events */
-void pc_table(pc_result *r, int which, char *arena, int64_t *offsets) {
-    intern_t *t = which == 0 ? &r->frames : which == 1 ? &r->stacks : &r->events;
-    memcpy(arena, t->arena.p, t->arena.n);
-    for (size_t i = 0; i < t->offsets.n; i++)
-        offsets[i] = which == 1 ? t->offsets.p[i] / (int64_t)sizeof(int32_t) : t->offsets.p[i];
+/* -- the folded output -------------------------------------------------------------------------- */
+/* Lines are sorted as Python sorts their text (bytes, then the shorter first) without building the
+ * text: two stacks compare equal over their common run of frame ids; at the first frame that differs
+ * the names decide, and when one name is a prefix of the other the shorter side continues with ';'
+ * (or ends, which sorts first) against the longer name's next byte -- never ';' itself, since ';' in a
+ * name becomes ':'.  So memory stays that of the distinct stacks, not of the output. */
+typedef struct { const char *names; const int64_t *name_at; const pc_result *r; } order_ctx;
+typedef struct { int32_t stack; double weight; } folded_line;
+
+static const int32_t *stack_ids(const pc_result *r, int32_t s, size_t *n) {
+    *n = (size_t)(r->stacks.offsets.p[s + 1] - r->stacks.offsets.p[s]) / sizeof(int32_t);
+    return (const int32_t *)(r->stacks.arena.p + r->stacks.offsets.p[s]);
+}
+
+static int by_text(const order_ctx *c, int32_t sa, int32_t sb) {
+    size_t na, nb;
+    const int32_t *a = stack_ids(c->r, sa, &na), *b = stack_ids(c->r, sb, &nb);
+    size_t k = 0;
+    for (;; k++) {
+        if (k == na || k == nb) return (na > nb) - (na < nb);  /* one text is a prefix of the other */
+        if (a[k] == b[k]) continue;
+        const char *x = c->names + c->name_at[a[k]], *y = c->names + c->name_at[b[k]];
+        size_t lx = (size_t)(c->name_at[a[k] + 1] - c->name_at[a[k]]), ly = (size_t)(c->name_at[b[k] + 1] - c->name_at[b[k]]);
+        size_t m = lx < ly ? lx : ly;
+        int d = memcmp(x, y, m);
+        if (d) return d;
+        if (lx == ly) continue;  /* two frames with one name */
+        if (lx < ly) {  /* a goes on with ';' or ends */
+            if (k + 1 == na) return -1;
+            return ';' < (unsigned char)y[m] ? -1 : 1;
+        }
+        if (k + 1 == nb) return 1;
+        return (unsigned char)x[m] < ';' ? -1 : 1;
+    }
+}
+
+/* A stable merge sort with a context (qsort_r is not portable). */
+static void sort_lines(folded_line *v, folded_line *tmp, size_t n, const order_ctx *c) {
+    if (n < 2) return;
+    size_t h = n / 2;
+    sort_lines(v, tmp, h, c);
+    sort_lines(v + h, tmp, n - h, c);
+    if (by_text(c, v[h - 1].stack, v[h].stack) <= 0) return;
+    memcpy(tmp, v, n * sizeof *v);
+    size_t i = 0, j = h, o = 0;
+    while (i < h && j < n) v[o++] = by_text(c, tmp[j].stack, tmp[i].stack) < 0 ? tmp[j++] : tmp[i++];
+    while (i < h) v[o++] = tmp[i++];
+    while (j < n) v[o++] = tmp[j++];
+}
+
+/* A weight as folded.format_weight writes it: an integer without a point, else Python's repr. */
+static int format_weight(double w, char *buf, size_t cap) {
+    if (w == floor(w)) return snprintf(buf, cap, "%.0f", w);  /* inf too: "inf", as Python prints it */
+    for (int digits = 1; digits <= 17; digits++) {
+        int n = snprintf(buf, cap, "%.*g", digits, w);
+        if (strtod(buf, NULL) == w) return n;
+    }
+    return snprintf(buf, cap, "%.17g", w);
+}
+
+typedef struct { int fd; char *buf; size_t n, cap; int error; } out_t;
+
+static void out_flush(out_t *o) {
+    size_t done = 0;
+    while (!o->error && done < o->n) {
+        ssize_t w = write(o->fd, o->buf + done, o->n - done);
+        if (w < 0) { if (errno == EINTR) continue; o->error = errno; break; }
+        done += (size_t)w;
+    }
+    o->n = 0;
+}
+
+static void out_put(out_t *o, const char *s, size_t n) {
+    while (n && !o->error) {
+        size_t k = o->cap - o->n < n ? o->cap - o->n : n;
+        memcpy(o->buf + o->n, s, k);
+        o->n += k; s += k; n -= k;
+        if (o->n == o->cap) out_flush(o);
+    }
+}
+
+/* Write the folded lines of event `event` to fd: one line per distinct stack text, sorted as Python
+ * sorts str, weighted by the period sum (use_period) or the sample count.  Frames are module!function
+ * (function alone without a module), ';' in a name becomes ':' as folded._clean does.  Returns the
+ * number of lines written, -PC_NOMEM, or -(1000 + errno) when writing failed (EPIPE: a closed pipe). */
+int64_t pc_folded(pc_result *r, int32_t event, int use_period, int fd) {
+    size_t nf = count(&r->frames), np_ = count(&r->pairs), nl = 0;
+    int64_t *name_at = malloc((nf + 1) * sizeof *name_at);
+    bytes_t names = {0};
+    folded_line *lines = malloc((np_ + 1) * sizeof *lines), *tmp = malloc((np_ + 1) * sizeof *tmp);
+    out_t o = {fd, malloc(1 << 20), 0, 1 << 20, 0};
+    int64_t result = -PC_NOMEM;
+    if (!name_at || !lines || !tmp || !o.buf) goto out;
+    for (size_t f = 0; f < nf; f++) {  /* display names, cleaned */
+        const char *k = r->frames.arena.p + r->frames.offsets.p[f];
+        size_t kn = (size_t)(r->frames.offsets.p[f + 1] - r->frames.offsets.p[f]);
+        const char *sep = memchr(k, '\0', kn);
+        size_t mn = (size_t)(sep - k);
+        name_at[f] = (int64_t)names.n;
+        if (mn && (put_bytes(&names, k, mn) || put_bytes(&names, "!", 1))) goto out;
+        if (put_bytes(&names, sep + 1, kn - mn - 1)) goto out;
+        for (size_t c = (size_t)name_at[f]; c < names.n; c++)
+            if (names.p[c] == ';') names.p[c] = ':';
+    }
+    name_at[nf] = (int64_t)names.n;
+    for (size_t p = 0; p < np_; p++) {  /* the event's stacks and weights */
+        const int32_t *key = (const int32_t *)(r->pairs.arena.p + r->pairs.offsets.p[p]);
+        if (key[0] != event) continue;
+        lines[nl].stack = key[1];
+        lines[nl].weight = use_period ? r->pair_sum.p[p] : (double)r->pair_count.p[p];
+        nl++;
+    }
+    order_ctx c = {names.p, name_at, r};
+    sort_lines(lines, tmp, nl, &c);
+    int64_t written = 0;
+    char w[400];  /* DBL_MAX has 309 digits */
+    for (size_t i = 0; i < nl;) {
+        size_t j = i + 1;
+        double sum = lines[i].weight;
+        for (; j < nl && by_text(&c, lines[i].stack, lines[j].stack) == 0; j++) sum += lines[j].weight;  /* one text */
+        size_t n;
+        const int32_t *ids = stack_ids(r, lines[i].stack, &n);
+        for (size_t k = 0; k < n; k++) {
+            if (k) out_put(&o, ";", 1);
+            out_put(&o, names.p + name_at[ids[k]], (size_t)(name_at[ids[k] + 1] - name_at[ids[k]]));
+        }
+        w[0] = ' ';
+        int k = format_weight(sum, w + 1, sizeof w - 2);
+        w[k + 1] = '\n';
+        out_put(&o, w, (size_t)k + 2);
+        written++;
+        i = j;
+    }
+    out_flush(&o);
+    result = o.error ? -(1000 + o.error) : written;
+out:
+    free(name_at); free(names.p); free(lines); free(tmp); free(o.buf);
+    return result;
 }
 
 void pc_free(pc_result *r) {
     if (!r) return;
-    intern_free(&r->frames); intern_free(&r->stacks); intern_free(&r->events);
-    free(r->sample_stack.p); free(r->sample_event.p); free(r->sample_period.p); free(r->cur.p); free(r->key.p);
+    intern_free(&r->frames); intern_free(&r->stacks); intern_free(&r->events); intern_free(&r->pairs);
+    free(r->pair_count.p); free(r->pair_noperiod.p); free(r->pair_sum.p); free(r->cur.p); free(r->key.p); free(r->key_at.p); free(r->scratch.p);
     free(r);
 }

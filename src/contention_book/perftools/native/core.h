@@ -41,11 +41,14 @@ static int put_bytes(bytes_t *b, const char *s, size_t n) {
 }
 
 /* -- interning: open addressing over (offset, length) keys in an arena -------------------------- */
+/* A slot holds what a lookup needs, so that a probe touches one cache line and then the key's bytes:
+ * the key's hash, its id + 1 (0 = empty), its length and where it starts in the arena. */
+typedef struct { uint64_t hash; int64_t at; int32_t id1; uint32_t len; } slot_t;
+
 typedef struct {
     bytes_t arena;        /* the keys' bytes, one after another */
     longs_t offsets;      /* key i is arena[offsets[i] .. offsets[i+1]) */
-    int32_t *slots;       /* id + 1, 0 = empty */
-    uint64_t *hashes;
+    slot_t *slots;
     size_t nslots;
 } intern_t;
 
@@ -66,51 +69,59 @@ static int intern_init(intern_t *t) {
     memset(t, 0, sizeof *t);
     t->nslots = 1 << 12;
     t->slots = calloc(t->nslots, sizeof *t->slots);
-    t->hashes = calloc(t->nslots, sizeof *t->hashes);
-    if (!t->slots || !t->hashes || PUSH(t->offsets, 0)) return -1;
+    if (!t->slots || PUSH(t->offsets, 0)) return -1;
     return 0;
 }
 
 static void intern_free(intern_t *t) {
-    free(t->arena.p); free(t->offsets.p); free(t->slots); free(t->hashes);
+    free(t->arena.p); free(t->offsets.p); free(t->slots);
 }
 
 static size_t count(const intern_t *t) { return t->offsets.n - 1; }
 
 static int rehash(intern_t *t) {
     size_t n = t->nslots * 2;
-    int32_t *slots = calloc(n, sizeof *slots);
-    uint64_t *hashes = calloc(n, sizeof *hashes);
-    if (!slots || !hashes) { free(slots); free(hashes); return -1; }
+    slot_t *slots = calloc(n, sizeof *slots);
+    if (!slots) return -1;
     for (size_t i = 0; i < t->nslots; i++) {
-        if (!t->slots[i]) continue;
-        size_t j = t->hashes[i] & (n - 1);
-        while (slots[j]) j = (j + 1) & (n - 1);
-        slots[j] = t->slots[i]; hashes[j] = t->hashes[i];
+        if (!t->slots[i].id1) continue;
+        size_t j = t->slots[i].hash & (n - 1);
+        while (slots[j].id1) j = (j + 1) & (n - 1);
+        slots[j] = t->slots[i];
     }
-    free(t->slots); free(t->hashes);
-    t->slots = slots; t->hashes = hashes; t->nslots = n;
+    free(t->slots);
+    t->slots = slots; t->nslots = n;
     return 0;
 }
 
-/* The id of key s[0..n), added when new; -1 when out of memory. */
-static int32_t intern(intern_t *t, const char *s, size_t n) {
-    uint64_t h = hash_bytes(s, n);
+/* Lookups are bound by cache misses (the slot, then the key's bytes); a caller with many keys at hand
+ * hints both ahead, so that the misses of several keys overlap. */
+static void intern_prefetch_slot(const intern_t *t, uint64_t h) {
+    __builtin_prefetch(&t->slots[h & (t->nslots - 1)]);
+}
+
+static void intern_prefetch_key(const intern_t *t, uint64_t h) {
+    const slot_t *x = &t->slots[h & (t->nslots - 1)];
+    if (x->id1) __builtin_prefetch(t->arena.p + x->at);
+}
+
+/* The id of key s[0..n) whose hash_bytes is h, added when new; -1 when out of memory. */
+static int32_t intern_hashed(intern_t *t, const char *s, size_t n, uint64_t h) {
     size_t j = h & (t->nslots - 1);
-    while (t->slots[j]) {
-        if (t->hashes[j] == h) {
-            int32_t id = t->slots[j] - 1;
-            size_t a = t->offsets.p[id], len = t->offsets.p[id + 1] - a;
-            if (len == n && memcmp(t->arena.p + a, s, n) == 0) return id;
-        }
-        j = (j + 1) & (t->nslots - 1);
+    for (; t->slots[j].id1; j = (j + 1) & (t->nslots - 1)) {
+        const slot_t *x = &t->slots[j];
+        if (x->hash == h && x->len == n && memcmp(t->arena.p + x->at, s, n) == 0) return x->id1 - 1;
     }
     int32_t id = (int32_t)count(t);
-    if (put_bytes(&t->arena, s, n) || PUSH(t->offsets, (int64_t)t->arena.n)) return -1;
-    t->slots[j] = id + 1; t->hashes[j] = h;
+    int64_t at = (int64_t)t->arena.n;
+    if (n > UINT32_MAX || put_bytes(&t->arena, s, n) || PUSH(t->offsets, (int64_t)t->arena.n)) return -1;
+    t->slots[j] = (slot_t){h, at, id + 1, (uint32_t)n};
     if (count(t) * 2 > t->nslots && rehash(t)) return -1;
     return id;
 }
+
+/* The id of key s[0..n), added when new; -1 when out of memory. */
+static int32_t intern(intern_t *t, const char *s, size_t n) { return intern_hashed(t, s, n, hash_bytes(s, n)); }
 
 /* -- reading by lines, in one or two threads ------------------------------------------------------- */
 typedef int (*line_fn)(void *ctx, const char *s, const char *e);
