@@ -202,13 +202,27 @@ def _lmax(shown, native=None, db=None):
     return lmax_queue.verdicts(s)
 
 
-@pytest.mark.parametrize("claim", ["A pre-allocated ring beats", "The ring keeps its lead"])
-def test_lmax_native_ring_both_ways(lmax, claim):
+HOLDS = "direction reproduced"  # no size in this chapter is comparable: a C model and a PostgreSQL analogue
+
+
+def test_lmax_native_ring_both_ways(lmax):
     ring = lambda t: t["variant"] == "ring"  # noqa: E731
     fast = scaled(lmax.native, "runs", ring, "throughput", 100)
     slow = scaled(lmax.native, "runs", ring, "throughput", 1e-3)
-    assert verdict(_lmax(lmax, native=fast), claim) == "agrees"
+    claim = "A pre-allocated ring beats"
+    assert verdict(_lmax(lmax, native=fast), claim) == HOLDS
     assert verdict(_lmax(lmax, native=slow), claim) == "differs"
+
+
+def test_lmax_several_producers_decided_only_where_they_fit_the_cpus(lmax):
+    claim = "The ring keeps its lead"
+    cpus = lambda n: changed(lmax.native, "runs", lambda t: t["variant"] == t["variant"], "cpus",  # noqa: E731
+                             lambda rows: n)
+    assert verdict(_lmax(lmax, native=cpus(2)), claim) == "not testable here"
+    big = cpus(64)  # every recorded producer count fits beside the consumer: the most producers decide
+    ring = lambda t: t["variant"] == "ring"  # noqa: E731
+    assert verdict(_lmax(lmax, native=scaled(big, "runs", ring, "throughput", 100)), claim) == HOLDS
+    assert verdict(_lmax(lmax, native=scaled(big, "runs", ring, "throughput", 1e-3)), claim) == "differs"
 
 
 @pytest.mark.parametrize("claim, layout, base", [("Counters in one cache line", "adjacent", "padded"),
@@ -216,7 +230,7 @@ def test_lmax_native_ring_both_ways(lmax, claim):
 def test_lmax_cache_line_claims_both_ways(lmax, claim, layout, base):
     pick = lambda t: t["layout"] == layout  # noqa: E731
     assert verdict(_lmax(lmax, native=scaled(lmax.native, "false_sharing", pick, "ns_per_increment", 100)),
-                   claim) == "agrees"
+                   claim) == HOLDS
     assert verdict(_lmax(lmax, native=copied(lmax.native, "false_sharing", lambda t: t["layout"] == base, pick,
                                              ["ns_per_increment"])), claim) == "differs"
 
@@ -226,16 +240,17 @@ def test_lmax_cache_line_claims_both_ways(lmax, claim, layout, base):
     ("A non-durable table helps", "ring_unlogged", "ring"),
 ])
 def test_lmax_durability_claims_both_ways(lmax, claim, fast, slow):
-    other = lmax.db.runs[lmax.db.runs["variant"] == slow].set_index(["sessions", "repetition"])["throughput"]
+    col = "dequeue_per_s"  # delivered against delivered
+    other = lmax.db.runs[lmax.db.runs["variant"] == slow].set_index(["sessions", "repetition"])[col]
 
     def times_slow(f):  # the faster design's rate as f times its twin's, point by point
         return lambda rows: f * np.asarray([other[k] for k in zip(rows["sessions"], rows["repetition"])]) \
-            / rows["throughput"].to_numpy()
+            / rows[col].to_numpy()
 
     mine = lambda t: t["variant"] == fast  # noqa: E731
-    ahead = scaled(lmax.db, "runs", mine, "throughput", times_slow(3.0))
-    behind = scaled(lmax.db, "runs", mine, "throughput", times_slow(0.5))
-    assert verdict(_lmax(lmax, db=ahead), claim) == "agrees"
+    ahead = scaled(lmax.db, "runs", mine, col, times_slow(3.0))
+    behind = scaled(lmax.db, "runs", mine, col, times_slow(0.5))
+    assert verdict(_lmax(lmax, db=ahead), claim) == HOLDS
     assert verdict(_lmax(lmax, db=behind), claim) == "differs"
 
 
@@ -247,12 +262,12 @@ def test_lmax_ring_growth_both_ways(lmax):
     good = changed(good, "relation", ring, "n_tup_hot_upd", lambda rows: rows["n_tup_upd"])
     good = changed(good, "relation", naive, "dead_tuples", lambda rows: 10_000)
     assert verdict(_lmax(lmax, db=cold), "A ring of fixed slots") == "differs"
-    assert verdict(_lmax(lmax, db=good), "A ring of fixed slots") == "agrees"
+    assert verdict(_lmax(lmax, db=good), "A ring of fixed slots") == HOLDS
 
 
 def test_lmax_ceiling_both_ways(lmax):
     ring = lambda t: t["variant"] == "ring"  # noqa: E731
-    assert verdict(_lmax(lmax), "Every database queue") == "agrees"
+    assert verdict(_lmax(lmax), "Every database queue") == HOLDS
     near = scaled(lmax.native, "runs", ring, "throughput", 1e-4)
     assert verdict(_lmax(lmax, native=near), "Every database queue") == "differs"
 

@@ -1,0 +1,110 @@
+"""LMAX queue accounting: every message pushed is popped, still waiting, or lost, and none may be lost.
+
+The runner checks the identities at the end of every point (a point that does not balance fails the run,
+naming it); the loader checks them again and sets aside any row of a recording that does not balance, with a
+note.  The live half runs the chapter's real PostgreSQL path on the embedded cluster for a fraction of a
+second per point.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import json
+
+import pandas as pd
+import pytest
+
+from contention_book.chapters.lmax_queue import recordings, run_postgres, spec
+from contention_book.chapters.lmax_queue.live import RUNNERS
+from contention_book.harness.runner import RunLog, run_chapter
+from contention_book.harness.spec import Unbalanced, check_balanced
+
+RUNS = spec.LAYOUT["runs"]
+
+
+def _row(**over):
+    row = {"variant": "ring", "sessions": 2, "repetition": 1, "pushed": 1000, "dequeued": 990, "backlog_start": 40,
+           "backlog": 50, "lost": 0, "idle_consumers": 0, "queue_size": 100}
+    row.update(over)
+    return pd.DataFrame([row])
+
+
+def test_a_balanced_point_passes_and_each_broken_one_is_named():
+    check_balanced(RUNS, _row(), "postgres")
+    broken = {
+        "pushed = popped + backlog change + lost": _row(dequeued=980),
+        "no message lost": _row(dequeued=900, lost=90),
+        "the consumers delivered": _row(dequeued=0, backlog=1040),
+        "no consumer idle beside a full ring": _row(idle_consumers=1, dequeued=940, backlog=100),
+    }
+    for name, row in broken.items():
+        with pytest.raises(Unbalanced, match=r"ring at 2 sessions repetition 1 does not balance: " + re.escape(name)):
+            check_balanced(RUNS, row, "postgres")
+    # an idle consumer beside a backlog the ring could still take is not a broken design
+    check_balanced(RUNS, _row(idle_consumers=1), "postgres")
+    # nothing pushed and nothing waiting: a consumer that took nothing broke nothing
+    check_balanced(RUNS, _row(pushed=0, dequeued=0, backlog_start=0, backlog=0), "postgres")
+    with pytest.raises(Unbalanced, match="cannot check"):
+        check_balanced(RUNS, _row().drop(columns=["backlog_start"]), "postgres")
+    # native and published rows carry none of these columns: the identities are the PostgreSQL runner's
+    check_balanced(RUNS, pd.DataFrame([{"variant": "ring", "sessions": 1, "throughput": 1.0}]), "native")
+
+
+def _run(tmp_path, name, **params):
+    lines = []
+    base = {"sessions": "1", "variants": "ring,naive", "duration_s": "0.3", "queue_size": "50",
+            "pushes_per_call": "5", "repetitions": "1", "warmup_s": "0.1", "database": "contention_test"}
+    base.update(params)
+    from conftest import TEST_ENV_VAR
+
+    path = run_chapter(spec.SPEC, RUNNERS, base, engine="postgres", target=TEST_ENV_VAR,
+                       record_to=str(tmp_path / name), log=RunLog(lines.append))
+    return path, lines
+
+
+@pytest.mark.live
+def test_the_ring_delivers_and_balances_and_an_unbalanced_row_is_set_aside_on_load(pg, tmp_path):
+    path, _ = _run(tmp_path, "rec", sessions="1,2")
+    runs = pd.read_csv(tmp_path / "rec" / "runs.csv")
+    assert len(runs) == 4
+    assert (runs["pushed"] == runs["dequeued"] + runs["backlog"] - runs["backlog_start"] + runs["lost"]).all()
+    assert (runs["lost"] == 0).all() and (runs["dequeued"] > 0).all()
+    ring = runs[runs["variant"] == "ring"]
+    assert (ring["backlog"] <= 50).all()  # a ring of 50 slots never holds more than 50 messages
+    view = recordings.load(tmp_path / "rec")
+    assert "runs_set_aside" not in view.tables
+
+    bad = runs.copy()
+    pos = bad.index[(bad["variant"] == "ring") & (bad["sessions"] == 2)][0]
+    bad.loc[pos, "lost"] = 7
+    bad.to_csv(tmp_path / "rec" / "runs.csv", index=False)
+    manifest = json.loads((tmp_path / "rec" / "manifest.json").read_text())
+    for f in manifest["files"]:
+        if f["path"] == "runs.csv":
+            f["sha256"] = hashlib.sha256((tmp_path / "rec" / "runs.csv").read_bytes()).hexdigest()
+            f["bytes"] = (tmp_path / "rec" / "runs.csv").stat().st_size
+    (tmp_path / "rec" / "manifest.json").write_text(json.dumps(manifest))
+    view = recordings.load(tmp_path / "rec")
+    kept = view.tables.get("runs_by_repetition", view.runs)
+    assert len(kept) == 3 and not ((kept["variant"] == "ring") & (kept["sessions"] == 2)).any()
+    note = " ".join(view.recording.manifest.get("notes", []))
+    assert f"line {pos + 2} (ring at 2 sessions repetition 0)" in note and "no message lost" in note
+
+
+@pytest.mark.live
+def test_a_point_that_loses_messages_fails_the_run_naming_it(pg, tmp_path, monkeypatch):
+    real = run_postgres.PostgresQueueRun.backlog
+    calls = {"n": 0}
+
+    def short(self, ring):  # every second reading is the one after the window: messages went missing
+        calls["n"] += 1
+        return real(self, ring) - (3 if calls["n"] % 2 == 0 else 0)
+
+    monkeypatch.setattr(run_postgres.PostgresQueueRun, "backlog", short)
+    with pytest.raises(Exception) as err:
+        _run(tmp_path, "bad", variants="naive")
+    text = str(err.value)
+    if "does not balance" not in text:  # the runner may report the failure in the recording instead
+        text += json.dumps(json.loads((tmp_path / "bad" / "manifest.json").read_text()))
+    assert "does not balance" in text and "naive at 1 session" in text
+    assert "pushed = popped + backlog change + lost" in text
