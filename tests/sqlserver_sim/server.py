@@ -596,15 +596,19 @@ def _alter_database(state: dict, s: Session, name: str, rest: str) -> list[Resul
                 f["size_mb"] = int(m.group(2))
                 return []
         raise sql_error(5041, f"MODIFY FILE failed. File '{m.group(1)}' does not exist.")
-    m = re.match(r"^ADD FILE \(NAME = N'([^']+)', FILENAME = N'([^']+)', SIZE = (\d+)MB\)$", rest, re.I)
+    m = re.match(r"^ADD FILE \(NAME = N'([^']+)', FILENAME = N'([^']+)', SIZE = (\d+)MB\)"
+                 r"(?: TO FILEGROUP \[(\w+)\])?$", rest, re.I)
     if m:
         if az == "sqldb":
             raise sql_error(40544 if False else 5008, "This ALTER DATABASE statement is not supported. Correct the "
                                                       "syntax and execute the statement again.")
         if az == "mi":  # MI places files itself; a FILENAME is refused (T-SQL differences page)
             raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+        if m.group(4) and m.group(4) != "PRIMARY" and m.group(4) not in db["filegroups"]:
+            raise sql_error(5035, f"Filegroup '{m.group(4)}' does not exist.")  # error number: a placeholder
         db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "ROWS", "name": m.group(1),
-                            "physical_name": m.group(2), "size_mb": int(m.group(3))})
+                            "physical_name": m.group(2), "size_mb": int(m.group(3)),
+                            "filegroup": m.group(4) or "PRIMARY"})
         return []
     raise UnknownStatement(f"ALTER DATABASE [{name}] {rest}")
 
@@ -949,9 +953,10 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
     if key == "latch-fairness/schedulers":
         need_view_server_state(state, "sys.dm_os_schedulers")
         return [(["schedulers"], [(len(online_cpus(state)),)])]
-    if key == "latch-fairness/database_files":
-        return [(["file_id", "type_desc", "name", "physical_name", "size_mb"],
-                 [(f["file_id"], f["type_desc"], f["name"], f["physical_name"], f["size_mb"]) for f in db["files"]])]
+    if key == "latch-fairness/database_files":  # FILEGROUP_NAME(data_space_id): NULL for the log (data_space_id 0)
+        return [(["file_id", "type_desc", "name", "physical_name", "size_mb", "filegroup"],
+                 [(f["file_id"], f["type_desc"], f["name"], f["physical_name"], f["size_mb"],
+                   None if f["type_desc"] == "LOG" else f.get("filegroup", "PRIMARY")) for f in db["files"]])]
     if key == "latch-fairness/recovery_model":
         return [(["recovery_model_desc"], [(db["recovery"],)])]
     if key in ("last-page-insert/create_sequential", "last-page-insert/create_sequential_optimized"):
@@ -1017,6 +1022,12 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
                                   "the statement again.")
         if i == 1 and azure(state) == "mi":
             raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+        if i == 0 and "FG_LOGCACHE" not in db["filegroups"]:
+            db["filegroups"].append("FG_LOGCACHE")
+        if i == 1 and not any(f["name"] == "logcache_data" for f in db["files"]):
+            db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "ROWS", "name": "logcache_data",
+                                "physical_name": "/var/opt/mssql/data/logcache.ndf", "size_mb": 1024,
+                                "filegroup": "FG_LOGCACHE"})
         return none
     if key == "logcache-spinlock/insert_call":
         _work(state, s, "singleton_insert", max(1, int(params[0]) // 100))

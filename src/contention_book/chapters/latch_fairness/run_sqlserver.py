@@ -99,9 +99,11 @@ def file_layout_statements(database: str, files: pd.DataFrame, *, schedulers: in
                            log_mb: int) -> list[str]:
     """Grow the existing files and add data files until there is one per scheduler, all pre-allocated.
 
-    ``files`` is ``database_files.sql``'s result (file_id, type_desc, name,
-    physical_name, size_mb).  Only growth is generated (shrinking is never
-    needed for the test), so running it twice changes nothing.
+    ``data_mb`` is the data in all, split evenly over the PRIMARY filegroup's files (one per scheduler),
+    where the insert's table lives.  ``files`` is ``database_files.sql``'s result (file_id, type_desc,
+    name, physical_name, size_mb, filegroup); files of other filegroups (logcache-spinlock's
+    FG_LOGCACHE, in the shared lab database) are not counted.  Only growth is generated (shrinking is
+    never needed for the test), so running it twice changes nothing.
     """
     check_identifier(database, "database")
     if schedulers < 1 or data_mb < 1 or log_mb < 1:
@@ -109,7 +111,10 @@ def file_layout_statements(database: str, files: pd.DataFrame, *, schedulers: in
     need = {"file_id", "type_desc", "name", "physical_name", "size_mb"}
     if missing := need - set(files.columns):
         raise ValueError(f"database files: missing column(s) {sorted(missing)}; expected {sorted(need)}")
-    rows = files[files["type_desc"] == "ROWS"].sort_values("file_id")
+    rows = files[files["type_desc"] == "ROWS"]
+    if "filegroup" in files.columns:  # without it (an older caller), every data file counts
+        rows = rows[rows["filegroup"].fillna("PRIMARY") == "PRIMARY"]
+    rows = rows.sort_values("file_id")
     logs = files[files["type_desc"] == "LOG"]
     if rows.empty or logs.empty:
         raise ValueError(f"database {database}: expected at least one data file and one log file, "
@@ -131,7 +136,7 @@ def file_layout_statements(database: str, files: pd.DataFrame, *, schedulers: in
         if name in existing:
             continue
         out.append(f"ALTER DATABASE [{database}] ADD FILE (NAME = {_literal(name)}, "
-                   f"FILENAME = {_literal(folder + sep + name + '.ndf')}, SIZE = {per_file}MB)")
+                   f"FILENAME = {_literal(folder + sep + name + '.ndf')}, SIZE = {per_file}MB) TO FILEGROUP [PRIMARY]")
         n += 1
     log_row = logs.iloc[0]
     if int(log_row["size_mb"]) < log_mb:
