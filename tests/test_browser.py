@@ -187,3 +187,176 @@ def test_no_drawn_figure_has_a_legend_or_title_over_its_data(site):
     bad = {f"{c.stem}/{name}": problems for c in checks
            for name, problems in json.loads(c.read_text()).items() if problems}
     assert not bad, bad
+
+
+# -- issue 23: the finding first, the DBA's section last, alt text, tables a reader can read ----------------------
+
+PAGE_SHAPE_JS = """
+() => {
+  const main = document.querySelector('article.bd-article') || document.querySelector('main');
+  const h2s = [...main.querySelectorAll('h2')];
+  const first = h2s[0] || null;
+  const inShort = [...main.querySelectorAll('.admonition')].find(
+      a => (a.querySelector('.admonition-title')?.textContent || '').trim().toLowerCase().startsWith('in short'));
+  const before = !!inShort && (!first || !!(inShort.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING));
+  const words = inShort ? inShort.textContent.trim().split(/\\s+/).length : 0;
+  const titles = h2s.map(h => h.textContent.replace(/#$/, '').trim());
+  return {inShort: !!inShort, before, words, titles};
+}
+"""
+
+IMAGES_JS = """
+() => [...document.querySelectorAll('article img, main img')].map(i => ({src: i.getAttribute('src') || '',
+                                                                       alt: (i.getAttribute('alt') || '').trim()}))
+"""
+
+TABLES_JS = """
+() => {
+  const main = document.querySelector('article.bd-article') || document.querySelector('main');
+  return [...main.querySelectorAll('table')].map(t => {
+    const head = [...(t.querySelector('thead tr:first-child')?.children || [])].map(c => c.textContent.trim());
+    const rows = [...t.querySelectorAll('tbody tr')].map(r => [...r.children].map(c => c.textContent.trim()));
+    return {id: t.id || '', caption: (t.querySelector('caption')?.textContent || '').trim(), head, rows,
+            verdicts: t.id === 'findings' || t.classList.contains('verdict-table')};
+  });
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shapes(site):
+    """Each page's headings, "In short" box, images and tables, read in the browser."""
+    base, page = site
+    out = {}
+    for path in pages():
+        rel = path.relative_to(HTML).as_posix()
+        page.goto(f"{base}/{rel}")
+        page.wait_for_load_state("load")
+        out[rel] = {"shape": page.evaluate(PAGE_SHAPE_JS), "images": page.evaluate(IMAGES_JS),
+                    "tables": page.evaluate(TABLES_JS)}
+    return out
+
+
+def _chapters(shapes):
+    found = {rel: v for rel, v in shapes.items() if rel.startswith("chapters/")}
+    assert found, "no chapter pages"
+    return found
+
+
+def test_every_chapter_opens_with_its_finding_in_short(shapes):
+    bad = []
+    for rel, v in _chapters(shapes).items():
+        s = v["shape"]
+        if not s["inShort"]:
+            bad.append(f"{rel}: no 'In short' admonition")
+        elif not s["before"]:
+            bad.append(f"{rel}: the 'In short' admonition comes after the first section ({s['titles'][:1]})")
+        elif s["words"] > 190:
+            bad.append(f"{rel}: 'In short' runs to {s['words']} words (about 150 at most)")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_chapter_closes_with_what_to_do_on_your_own_server(shapes):
+    bad = []
+    for rel, v in _chapters(shapes).items():
+        titles = v["shape"]["titles"]
+        own = [i for i, t in enumerate(titles) if "on your own server" in t.lower()]
+        if not own:
+            bad.append(f"{rel}: no section titled 'On your own server…' among {titles}")
+        elif own[-1] < len(titles) - 3:
+            bad.append(f"{rel}: 'On your own server' is section {own[-1] + 1} of {len(titles)}, not among the last")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_image_says_what_it_shows(shapes):
+    import re
+
+    file_name = re.compile(r"(^|/)[^/\s]+\.(png|svg|jpe?g|gif|webp)$", re.IGNORECASE)
+    bad = [f"{rel}: {img['src'][:80]} alt={img['alt'][:60]!r}" for rel, v in shapes.items() for img in v["images"]
+           if not img["alt"] or file_name.search(img["alt"]) or img["alt"] == img["src"]]
+    assert not bad, "\n".join(bad[:40])
+
+
+def test_no_table_column_is_empty_throughout(shapes):
+    bad = []
+    for rel, v in shapes.items():
+        for t in v["tables"]:
+            rows = [r for r in t["rows"] if r]
+            if not rows:
+                continue
+            width = max(len(r) for r in rows)
+            for col in range(width):
+                cells = [r[col] for r in rows if col < len(r)]
+                if cells and all(c in ("", "—", "nan", "None") for c in cells):
+                    name = t["head"][col] if col < len(t["head"]) else f"column {col + 1}"
+                    bad.append(f"{rel}: table {t['id'] or t['caption'][:40]!r}: column {name!r} is empty throughout")
+    assert not bad, "\n".join(bad[:40])
+
+
+def test_every_chapter_table_has_a_caption(shapes):
+    bad = [f"{rel}: a table with columns {t['head'][:4]} has no caption" for rel, v in shapes.items()
+           if rel.startswith("chapters/") or rel in ("findings.html", "data.html")
+           for t in v["tables"] if not t["caption"]]
+    assert not bad, "\n".join(bad[:40])
+
+
+def test_no_verdict_cell_runs_past_forty_words(shapes):
+    bad = [f"{rel}: {len(c.split())} words: {c[:80]}…" for rel, v in shapes.items() for t in v["tables"]
+           if t["verdicts"] for r in t["rows"] for c in r if len(c.split()) > 40]
+    assert not bad, "\n".join(bad[:40])
+
+
+def test_no_page_shows_a_machine_path(site, visited):
+    """No path of the machine that made a recording (``--record-to /tmp/...``) on any page."""
+    import re
+
+    from contention_book.harness.provenance import ABSOLUTE_PATH
+
+    bad = []
+    for path in pages():
+        from bs4 import BeautifulSoup
+
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        main = soup.select_one("article.bd-article") or soup
+        for code in main.select("div.cell_input, script, style"):
+            code.decompose()  # a notebook's own code may name paths of the reader's machine (none do now)
+        text = main.get_text(" ")
+        for m in ABSOLUTE_PATH.finditer(text):
+            if re.match(r"/(tmp|home|root|Users|var|srv|mnt|work)/", m.group(0)):
+                bad.append(f"{path.relative_to(HTML)}: {m.group(0)}")
+    assert not bad, "\n".join(sorted(set(bad))[:40])
+
+
+SCROLLED_JS = """
+() => {
+  const main = document.querySelector('article.bd-article') || document.querySelector('main');
+  const bad = [];
+  for (const t of main.querySelectorAll('table')) {
+    for (let p = t.parentElement; p && p !== main; p = p.parentElement) {
+      const cs = getComputedStyle(p);
+      if ((cs.overflowX === 'auto' || cs.overflowX === 'scroll') && p.scrollWidth > p.clientWidth + 2) {
+        bad.push((t.id || t.querySelector('caption')?.textContent || 'a table').slice(0, 60) + ': ' + p.scrollWidth +
+                 ' px in a ' + p.clientWidth + ' px box');
+        break;
+      }
+    }
+  }
+  return bad;
+}
+"""
+
+
+def test_no_table_is_hidden_in_a_scroll_box(site):
+    """A table too wide for the column is split or turned on its side (shared.display), never left to scroll."""
+    base, page = site
+    bad = {}
+    for path in pages():
+        rel = path.relative_to(HTML).as_posix()
+        if not (rel.startswith("chapters/") or rel in ("findings.html", "data.html")):
+            continue
+        page.goto(f"{base}/{rel}")
+        page.wait_for_load_state("load")
+        found = page.evaluate(SCROLLED_JS)
+        if found:
+            bad[rel] = found
+    assert not bad, bad

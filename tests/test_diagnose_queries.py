@@ -1,0 +1,171 @@
+"""Every "On your own server" query a chapter shows, checked as a reader would use it.
+
+- ``workloads/*/diagnose/postgres/*.sql`` runs, whole, through ``psql -v ON_ERROR_STOP=1`` on the embedded
+  cluster, in a plain user database of its own.  A file that says in its header comment that it "needs the
+  X extension" gets ``CREATE EXTENSION X`` first (the reader's step); any other file runs without
+  extensions, so a guarded use of pg_wait_sampling is tested on its guard.
+- ``workloads/*/diagnose/sqlserver/*.sql`` parses with the T-SQL grammar the workload tests use
+  (tests/tsql_parse.py), and every column it reads from a DMV the simulator (tests/sqlserver_sim/server.py)
+  answers must be one of the columns the simulator's own statements name for that DMV, where it has them.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+POSTGRES = sorted(ROOT.glob("workloads/*/diagnose/postgres/*.sql"))
+SQLSERVER = sorted(ROOT.glob("workloads/*/diagnose/sqlserver/*.sql"))
+SIMULATOR = ROOT / "tests" / "sqlserver_sim" / "server.py"
+NEEDS = re.compile(r"needs the ([a-z_][a-z0-9_]*) extension", re.IGNORECASE)
+DMV = re.compile(r"\bsys\.(dm_[a-z0-9_]+)\b(?:\s*\([^()]*(?:\([^()]*\)[^()]*)*\))?(?:\s+(?:AS\s+)?([a-z][a-z0-9_]*))?",
+                 re.IGNORECASE)
+NOT_ALIASES = {"where", "join", "cross", "outer", "inner", "left", "right", "on", "order", "group", "with", "union",
+               "option", "into", "select", "go"}
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def test_there_are_diagnose_queries():
+    assert POSTGRES and SQLSERVER, "no workloads/*/diagnose/{postgres,sqlserver}/*.sql yet"
+
+
+# -- PostgreSQL: run them ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def diagnose_db(pg):
+    """A plain user database for the queries, and the psql command line that reaches it."""
+    from contention_book.harness.embedded_pg import SUPERUSER
+
+    env = {**os.environ, "PGPASSWORD": pg.password, "PGCONNECT_TIMEOUT": "10"}
+    base = [str(pg.bindir / "psql"), "-X", "-q", "-h", "127.0.0.1", "-p", str(pg.port), "-U", SUPERUSER]
+    subprocess.run([*base, "-d", "postgres", "-c", "DROP DATABASE IF EXISTS diagnose_queries"], env=env, check=True,
+                   capture_output=True)
+    subprocess.run([*base, "-d", "postgres", "-c", "CREATE DATABASE diagnose_queries"], env=env, check=True,
+                   capture_output=True)
+    # a little of what the queries look for: a table with an identity key, updated and deleted, and a reader
+    setup = ("CREATE TABLE queue_demo (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v int); "
+             "INSERT INTO queue_demo (v) SELECT g FROM generate_series(1, 1000) g; "
+             "UPDATE queue_demo SET v = v + 1 WHERE id % 3 = 0; DELETE FROM queue_demo WHERE id % 5 = 0;")
+    subprocess.run([*base, "-d", "diagnose_queries", "-v", "ON_ERROR_STOP=1", "-c", setup], env=env, check=True,
+                   capture_output=True)
+    return base + ["-d", "diagnose_queries"], env
+
+
+@pytest.mark.parametrize("path", POSTGRES, ids=_rel)
+def test_postgres_query_runs_on_the_embedded_cluster(path, diagnose_db):
+    psql, env = diagnose_db
+    header = "\n".join(line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("--"))
+    for ext in sorted(set(m.lower() for m in NEEDS.findall(header))):
+        made = subprocess.run([*psql, "-v", "ON_ERROR_STOP=1", "-c", f"CREATE EXTENSION IF NOT EXISTS {ext}"],
+                              env=env, capture_output=True, text=True)
+        assert made.returncode == 0, f"{_rel(path)} needs the {ext} extension, which the test cluster cannot " \
+                                     f"create: {made.stderr.strip()}"
+    ran = subprocess.run([*psql, "-v", "ON_ERROR_STOP=1", "-f", str(path)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert ran.returncode == 0, f"{_rel(path)} failed in psql:\n{ran.stderr.strip()}"
+
+
+# -- SQL Server: parse them, and check the DMV columns they read against the simulator ---------------------------
+
+def _strings(node) -> list[str]:
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.append(n.value)
+        elif isinstance(n, ast.JoinedStr):
+            out.append("".join(v.value for v in n.values if isinstance(v, ast.Constant)))
+    return out
+
+
+def simulator_columns() -> dict[str, set[str]]:
+    """DMV -> the lower-case identifiers the simulator names with it: in each of its functions (docstring, the
+    statements it recognises, the result columns it returns) that names the DMV, and in each workload batch it
+    answers (``workloads/*/sqlserver/*.sql``) that reads the DMV."""
+    tree = ast.parse(SIMULATOR.read_text(encoding="utf-8"))
+    groups = [_strings(f) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    groups += [[p.read_text(encoding="utf-8")] for p in ROOT.glob("workloads/*/sqlserver/*.sql")]
+    out: dict[str, set[str]] = {}
+    for strings in groups:
+        text = "\n".join(strings)
+        dmvs = {m.lower() for m in re.findall(r"sys\.(dm_[a-z0-9_]+)", text, re.IGNORECASE)}
+        words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+        for dmv in dmvs:
+            out.setdefault(dmv, set()).update(words)
+    return out
+
+
+def _statements(sql: str) -> list[str]:
+    body = re.sub(r"--[^\n]*", "", sql)
+    return [s for s in re.split(r";\s*\n|\n\s*GO\s*\n", body) if s.strip()]
+
+
+def dmv_columns(sql: str) -> list[tuple[str, str]]:
+    """(dmv, column) pairs a query reads: alias.column for an aliased DMV, and the bare columns of a statement
+    whose only source is one DMV."""
+    found = []
+    for stmt in _statements(sql):
+        sources = [(m.group(1).lower(), (m.group(2) or "").lower()) for m in DMV.finditer(stmt)]
+        sources = [(d, a if a not in NOT_ALIASES else "") for d, a in sources]
+        for dmv, alias in sources:
+            if alias:
+                found += [(dmv, c.lower()) for c in re.findall(rf"\b{re.escape(alias)}\.\[?([A-Za-z_][A-Za-z0-9_]*)\]?",
+                                                              stmt, re.IGNORECASE)]
+        if len(sources) == 1 and not sources[0][1] and not re.search(r"\bJOIN\b|\bAPPLY\b", stmt, re.IGNORECASE):
+            m = re.search(r"\bSELECT\s+(?:TOP\s*\(?\d+\)?\s+)?(.*?)\s+(?:INTO\s+\S+\s+)?FROM\b", stmt, re.I | re.S)
+            where = re.search(r"\bWHERE\b(.*)$", stmt, re.I | re.S)
+            names = []
+            if m:
+                for item in m.group(1).split(","):
+                    item = item.strip()
+                    bare = re.match(r"^(?:@\w+\s*=\s*)?\[?([A-Za-z_][A-Za-z0-9_]*)\]?(?:\s+(?:AS\s+)?\w+)?$", item, re.I)
+                    if bare:
+                        names.append(bare.group(1))
+            if where:
+                names += re.findall(r"\[?([A-Za-z_][A-Za-z0-9_]*)\]?\s*(?:=|<>|>|<|\bLIKE\b|\bIN\b)",
+                                    where.group(1), re.IGNORECASE)
+            found += [(sources[0][0], n.lower()) for n in names if not n.startswith("@")]
+    return found
+
+
+@pytest.mark.parametrize("path", SQLSERVER, ids=_rel)
+def test_sqlserver_query_parses_with_the_tsql_grammar(path):
+    from tsql_parse import problems
+
+    found = problems(path.read_text(encoding="utf-8"))
+    assert not found, f"{_rel(path)} does not parse: {found[:5]}"
+
+
+@pytest.mark.parametrize("path", SQLSERVER, ids=_rel)
+def test_sqlserver_query_reads_only_columns_the_simulator_documents(path):
+    known = simulator_columns()
+    sql = path.read_text(encoding="utf-8")
+    unknown = sorted({f"sys.{dmv}.{col}" for dmv, col in dmv_columns(sql) if dmv in known and col not in known[dmv]})
+    assert not unknown, (f"{_rel(path)} reads {', '.join(unknown)}, which the simulator's statements for that DMV do "
+                         "not name: check the column on the DMV's Microsoft Learn page and teach the simulator")
+
+
+def test_the_column_check_can_fail():
+    """A misspelt column of a DMV the simulator answers is caught; a DMV it does not have is left alone."""
+    known = simulator_columns()
+    assert "dm_os_wait_stats" in known and "wait_time_ms" in known["dm_os_wait_stats"]
+    bad = "SELECT w.wait_type, w.wait_tme_ms FROM sys.dm_os_wait_stats AS w;"
+    assert ("dm_os_wait_stats", "wait_tme_ms") in dmv_columns(bad)
+    assert "wait_tme_ms" not in known["dm_os_wait_stats"]
+    bare = "SELECT name, colisions FROM sys.dm_os_spinlock_stats WHERE name = N'X';"
+    assert ("dm_os_spinlock_stats", "colisions") in dmv_columns(bare)
+
+
+def test_the_postgres_check_can_fail(diagnose_db, tmp_path):
+    psql, env = diagnose_db
+    bad = tmp_path / "bad.sql"
+    bad.write_text("SELECT pid, no_such_column FROM pg_stat_activity;\n")
+    ran = subprocess.run([*psql, "-v", "ON_ERROR_STOP=1", "-f", str(bad)], env=env, capture_output=True, text=True)
+    assert ran.returncode != 0 and "no_such_column" in ran.stderr
