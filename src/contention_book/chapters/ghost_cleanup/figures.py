@@ -9,8 +9,9 @@ from .spec import LABELS
 from ..shared.style import legend_below
 
 
-def _bars(ax, rows: pd.DataFrame, value: str, low: str, high: str) -> None:
-    """Horizontal bars of the medians, the interval over repetitions as a whisker, lower bounds hatched."""
+def _dots(ax, rows: pd.DataFrame, value: str, low: str, high: str) -> None:
+    """One dot per row at its median, the interval over repetitions as a whisker; a published lower bound is a
+    right-pointing triangle (the true value lies further right).  Dots, not bars: the axes are logarithmic."""
     import matplotlib.pyplot as plt
 
     palette = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
@@ -18,63 +19,69 @@ def _bars(ax, rows: pd.DataFrame, value: str, low: str, high: str) -> None:
     for i, r in zip(y, rows.itertuples()):
         v = getattr(r, value)
         lo, hi = getattr(r, low), getattr(r, high)
-        ax.barh(i, v, color=palette[r.recording], hatch="//" if r.lower_bound else None,
-                edgecolor="white" if not r.lower_bound else "black", label=r.recording)
         if r.n > 1 and lo == lo and hi == hi:
             ax.errorbar(v, i, xerr=[[v - lo], [hi - v]], color="black", capsize=3, lw=1)
+        ax.plot([v], [i], marker=">" if r.lower_bound else "o", markersize=7, color=palette[r.recording],
+                linestyle="none")
         if r.lower_bound:
-            ax.annotate("≥ lower bound", (v, i), xytext=(-4, 0), textcoords="offset points", va="center",
-                        ha="right", fontsize=8, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+            ax.annotate("lower bound", (v, i), xytext=(8, 0), textcoords="offset points", va="center",
+                        fontsize=7.5)
     ax.set_yticks(list(y))
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.grid(axis="y", visible=False)
 
 
 def plot_elapsed(table: pd.DataFrame):
     """Seconds per setting, and the same normalised to the engine's own row versioning without an open
-    transaction: medians, intervals over repetitions, published lower bounds hatched."""
+    transaction: medians, intervals over repetitions, published lower bounds marked."""
     import matplotlib.pyplot as plt
 
     rows = table.reset_index(drop=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.42 * len(rows) + 1.6), gridspec_kw={"width_ratios": [1.2, 1]})
-    _bars(axes[0], rows, "elapsed_s", "low", "high")
+    _dots(axes[0], rows, "elapsed_s", "low", "high")
     axes[0].set_yticklabels(rows["setting"])
     axes[0].set_xscale("log")
     axes[0].set_xlabel("elapsed seconds (log scale)")
     axes[0].set_title("Time for the whole update loop")
     rows = rows.assign(vs_low=rows["vs_versioned_low"], vs_high=rows["vs_versioned_high"])
-    _bars(axes[1], rows, "vs_versioned", "vs_low", "vs_high")
+    _dots(axes[1], rows, "vs_versioned", "vs_low", "vs_high")
     axes[1].set_yticklabels([])
     axes[1].set_xscale("log")
     axes[1].axvline(1, color="grey", lw=0.8)
-    axes[1].set_xlabel("× row versioning with nothing held (log)")
+    axes[1].set_xlabel("× row versioning with nothing held (log scale)")
     axes[1].set_title("Normalised like for like")
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
 
     colours = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
-    fig.legend([Patch(color=c) for c in colours.values()], list(colours), loc="upper center",
-               bbox_to_anchor=(0.5, 0.0), ncol=min(len(colours), 3), frameon=False, fontsize="small")
+    fig.legend([Line2D([], [], marker="o", color=c, linestyle="none") for c in colours.values()], list(colours),
+               loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(colours), 3), frameon=False,
+               fontsize="small")
     return fig
 
 
 def plot_storage(frames: pd.DataFrame):
+    """Pages, and ghosts or dead versions not yet removed, per setting: right after the run and after cleanup.
+    Dots on log axes (a zero is drawn at 0.5, the axis's floor, and labelled so)."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     frames = frames.copy()
-    frames["phase"] = frames["phase"].map({"after_run": "right after the run", "after_cleanup": "after cleanup"})
-    n = frames.assign(what=frames["recording"] + frames["setting"])["what"].nunique()
-    fig, axes = plt.subplots(2, 1, figsize=(7.6, 2 * (0.45 * n + 1.6)), layout="constrained")
-    for ax, col, title in ((axes[0], "pages", "Pages (all levels / heap + index)"),
-                           (axes[1], "not_removed", "Ghosts / dead versions not yet removed")):
-        data = frames.dropna(subset=[col])
-        data = data.assign(what=data["recording"] + " · " + data["setting"], value=data[col].clip(lower=0.5))
-        sns.barplot(data=data, y="what", x="value", hue="phase", ax=ax, orient="h")
+    frames["what"] = frames["recording"] + " · " + frames["setting"]
+    order = list(frames["what"].drop_duplicates())
+    phases = {"after_run": ("right after the run", "o", "#c0392b"), "after_cleanup": ("after cleanup", "s", "#2e86c1")}
+    fig, axes = plt.subplots(2, 1, figsize=(7.6, 2 * (0.4 * len(order) + 1.4)), layout="constrained", sharey=True)
+    for ax, col, title in ((axes[0], "pages", "Pages"),
+                           (axes[1], "not_removed", "Ghosts or dead tuples still stored")):
+        for phase, (label, marker, colour) in phases.items():
+            part = frames[(frames["phase"] == phase)].dropna(subset=[col])
+            y = [order.index(w) + (0.12 if phase == "after_cleanup" else -0.12) for w in part["what"]]
+            ax.plot(part[col].clip(lower=0.5), y, marker=marker, linestyle="none", color=colour, label=label)
         ax.set_xscale("log")
-        ax.set_xlabel(f"{col.replace('_', ' ')} (log scale)")
-        ax.set_ylabel("")
+        ax.set_xlim(left=0.4)
+        ax.set_xlabel(f"{'pages' if col == 'pages' else 'ghosts or dead tuples'} (log scale; 0 drawn at 0.5)")
+        ax.set_yticks(range(len(order)))
+        ax.set_yticklabels(order)
+        ax.set_ylim(len(order) - 0.5, -0.5)
         ax.set_title(title)
-        if ax.get_legend():
-            ax.get_legend().remove()
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False, fontsize="small")
     return fig

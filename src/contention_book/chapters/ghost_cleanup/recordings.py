@@ -19,6 +19,10 @@ class GhostRecording(rec.RecordingView):
     counters = rec.table_property("counters")
     holder = rec.table_property("holder")
 
+    @property
+    def logical_cpus(self) -> int | None:  # the name shared.claims.tested_on reads
+        return self.recording.host.get("logical_cpus")
+
 
 Shown = PublishedAndMeasured
 __all__ = ["GhostRecording", "Shown", "load", "load_published", "load_shown", "header_note"]

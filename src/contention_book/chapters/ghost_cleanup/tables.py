@@ -363,3 +363,19 @@ def stack_section(shown, top: int = 12) -> StackSection:
         "settings."
     )
     return out
+
+
+def published_index_table(published) -> pd.DataFrame:
+    """The article's index statistics, one row per recording, setting, moment and level, in words."""
+    if not published:
+        return pd.DataFrame()
+    frame = pd.concat([g.index_stats.assign(recording=g.label) for g in published if g.index_stats is not None],
+                      ignore_index=True)
+    frame = frame.assign(setting=frame["variant"].map(lambda v: LABELS.get(v, v)),
+                         moment=frame["phase"].map({"after_run": "right after the run",
+                                                    "after_cleanup": "after cleanup"}).fillna(frame["phase"]))
+    cols = {"ghost_versions": "ghost versions", "ghosts": "ghosts", "versions": "versioned records",
+            "pages": "pages", "used_pct": "page space used (%)", "avg_size": "average record (bytes)",
+            "rows": "records"}
+    out = frame.set_index(["recording", "setting", "moment", "level"])[list(cols)].rename(columns=cols)
+    return out.rename_axis(index={"level": "index level"})
