@@ -201,7 +201,7 @@ def test_verdicts_on_the_references():
     assert set(heads) <= {"reproduced", "direction reproduced", "differs", "inconclusive", "not testable here",
                           "not testable with this recording"}
     assert table["rule"].str.len().min() > 20  # every row names its rule
-    assert (table["rule"].str.split().str.len() <= 40).all()  # short enough for a footnote
+    assert (table["rule"].str.split().str.len() <= 40).all()  # a footnote, not a cell that runs on
     decided = table[heads.isin(["reproduced", "direction reproduced", "differs"])]
     assert decided["tested_on"].str.contains(r"on \d+ CPUs?").all() and decided["size"].str.len().gt(0).all()
     # on 2 CPUs only one producer fits beside the consumer: the several-producers claim is not decided there

@@ -39,25 +39,22 @@ C = {
     "spinlock": "Latch-free is not spinlock-free: the article suspects CMED_HASH_SET (metadata cache) last",
     "ceiling": "Every database queue stays far below the in-process ceiling",
 }
-REGIME = "at the most sessions whose threads fit the logical CPUs"
 RULES = {
-    C["ring_1p"]: rule_above(LEAD, "ring rate / locked queue rate, 1 producer"),
-    C["ring_np"]: rule_above(LEAD, "ring rate / locked queue rate, most producers that fit the CPUs beside "
-                                   "the consumer"),
+    C["ring_1p"]: rule_above(LEAD, "ring / locked queue rate, 1 producer"),
+    C["ring_np"]: rule_above(LEAD, "ring / locked rate, most producers that fit"),
     C["false_sharing"]: rule_above(FALSE_SHARING, "adjacent / padded ns per increment"),
     C["atomic"]: rule_above(ATOMIC, "shared atomic / private ns per increment"),
     C["no_growth"]: (f"holds when the ring's HOT share lies above {HOT:g} and the naive queue's dead tuples over "
                      "the ring's above 1, over repetitions; differs when either lies on the other side"),
-    C["delayed"]: rule_above(DURABILITY, "delivered rate, asynchronous / synchronous commits, " + REGIME),
-    C["non_durable"]: rule_above(DURABILITY, "delivered rate, UNLOGGED / logged ring, " + REGIME),
+    C["delayed"]: rule_above(DURABILITY, "delivered rate, async / sync commits, within the CPUs"),
+    C["non_durable"]: rule_above(DURABILITY, "delivered rate, UNLOGGED / logged, within the CPUs"),
     C["v1_knee"]: (f"SQL Server, {KNEE_MIN_CPUS}+ logical CPUs swept: holds when v1's median rate peaks at a "
                    "quarter to three quarters of them and stays below 1.05× that peak beyond"),
     C["v2"]: rule_above(V2, "v2's best rate / v1's (SQL Server only)"),
     C["v3"]: "not decided here: one-thread rates depend on the reader's CPU",
     C["spinlock"]: "holds when v2's most-spun spinlock at the most sessions is one the article names; differs "
                    "when it is another",
-    C["ceiling"]: rule_above(CEILING, "native ring delivered rate (1 producer, 1 consumer) / the best database "
-                                      "design's delivered rate, " + REGIME),
+    C["ceiling"]: rule_above(CEILING, "native ring / best database delivered rate, within the CPUs"),
 }
 DATABASE_CLAIMS = {C[k] for k in ("no_growth", "delayed", "non_durable", "v1_knee", "v2", "v3", "spinlock",
                                   "ceiling")}

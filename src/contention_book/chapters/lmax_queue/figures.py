@@ -9,34 +9,65 @@ from ..shared.style import legend_below
 
 
 def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
-    """Throughput against sessions per queue design: the database recording's curves, published points."""
-    import matplotlib
+    """Delivered rate against sessions per queue design (what the consumers took off; push rate for a design
+    that ran without consumers), with the article's one printed rate, which is a push rate with no consumer."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     measured = analysis.scaling(db)
+    popped = "dequeue_per_s" in measured and "consumers" in measured
+    measured["delivered"] = measured["dequeue_per_s"].where(measured["consumers"] > 0, measured["throughput"]) \
+        if popped else measured["throughput"]
+    if popped:
+        for side in ("low", "high"):
+            measured[f"delivered_{side}"] = measured[f"dequeue_per_s_{side}"].where(
+                measured["consumers"] > 0, measured[f"throughput_{side}"])
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    sns.lineplot(data=measured, x="sessions", y="throughput", hue="design", style="design", markers=True,
+    sns.lineplot(data=measured, x="sessions", y="delivered", hue="design", style="design", markers=True,
                  dashes=False, ax=ax, palette=_palette(measured))
-    _bands(ax, measured, "throughput")
+    _bands(ax, measured, "delivered" if popped else "throughput")
     pub = analysis.scaling(adkin)
     for row in pub.itertuples():
         ax.scatter([row.sessions], [row.throughput], marker="*", s=220, color="black", zorder=5)
-        ax.annotate(f"published: {row.design}\n{row.throughput:,.0f} msgs/s, {row.sessions} thread",
-                    (row.sessions, row.throughput), textcoords="offset points", xytext=(12, -22), fontsize=8)
+        ax.annotate(f"published: {row.design}\n{row.throughput:,.0f} msgs/s pushed, no consumer, "
+                    f"{row.sessions} thread", (row.sessions, row.throughput), textcoords="offset points",
+                    xytext=(12, -22), fontsize=8)
     knee = analysis.finding(adkin, "scaling_knee", "imoltp_v1")
     if knee is not None:
         ax.axvline(float(knee["sessions"]), color="grey", ls="--", lw=1)
-        ax.text(float(knee["sessions"]), 0.97, f"published: v1 leaves linear \nscaling at {int(knee['sessions'])} threads ",
-                transform=ax.get_xaxis_transform(), fontsize=8, va="top", ha="right", color="dimgrey")
+        ax.text(float(knee["sessions"]), 0.97, f"published: v1 leaves linear \nscaling at {int(knee['sessions'])} "
+                "threads ", transform=ax.get_xaxis_transform(), fontsize=8, va="top", ha="right", color="dimgrey")
     ax.set_yscale("log")
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(_count())  # 1, 2, 4, 8: session counts, not 1.0, 2.0
-    ax.set_xlabel("producer sessions (log scale)")
-    ax.set_ylabel("messages pushed per second (log scale)")
-    ax.set_title(f"Queue designs: {db.label} against the article's points")
+    _integer_ticks(ax, sorted(set(measured["sessions"]) | set(pub["sessions"])))
+    _shade_oversubscribed(ax, db)
+    ax.set_xlabel("producer sessions, each with a consumer (log scale)")
+    ax.set_ylabel("messages delivered per second (log scale)")
+    ax.set_title(f"Queue designs: {db.label} against the article's point")
     legend_below(ax)
     return fig
+
+
+def _integer_ticks(ax, counts) -> None:
+    """Ticks at the counts measured, written as whole numbers (1, 2, 4, 8; never 1.5 or 36.5)."""
+    import matplotlib.ticker
+
+    ax.set_xticks([int(c) for c in counts])
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{int(round(v))}"))
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+
+
+def _shade_oversubscribed(ax, g: LmaxRecording) -> None:
+    """Grey out the session counts whose threads outnumber the logical CPUs: shown, labelled, never deciding."""
+    fit = analysis.regime_sessions(g)
+    counts = sorted(int(n) for n in g.runs["sessions"].unique())
+    over = [n for n in counts if analysis.oversubscribed(g, n)]
+    if not over:
+        return
+    start = fit if fit is not None else counts[0] / 1.5
+    ax.axvspan(start * 1.15 if fit is not None else start, ax.get_xlim()[1], color="grey", alpha=0.08, lw=0)
+    ax.text(0.99, 0.03, f"shaded: threads outnumber the {analysis.logical_cpus(g)} logical CPUs (oversubscribed)",
+            transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="dimgrey")
 
 
 def _palette(table) -> dict:
@@ -53,13 +84,6 @@ def _bands(ax, table, col: str) -> None:
         if f"{col}_low" in part:
             ax.fill_between(part["sessions"], part[f"{col}_low"], part[f"{col}_high"], color=colours[design],
                             alpha=0.15, lw=0)
-
-
-def _count():
-    """Tick labels 1, 2, 4, 8 on a log-2 axis of session counts (the scalar formatter writes 1.0, 2.0)."""
-    import matplotlib.ticker
-
-    return matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}")
 
 
 def plot_delivery(db: LmaxRecording):
@@ -101,8 +125,8 @@ def plot_delivery(db: LmaxRecording):
         ax.set_yscale("log")
     for ax in axes:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(_count())
-        ax.set_xticks(sorted(t["sessions"].unique()))
+        _integer_ticks(ax, sorted(t["sessions"].unique()))
+        _shade_oversubscribed(ax, db)
         ax.set_xlabel("producers (and as many consumers)")
     axes[0].get_legend().remove()
     handles, labels = axes[0].get_legend_handles_labels()
@@ -118,8 +142,12 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
 
     t = analysis.scaling(native)
     fig, axes = plt.subplots(3, 1, figsize=(7.6, 10))
-    sns.barplot(data=t, x="sessions", y="throughput", hue="design", ax=axes[0])
+    sns.lineplot(data=t, x="sessions", y="throughput", hue="design", style="design", markers=True, dashes=False,
+                 ax=axes[0])
+    _bands(axes[0], t, "throughput")
     axes[0].set_yscale("log")
+    _integer_ticks(axes[0], sorted(t["sessions"].unique()))
+    _shade_oversubscribed(axes[0], native)
     axes[0].set_xlabel("producers (one consumer)")
     axes[0].set_ylabel("messages per second (log)")
     axes[0].set_title(f"Measured: {native.label}")
@@ -129,12 +157,15 @@ def plot_native(native: LmaxRecording, lmax: LmaxRecording):
     lat["series"] = lat["design"].str.split(" ").str[0] + " " + lat["percentile"].str.replace("_us", "")
     sns.lineplot(data=lat, x="sessions", y="us", hue="series", marker="o", ax=axes[1])
     axes[1].set_yscale("log")
+    _integer_ticks(axes[1], sorted(t["sessions"].unique()))
+    _shade_oversubscribed(axes[1], native)
     axes[1].set_xlabel("producers (one consumer)")
     axes[1].set_ylabel("enqueue to dequeue, µs (log)")
     axes[1].set_title("Latency percentiles (measured)")
     legend_below(axes[1])
     pub = lmax.runs.assign(design=[analysis.label(v) for v in lmax.runs["variant"]])
-    sns.barplot(data=pub, x="topology", y="throughput", hue="design", ax=axes[2])
+    sns.pointplot(data=pub, x="topology", y="throughput", hue="design", ax=axes[2], linestyle="none",
+                  markers="D", dodge=0.3)
     axes[2].set_yscale("log")
     axes[2].set_xlabel("")
     axes[2].set_ylabel("operations per second (log)")
@@ -154,12 +185,15 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     fs["layout"] = fs["layout"].map(lambda x: names.get(x, x))
     inc = analysis.paper_increments(lmax)
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-    sns.barplot(data=fs, y="layout", x="ns_per_increment", ax=axes[0], color="tab:blue")
+    sns.stripplot(data=native.false_sharing.assign(layout=native.false_sharing["layout"].map(lambda x: names.get(x, x))),
+                  y="layout", x="ns_per_increment", ax=axes[0], color="tab:blue", alpha=0.5, size=4)
+    sns.scatterplot(data=fs, y="layout", x="ns_per_increment", ax=axes[0], color="black", marker="|", s=300,
+                    label="median")
     axes[0].set_xscale("log")
     axes[0].set_xlabel("ns per increment (log)")
     axes[0].set_ylabel("")
     axes[0].set_title(f"Measured: {native.label}")
-    sns.barplot(data=inc, y="method", x="ns_per_increment", ax=axes[1], color="tab:grey")
+    sns.scatterplot(data=inc, y="method", x="ns_per_increment", ax=axes[1], color="tab:grey", marker="D", s=60)
     axes[1].set_xscale("log")
     axes[1].set_xlabel("ns per increment (log)")
     axes[1].set_ylabel("")
@@ -179,7 +213,9 @@ def plot_pressure(db: LmaxRecording):
         return fig
     top = p.groupby("what")["value"].sum().sort_values(ascending=False).head(7).index
     p = p.assign(what=p["what"].where(p["what"].isin(top), "other"))
-    p["run"] = [f"{analysis.label(v, db.engine)} · {s}" for v, s in zip(p["variant"], p["sessions"])]
+    p["run"] = [f"{analysis.label(v, db.engine)}, {s} session{'s' if s != 1 else ''}"
+                + (" (oversubscribed)" if analysis.oversubscribed(db, s) else "")
+                for v, s in zip(p["variant"], p["sessions"])]
     wide = p.pivot_table(index="run", columns="what", values="value", aggfunc="sum", sort=False).fillna(0)
     wide.plot.barh(stacked=True, ax=ax, width=0.8, colormap="tab10")
     ax.invert_yaxis()
