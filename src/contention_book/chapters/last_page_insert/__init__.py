@@ -8,6 +8,8 @@ partition its own B-tree and so its own last page; a non-sequential key
 spreads the inserts but splits pages in the middle.
 
 Modules: spec (the chapter as data), recordings (what the page shows),
+finding (the "In short" opening and every glued number), diagrams (the mechanism drawn), diagnose (the "On
+your own server" queries),
 live (one runner per engine) with run_postgres and run_sqlserver, calls
 (what one driver call runs, shared by both), pages (waited-for page ->
 index), readcost (plans -> pages read), tables (frames, key numbers, the
@@ -15,11 +17,11 @@ stacks section), claims (verdicts), figures, published (the two sources).
 The process-per-session driver of the driver benchmark is
 :mod:`contention_book.harness.procdriver`.
 """
-from . import claims, figures, recordings, tables
+from . import claims, diagnose, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
+from .finding import key_numbers
 from .recordings import header_note, load_shown
 from .spec import SPEC
-from .tables import key_numbers
 
-__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
-           "tables"]
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams",
+           "figures", "finding", "recordings", "tables"]

@@ -39,6 +39,12 @@ def plot_throughput(published: list, measured) -> "object":
         axes[1].set_xscale("log", base=2)
         axes[1].set_xticks(sorted(t["sessions"].unique()))
         axes[1].set_xticklabels([str(s) for s in sorted(t["sessions"].unique())])
+        axes[1].minorticks_off()
+        cpus = measured.cpus
+        if cpus and t["sessions"].max() > cpus:  # more sessions than CPUs: shown, never deciding a verdict
+            axes[1].axvspan(cpus * 1.25, t["sessions"].max() * 1.2, color="grey", alpha=0.12, lw=0)
+            axes[1].text(t["sessions"].max() * 1.15, 0.02, f"oversubscribed (more than {cpus} CPUs)",
+                         transform=axes[1].get_xaxis_transform(), ha="right", va="bottom", fontsize=7, color="0.3")
         axes[1].set_ylim(bottom=0)
         axes[1].set_ylabel("rows inserted per second")
         axes[1].set_xlabel("inserting sessions")
@@ -57,7 +63,7 @@ def plot_waits(measured) -> "object":
         fig, ax = plt.subplots(figsize=(8, 1.5))
         _empty(ax, "this recording has no wait samples")
         return fig
-    w = w.assign(row=w["setting"] + ", " + w["sessions"].astype(int).astype(str) + " s.")
+    w = w.assign(row=w["setting"] + ", " + w["sessions"].map(lambda n: an.sessions_label(measured, n)))
     wide = w.pivot_table(index="row", columns="wait", values="share", aggfunc="sum", sort=False).fillna(0)
     order = [c for c in ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP", "CPU", an.IDLE)
              if c in wide.columns]
@@ -65,7 +71,7 @@ def plot_waits(measured) -> "object":
     fig, ax = plt.subplots(figsize=(11, 0.35 * len(wide) + 1.6))
     wide.iloc[::-1].plot.barh(stacked=True, ax=ax, width=0.8, colormap="tab10")
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of samples of the inserting sessions (s. = sessions)")
+    ax.set_xlabel("share of samples of the inserting sessions")
     ax.set_ylabel("")
     ax.set_title(f"Where the inserting sessions were, sampled at ~{measured.runs.get('wait_sampler_hz', pd.Series([20])).median():.0f} Hz")
     ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left", title=None)
@@ -73,29 +79,38 @@ def plot_waits(measured) -> "object":
 
 
 def plot_hot_pages(measured, top: int = 8) -> "object":
+    """Share of page-level samples per page (SQL Server) or page role (PostgreSQL), one panel per design stacked
+    on a shared axis, the last page in red; at the deciding session count."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
+    from matplotlib.patches import Patch
 
     h = an.hot_page_table(measured, top=top)
     if h.empty:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        _empty(ax, "this recording has no page-level samples")
+        fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 1.5))
+        _empty(ax, "this recording has no page-level samples at the deciding session count")
         return fig
-    h = h.assign(setting=h["variant"].map(lambda v: an.SHORT.get(v, v)),
-                 where=h["is_last_page"].map({1: "last page (rightmost leaf)", 0: "other page",
-                                              1.0: "last page (rightmost leaf)", 0.0: "other page"})
-                 .fillna("unknown"))
-    variants = list(dict.fromkeys(h["setting"]))
-    fig, axes = plt.subplots(1, len(variants), figsize=(4.2 * len(variants), 0.32 * top + 1.8), squeeze=False)
-    for ax, v in zip(axes[0], variants):
-        part = h[h["setting"] == v]
-        sns.barplot(data=part, y="page", x="share", hue="where", ax=ax, orient="h", dodge=False,
-                    palette={"last page (rightmost leaf)": "tab:red", "other page": "tab:blue", "unknown": "tab:grey"})
-        ax.set_title(v, fontsize=10)
-        ax.set_xlabel("share of samples")
-        ax.set_ylabel("")
+    h = h.assign(setting=h["variant"].map(lambda v: an.SHORT.get(v, v)))
+    if "share" not in h:
+        h["share"] = h["pins"] / h.groupby("variant")["pins"].transform("sum")
+    order = [an.SHORT[v] for v in ("sequential", "hash_partitioned", "random_key", "sequential_optimized")]
+    variants = sorted(dict.fromkeys(h["setting"]), key=lambda v: order.index(v) if v in order else 99)
+    sizes = [int((h["setting"] == v).sum()) for v in variants]
+    fig, axes = plt.subplots(len(variants), 1, figsize=(TEXT_WIDTH_IN, 0.28 * sum(sizes) + 0.55 * len(variants) + 0.9),
+                             sharex=True, squeeze=False, gridspec_kw={"height_ratios": sizes}, layout="constrained")
+    colours = {1: "tab:red", 0: "tab:blue"}
+    for ax, v in zip(axes[:, 0], variants):
+        part = h[h["setting"] == v].iloc[::-1]
+        known = part["is_last_page"].notna()
+        ax.barh(part["page"].astype(str), part["share"],
+                color=[colours.get(int(x), "tab:grey") if k else "tab:grey"
+                       for x, k in zip(part["is_last_page"].fillna(0), known)])
+        ax.set_title(v, fontsize=9, loc="left")
         ax.tick_params(axis="y", labelsize=7)
-        legend_below(ax)
+        ax.set_xlim(0, 1)
+    axes[-1, 0].set_xlabel(f"share of page-level samples at {an.sessions_label(measured, an.deciding(measured))}")
+    fig.legend(handles=[Patch(color="tab:red", label="last page (rightmost leaf)"),
+                        Patch(color="tab:blue", label="other page")], loc="outside lower center", ncol=2,
+               fontsize=8, frameon=False)
     return fig
 
 
@@ -151,7 +166,8 @@ def plot_throughput_over_time(measured) -> "object":
         fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 1.4), layout="constrained")
         _empty(ax, NO_INTERVALS)
         return fig
-    n = int(iv["sessions"].max())
+    n = an.deciding(measured)
+    n = int(iv["sessions"].max()) if n is None or not (iv["sessions"] == n).any() else int(n)
     part = iv[iv["sessions"] == n].copy()
     runs = measured.runs
     per_call = (runs.groupby("variant")["rows_per_call"].median() if runs is not None and "rows_per_call" in runs
@@ -167,6 +183,6 @@ def plot_throughput_over_time(measured) -> "object":
     ax.set_ylim(bottom=0)
     ax.set_xlabel("seconds into the measured window")
     ax.set_ylabel("rows inserted per second")
-    ax.set_title(f"Throughput second by second at {n} sessions (one line per repetition)")
+    ax.set_title(f"Throughput second by second at {an.sessions_label(measured, n)} (one line per repetition)")
     legend_below(ax)
     return fig

@@ -98,7 +98,8 @@ def throughput_table(g: LpiRecording) -> pd.DataFrame:
 
 
 def throughput_wide(g: LpiRecording) -> pd.DataFrame:
-    """Rows/s per setting (columns) and sessions (rows), with the p99 latency per call beside each."""
+    """Rows/s per setting (columns) and sessions (rows, oversubscribed ones labelled), with the p99 latency per
+    call beside each."""
     t = throughput_table(g)
     per = "insert" if rows_per_call(g) == 1 else f"call of {rows_per_call(g)} rows"
     wide = t.pivot(index="sessions", columns="setting", values="throughput").round(0)
@@ -107,6 +108,8 @@ def throughput_wide(g: LpiRecording) -> pd.DataFrame:
         p99 = t.pivot(index="sessions", columns="setting", values="p99_ms").round(2)
         p99.columns = [f"{c}: p99 ms per {per}" for c in p99.columns]
         wide = pd.concat([wide, p99], axis=1)
+    wide.index = [sessions_label(g, n) for n in wide.index]
+    wide.index.name = "inserting sessions"
     return wide
 
 
