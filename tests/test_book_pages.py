@@ -61,8 +61,9 @@ def test_findings_are_the_chapters_saved_verdict_rows(checkout, monkeypatch):
     assert "<th>tested on</th>" in page and "<th>size compared</th>" in page and "C model on 2 CPUs" in page
     assert "&lt;b&gt;" in page  # measured text is escaped, only the chapter link is HTML
     assert page.count(rule) == 1 and '[rule&nbsp;1]' in page  # one rule, one note, cited by both rows
-    assert "<dt>not testable with this recording</dt>" in page  # the vocabulary, explained at the top
-    assert "<td>direction reproduced</td><td>1</td>" in page and "<td>reproduced</td><td>0</td>" in page
+    assert "<b>not testable with this recording</b></td><td>the recording shown lacks" in page  # the words explained
+    assert "<b>direction reproduced</b></td><td>the direction holds, but" in page
+    assert "</td><td>1</td></tr>" in page and "<b>reproduced</b></td><td>the direction holds and" in page
 
 
 def test_findings_show_rows_saved_before_the_new_columns(checkout, monkeypatch):
@@ -87,7 +88,7 @@ def test_no_findings_cell_runs_past_forty_words(checkout, monkeypatch):
                           "verdict": "direction reproduced"}])
     book_pages.save_verdicts("demo", rows)
     page = book_pages.write_findings(book.notebooks()).read_text()
-    table = page[page.index('id="findings"'):]
+    table = page[page.index('id="findings-table"'):]
     cells = re.findall(r"<td>(.*?)</td>", table[:table.index("</table>")])
     assert cells and max(len(re.sub(r"<[^>]+>", " ", c).split()) for c in cells) <= 40
     assert long in page[page.index("table-notes"):]  # the full texts are in the notes

@@ -201,14 +201,15 @@ def test_a_flame_graph_says_what_it_shows():
     from contention_book.chapters.shared.notebook import flame_alt
 
     fig, ax = plt.subplots()
-    ax.add_patch(Rectangle((0, 0), 80, 1))
-    ax.text(40, 0.5, "XLogInsert")
-    ax.add_patch(Rectangle((80, 0), 20, 1))
-    ax.text(90, 0.5, "LWLockAcquire")
+    for x, y, w, name in ((0, 0, 100, "all"), (0, 1, 80, "ExecInsert"), (0, 2, 60, "XLogInsert"),
+                          (80, 1, 20, "LWLockAcquire")):
+        ax.add_patch(Rectangle((x, y), w, 1))
+        ax.text(x + w / 2, y + 0.5, name)
     ax.set_xlim(0, 100)
     alt = flame_alt(fig, "sequential keys, 8 sessions")
     assert alt.startswith("Flame graph of the CPU samples, sequential keys, 8 sessions.")
-    assert "XLogInsert about 80% wide" in alt and "LWLockAcquire about 20% wide" in alt
+    assert "XLogInsert, about 60% of the samples; ExecInsert, about 20%" in alt and "LWLockAcquire, about 20%" in alt
+    assert "all," not in alt  # the root holds no samples itself
     plt.close(fig)
 
 

@@ -75,17 +75,21 @@ def findings_frame(notebooks: dict[str, Path]) -> pd.DataFrame:
 def write_findings(notebooks: dict[str, Path]) -> Path:
     import html as html_
 
-    from contention_book.chapters.shared.verdict_table import totals, verdict_table_html, vocabulary_html
+    from contention_book.chapters.shared.verdict_table import VOCABULARY, totals, verdict_table_html
 
     frame = findings_frame(notebooks)
     counted = totals(frame["verdict"])
     summary = ", ".join(f"{n} {v}" for v, n in counted if n) or "no verdicts yet"
-    count_rows = "".join(f"<tr><td>{html_.escape(v)}</td><td>{n}</td></tr>" for v, n in counted)
-    counts = ('<div class="table-wrap"><table class="book-table" id="verdict-totals"><caption>Verdicts in this '
-              'build, by word</caption><thead><tr><th>verdict</th><th>claims</th></tr></thead>'
+    meaning = dict(VOCABULARY)
+    older = "a word of an older build of its chapter, from before this vocabulary"
+    count_rows = "".join(f"<tr><td><b>{html_.escape(v)}</b></td><td>{html_.escape(meaning.get(v, older))}</td>"
+                         f"<td>{n}</td></tr>" for v, n in counted)
+    counts = ('<div class="table-wrap"><table class="book-table text-table" id="verdict-words"><caption>The verdict '
+              'words, what each means, and how many claims carry it in this build</caption><thead><tr><th>verdict'
+              "</th><th>meaning</th><th>claims</th></tr></thead>"
               f"<tbody>{count_rows}</tbody></table></div>")
     table = verdict_table_html(frame, caption="Every claim the chapters check, with where it was tested and "
-                               "whether its size was compared", prefix="findings",
+                               "whether its size was compared", prefix="findings-table",
                                columns=("chapter", "claim", "tested_on", "published", "measured", "size", "verdict"),
                                raw=("chapter",),
                                missing_reason="the chapter did not give this (its rows were saved before the column "
@@ -97,8 +101,8 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
             "The rows are the chapters' own verdict rows, gathered when the book is built; follow a chapter's "
             f"link for the numbers behind a row. In this build: {summary}.\n\n"
             "A verdict answers two questions: does the measurement point the article's way (the *direction*), and "
-            "is its size comparable with the article's, within a stated factor (the *size*)? The words:\n\n"
-            "```{raw} html\n" + vocabulary_html() + "\n" + counts + "\n```\n\n"
+            "is its size comparable with the article's, within a stated factor (the *size*)?\n\n"
+            "```{raw} html\n" + counts + "\n```\n\n"
             "```{raw} html\n" + table + "\n```\n")
     out = repo_root() / "book" / "findings.md"
     out.write_text(page, encoding="utf-8")

@@ -213,25 +213,32 @@ def show_section(part: StackSection) -> None:
 
 
 def flame_alt(fig, title: str) -> str:
-    """What a flame graph shows, in words: its subject and its widest boxes (the functions that held the most
-    samples, read from the drawn rectangles' labels and widths)."""
+    """What a flame graph shows, in words: its subject and the functions that hold the most samples themselves
+    (a box's width less the widths of the boxes drawn on top of it), read from the drawn boxes and labels."""
     from matplotlib.patches import Rectangle
 
-    widths: dict[str, float] = {}
+    boxes = []
     for ax in fig.axes:
-        boxes = [p for p in ax.patches if isinstance(p, Rectangle)]
-        labels = [t for t in ax.texts if t.get_text().strip()]
-        for t in labels:
+        rects = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
+        for t in ax.texts:
+            name = t.get_text().strip()
+            if not name:
+                continue
             x, y = t.get_position()
-            for p in boxes:
+            for p in rects:
                 if p.get_x() <= x <= p.get_x() + p.get_width() and p.get_y() <= y <= p.get_y() + p.get_height():
-                    name = t.get_text().strip()
-                    widths[name] = max(widths.get(name, 0.0), p.get_width())
+                    boxes.append((p.get_x(), p.get_y(), p.get_width(), p.get_height(), name))
                     break
     total = max((ax.get_xlim()[1] - ax.get_xlim()[0] for ax in fig.axes), default=0) or 1
-    top = sorted(widths.items(), key=lambda kv: -kv[1])[:3]
-    said = "; ".join(f"{name} about {w / total:.0%} wide" for name, w in top)
-    return f"Flame graph of the CPU samples, {title or 'as captured'}." + (f" The widest boxes: {said}." if said else "")
+    own: dict[str, float] = {}
+    for x, y, w, h, name in boxes:
+        above = sum(w2 for x2, y2, w2, _, _ in boxes
+                    if abs(y2 - (y + h)) < h * 0.5 and x - 1e-9 <= x2 and x2 + w2 <= x + w + 1e-9)
+        own[name] = own.get(name, 0.0) + max(0.0, w - above)
+    top = [(n, w) for n, w in sorted(own.items(), key=lambda kv: -kv[1]) if w / total >= 0.01][:3]
+    said = "; ".join(f"{name}, about {w / total:.0%} of the samples" for name, w in top)
+    return (f"Flame graph of the CPU samples, {title or 'as captured'}."
+            + (f" The functions holding the most samples themselves: {said}." if said else ""))
 
 
 def show_verdicts(chapter, shown) -> None:
