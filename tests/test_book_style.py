@@ -224,3 +224,13 @@ def test_provenance_never_shows_a_machine_path():
     assert "RECORD_TO=data/lmax-queue/r1" in out and "RECORDING=r1" in out and not has_machine_path(out)
     kept = "calls/s at 1/22,000 of https://sql.kiwi/2022/08/x and C:\\Users\\me\\rec"
     assert public_text(kept) == "calls/s at 1/22,000 of https://sql.kiwi/2022/08/x and <a folder>"
+
+
+def test_fit_width_gives_count_axes_whole_number_ticks():
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [10.0, 20.0, 15.0])
+    ax.set_xlabel("sessions")
+    style.fit_width(fig)
+    fig.canvas.draw()
+    assert all(float(t).is_integer() for t in ax.get_xticks()) and style.count_problems(fig) == []
+    plt.close(fig)

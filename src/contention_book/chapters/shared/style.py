@@ -51,11 +51,26 @@ def module_colours(modules: Iterable[str]) -> dict[str, str]:
 
 
 def fit_width(fig, width_in: float = TEXT_WIDTH_IN):
-    """Scale a figure down (keeping its aspect) so that it is no wider than the text column."""
+    """Scale a figure down (keeping its aspect) so that it is no wider than the text column; whole-number ticks
+    on the linear axes that count things (:func:`whole_counts`)."""
     w, h = fig.get_size_inches()
     if w > width_in:
         fig.set_size_inches(width_in, h * width_in / w)
-    return thousands(fig)
+    return thousands(whole_counts(fig))
+
+
+def whole_counts(fig):
+    """Every linear axis whose label names a count (threads, sessions, producers) and whose ticks matplotlib
+    places by itself gets whole-number ticks only."""
+    from matplotlib.ticker import AutoLocator, MaxNLocator
+
+    for ax in fig.axes:
+        for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+            label = axis.get_label_text().lower()
+            if scale == "linear" and any(w in label for w in COUNT_WORDS) and \
+                    type(axis.get_major_locator()) is AutoLocator:
+                axis.set_major_locator(MaxNLocator(integer=True))
+    return fig
 
 
 def legend_below(ax, ncol: int | None = None, **kwargs):
