@@ -98,6 +98,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import permissions as P
+from . import rules as RULES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -631,8 +632,6 @@ def exclusive_access(state: dict, s: "Session", name: str, rollback_immediate: b
     if not others:
         return
     if not rollback_immediate:
-        state.setdefault("exclusive_waits", []).append({"option": option, "database": name,
-                                                        "blocked_by": sorted(int(x) for x in others)})
         if s.lock_timeout_ms is None:
             raise SimError("HYT00", f"simulator: ALTER DATABASE SET {option} would wait without bound for "
                                     f"session(s) {sorted(others)} to leave database {name}")
@@ -680,6 +679,9 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
         if db and "GhostTest" in db["tables"]:
             db["tables"]["GhostTest"]["held"] = 0
         return [], msgs
+
+    # -- every batch is judged by the documented rules before it is answered (rules.py)
+    judge(state, s, n)
 
     # -- server identity (targets.server_version, preflight)
     if n.startswith("SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)), "
@@ -880,7 +882,26 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
     if found is None:
         raise UnknownStatement(f"the simulator was never taught this statement: {n[:300]!r}")
     chapter, script, i, ids = found
-    return _workload(state, s, chapter, script, i, ids, params), msgs
+    out = _workload(state, s, chapter, script, i, ids, params), msgs
+    db = state["databases"].get(s.database)
+    if db is not None:
+        mo, native = set(db.get("mo_tables", [])), set(db.get("native_procs", []))
+        RULES.record(n, mo, native)
+        db["mo_tables"], db["native_procs"] = sorted(mo), sorted(native)
+    return out
+
+
+def rule_context(state: dict, s: Session) -> RULES.Context:
+    db = state["databases"].get(s.database) or {}
+    return RULES.Context(major=16 if azure(state) else major(state), trancount=s.trancount,
+                         mo_tables=set(db.get("mo_tables", [])), native_procs=set(db.get("native_procs", [])))
+
+
+def judge(state: dict, s: Session, n: str) -> None:
+    """The first documented rule the batch breaks, raised as the error its page gives (rules.RULES)."""
+    found = RULES.violations(n, rule_context(state, s))
+    if found:
+        raise sql_error(found[0].rule.error, found[0].message)
 
 
 def version_text(state: dict) -> str:
