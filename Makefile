@@ -59,6 +59,8 @@ MAKEFLAGS += -s
 OUTCOME := $(or $(TMPDIR),/tmp)/contention-book-make-$(shell echo $$PPID).outcome
 endif
 export CONTENTION_BOOK_MAKE_OUTCOME := $(OUTCOME)
+# A stop signal that reached make too leaves no file behind (make is ending anyway): the shell's traps exit.
+TRAP_STOP = trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM;
 KEEP_STATUS = status=$$?; if [ $$status -ne 0 ] && [ ! -s "$(OUTCOME)" ]; then \
 	echo "make $(patsubst .%-run,%,$@): exit status $$status" > "$(OUTCOME)"; fi; exit $$status
 END_WITH_OUTCOME = $(if $(wildcard $(OUTCOME)),$(error $(file < $(OUTCOME))$(shell rm -f "$(OUTCOME)")))
@@ -71,10 +73,10 @@ record: .record-run
 	$(END_WITH_OUTCOME)
 
 .chapter-run: setup
-	-@$(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
+	-@$(TRAP_STOP) $(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
 
 .record-run: setup
-	-@SOURCE=live $(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
+	-@$(TRAP_STOP) SOURCE=live $(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
 
 test: setup
 	$(BIN)/python -m pytest -q

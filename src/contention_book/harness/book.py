@@ -15,9 +15,15 @@ import argparse
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
+
+if __name__ == "__main__" and sys.argv[1:2] == ["from-make"]:
+    # make chapter: Ctrl-C while Python loads ends this process quietly (nothing has started yet); a live run's
+    # launcher installs its own handlers (forwarding to the runner) before it starts the runner
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +234,7 @@ def from_make(argv: list[str]) -> int:
     outcome = os.environ.get(MAKE_OUTCOME_ENV)
     if outcome:
         Path(outcome).unlink(missing_ok=True)
+        _drop_stale_outcomes(Path(outcome).parent)
     try:
         check_target_name(os.environ.get("TARGET"))
         os.environ.setdefault(COMMAND_ENV, make_line(argv))
@@ -249,6 +256,17 @@ def from_make(argv: list[str]) -> int:
             pass
     print(lines[0], file=sys.stderr, flush=True)
     return status
+
+
+def _drop_stale_outcomes(folder: Path) -> None:
+    """Outcome files of makes that died (a Ctrl-C stops make before it reads its file): named by make's pid."""
+    for stale in folder.glob("contention-book-make-*.outcome"):
+        try:
+            os.kill(int(stale.name.split("-")[-1].split(".")[0]), 0)
+        except (ValueError, ProcessLookupError):
+            stale.unlink(missing_ok=True)
+        except OSError:
+            continue
 
 
 def refuse_recorded_params(chapter: str, raw: dict[str, str]) -> None:

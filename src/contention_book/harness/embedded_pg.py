@@ -178,6 +178,44 @@ class EmbeddedPostgres:
             return None
         return None
 
+    def settle(self, timeout_s: float = 120.0) -> None:
+        """Wait for this process's initdb or pg_ctl on this cluster to end, even one whose start was interrupted
+        (a signal inside Popen loses the handle, not the child); so what is stopped next is what stays stopped."""
+        proc = Path("/proc")
+        if not proc.is_dir():
+            return
+        me, needle = str(os.getpid()), str(self.data).encode()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            busy = []
+            for entry in proc.iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    stat = (entry / "stat").read_text()
+                    state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+                    if ppid != me:
+                        continue
+                    if state == "Z":
+                        os.waitpid(int(entry.name), os.WNOHANG)
+                    elif needle in (entry / "cmdline").read_bytes():
+                        busy.append(entry.name)
+                except (OSError, ValueError, ChildProcessError):
+                    continue
+            if not busy:
+                return
+            time.sleep(0.05)
+
+    def release(self, created: bool) -> None:
+        """Undo an interrupted or failed start of a cluster this run asked for: stop it and, if this run made
+        it (there was no cluster before), remove it, so the machine is as it was."""
+        self.settle()
+        self.stop()
+        if created:
+            shutil.rmtree(self.data, ignore_errors=True)
+            for leftover in (self.pwfile, self.root / "server.log"):
+                leftover.unlink(missing_ok=True)
+
     def destroy(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
@@ -209,28 +247,38 @@ def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print, max_connect
     over.  One that someone else started is reused and left running.
     """
     pg = EmbeddedPostgres()
-    was_running = pg.running() if (pg.data / "PG_VERSION").exists() else False
+    created = not (pg.data / "PG_VERSION").exists()
+    was_running = False if created else pg.running()
     stale = pg.stale_owner() if was_running else None
     if stale is not None:
         log(f"[harness] stopping the embedded PostgreSQL that run pid {stale} started and left running "
             "(that run was killed)")
         pg.stop()
         was_running = False
-    if not was_running:  # claimed before starting: a run killed while the cluster starts is still known
-        pg.root.mkdir(parents=True, exist_ok=True)
-        pg.owner_file.write_text(f"{os.getpid()}\n")
-    pg.start(max_connections=max_connections)
-    if not was_running:
-        log(f"[harness] embedded PostgreSQL started on 127.0.0.1:{pg.port} (data in {pg.data})")
-    # wait until it accepts connections
-    deadline = time.monotonic() + 30
-    while pg._run("pg_isready", "-h", "127.0.0.1", "-p", str(pg.port), check=False).returncode != 0:
-        if time.monotonic() > deadline:
-            raise EmbeddedPostgresError("embedded PostgreSQL did not become ready within 30 s")
-        time.sleep(0.2)
+    owned = False
+    try:  # the run owns the cluster from the moment it asks for it: a signal in initdb or pg_ctl start included
+        if not was_running:  # claimed before starting: a run killed while the cluster starts is still known
+            owned = True
+            pg.root.mkdir(parents=True, exist_ok=True)
+            pg.owner_file.write_text(f"{os.getpid()}\n")
+        pg.start(max_connections=max_connections)
+        if not was_running:
+            log(f"[harness] embedded PostgreSQL started on 127.0.0.1:{pg.port} (data in {pg.data})")
+        # wait until it accepts connections
+        deadline = time.monotonic() + 30
+        while pg._run("pg_isready", "-h", "127.0.0.1", "-p", str(pg.port), check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise EmbeddedPostgresError("embedded PostgreSQL did not become ready within 30 s")
+            time.sleep(0.2)
+    except BaseException:
+        if owned:
+            pg.release(created)
+            log("[harness] embedded PostgreSQL start stopped part-way: " + (
+                "the cluster it was making is removed" if created else "the cluster is stopped again"))
+        raise
     try:
         yield pg.export(var)
     finally:
-        if stop_after and not was_running:
+        if stop_after and owned:
             pg.stop()
             log("[harness] embedded PostgreSQL stopped")

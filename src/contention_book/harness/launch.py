@@ -135,7 +135,8 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
     recording = dest if dest.exists() else None
     if received or child.returncode >= 128 or child.returncode < 0:
         raise LiveRunInterrupted(f"live run of {chapter} interrupted (runner exit {child.returncode}); "
-                                 f"recording kept incomplete: {recording}", child.returncode)
+                                 + (f"recording kept incomplete: {recording}" if recording else
+                                    "no recording was opened"), child.returncode)
     if child.returncode != 0:
         raise LiveRunFailed(f"live run of {chapter} on {engine} "
                             + ("refused" if child.returncode == 2 else "failed") + f" (exit {child.returncode})"
