@@ -11,13 +11,14 @@ Modules: spec (the chapter as data), recordings (what the page shows), live
 (one runner per engine) with run_native (``native/latch_convoy.c`` over lock
 kinds and thread counts) and run_sqlserver (the article's parallel insert,
 fair and, opt-in, unfair), tables (frames and key numbers), claims
-(verdicts), figures, published (the article's tables).
+(verdicts), figures, diagrams (the hand-off timeline), diagnose (the On your own server
+queries), published (the article's tables).
 """
-from . import claims, figures, recordings, tables
+from . import claims, diagnose, diagrams, figures, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .tables import key_numbers
 
-__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
-           "tables"]
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
+           "recordings", "tables"]

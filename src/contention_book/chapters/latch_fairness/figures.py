@@ -31,20 +31,29 @@ def plot_published(metrics: pd.DataFrame):
             _empty(ax, f"{name}\nnot in this recording")
             continue
         shown = part.assign(shown=part["value"].clip(lower=0.5))
-        sns.barplot(data=shown, x="recording", y="shown", hue="setting", palette=palette, ax=ax,
-                    legend=ax is axes.flat[0])
         positive = part["value"][part["value"] > 0]
-        if len(positive) and positive.max() / max(positive.min(), 0.5) > 100:
+        log = bool(len(positive) and positive.max() / max(positive.min(), 0.5) > 100)
+        if log:  # a bar's length means nothing on a log axis: dots instead
+            sns.stripplot(data=shown, x="recording", y="shown", hue="setting", palette=palette, ax=ax, size=8,
+                          dodge=True, jitter=False, legend=ax is axes.flat[0])
             ax.set_yscale("log")
-            ax.set_ylabel("log scale")
+            ax.set_ylabel("log scale (a zero at 0.5)")
         else:
+            sns.barplot(data=shown, x="recording", y="shown", hue="setting", palette=palette, ax=ax,
+                        legend=ax is axes.flat[0])
             ax.set_ylabel("")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("")
         ax.tick_params(axis="x", labelsize=7)
-        for bar, val in zip(ax.patches, shown["value"]):
-            ax.annotate(f"{val:,.0f}" if val >= 10 else f"{val:g}", (bar.get_x() + bar.get_width() / 2,
-                        bar.get_height()), ha="center", va="bottom", fontsize=7)
+        if log:
+            for coll, val in zip([c for c in ax.collections if len(c.get_offsets())], shown["value"]):
+                x, y = coll.get_offsets()[0]
+                ax.annotate(f"{val:,.0f}" if val >= 10 else f"{val:g}", (x, y), ha="left", va="center", fontsize=7,
+                            xytext=(6, 0), textcoords="offset points")
+        else:
+            for bar, val in zip(ax.patches, shown["value"]):
+                ax.annotate(f"{val:,.0f}" if val >= 10 else f"{val:g}", (bar.get_x() + bar.get_width() / 2,
+                            bar.get_height()), ha="center", va="bottom", fontsize=7)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     if axes.flat[0].get_legend():
@@ -68,10 +77,16 @@ def _kind_lines(ax, summary, y, cpus, ylabel, log=True, band=None):
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(summary["threads"].unique()))
     ax.get_xaxis().set_major_formatter(__import__("matplotlib").ticker.ScalarFormatter())
+    ax.get_xaxis().set_minor_formatter(__import__("matplotlib").ticker.NullFormatter())
     if log:
         ax.set_yscale("log")
     if cpus:
         ax.axvline(cpus, color="grey", ls="--", lw=0.8)
+        threads = sorted(summary["threads"].unique())
+        if threads and threads[-1] > cpus:  # the oversubscribed points: shown, labelled, never judged
+            ax.axvspan(cpus, threads[-1] * 1.2, color="grey", alpha=0.12, lw=0)
+            ax.annotate("oversubscribed:\nshown, not judged", (1, 0), xycoords="axes fraction", ha="right",
+                        va="bottom", fontsize=6, color="dimgrey", xytext=(-3, 3), textcoords="offset points")
         ax.annotate(f"{cpus} logical CPUs", (cpus, 1), xycoords=("data", "axes fraction"), ha="left", va="top",
                     fontsize=7, color="grey", xytext=(3, -3), textcoords="offset points")
     ax.set_xlabel("threads")
