@@ -22,7 +22,9 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+# The checkout whose built book is checked (CONTENTION_BOOK_ROOT, as for the package itself: a reviewer can
+# check a build made elsewhere without rebuilding here).
+ROOT = Path(os.environ.get("CONTENTION_BOOK_ROOT") or Path(__file__).resolve().parents[1]).resolve()
 HTML = ROOT / "book" / "_build" / "html"
 SHOTS = ROOT / "book" / "_build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")

@@ -114,6 +114,10 @@ def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
     """
     import nbformat
 
+    from .provenance import public_text
+
+    # the page names files by their place in the checkout, never by a path of the machine that built it
+    message = public_text(message.replace(str(repo_root()) + os.sep, ""))
     nb = nbformat.read(source, as_version=4)
     title = next((line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()
                   if line.startswith("# ")), f"# {chapter}")

@@ -193,22 +193,59 @@ def _width(df: pd.DataFrame) -> int:
     return df.shape[1] + (0 if isinstance(df.index, pd.RangeIndex) else df.index.nlevels)
 
 
+ROOM_CHARS = 100  # characters of cell text (widest cell or header word per column, plus padding) the column holds
+CELL_CHARS = 14   # a wider cell wraps (text tables: at least 8em), so it counts this much at most
+
+
+def _chars(values, label) -> int:
+    """How many characters wide a column is drawn: its widest cell (wrapping past CELL_CHARS) or its header's
+    longest word, plus padding."""
+    cells = [len(number_text(v)) for v in values]
+    head = max((len(w) for w in str(human(label)).split()), default=1)
+    return min(max([head, *cells]), CELL_CHARS) + 3
+
+
+def _index_chars(df: pd.DataFrame) -> int:
+    if isinstance(df.index, pd.RangeIndex):
+        return 0
+    levels = [df.index.get_level_values(i) for i in range(df.index.nlevels)]
+    return sum(_chars(level, name) for level, name in zip(levels, df.index.names))
+
+
+def _fits(df: pd.DataFrame, max_columns: int) -> bool:
+    return _width(df) <= max_columns and \
+        _index_chars(df) + sum(_chars(df[c], c) for c in df.columns) <= ROOM_CHARS
+
+
 def fit_columns(df: pd.DataFrame, max_columns: int = MAX_COLUMNS) -> tuple[list[pd.DataFrame], str]:
     """A frame too wide for the text column, made to fit: transposed when it has few rows (each row becomes a
-    column), else split into parts of at most ``max_columns`` columns, each repeating the rows' labels.
-    Returns the parts and how it was cut ("" when it fit)."""
-    if _width(df) <= max_columns:
+    column) and that fits, else split into parts of at most ``max_columns`` columns and about
+    :data:`ROOM_CHARS` characters, each repeating the rows' labels.  Returns the parts and how it was cut
+    ("" when it fit)."""
+    if _fits(df, max_columns):
         return [df], ""
     keyed = df
     if isinstance(df.index, pd.RangeIndex):  # the first column names the rows
         keyed = df.set_index(df.columns[0])
-    if len(keyed) + keyed.index.nlevels <= max_columns and keyed.index.is_unique:
+    if keyed.index.is_unique and len(keyed) + keyed.index.nlevels <= max_columns:
         flipped = keyed.T
         flipped.index.name = None
-        return [flipped], "transposed"
-    room = max(1, max_columns - keyed.index.nlevels)
-    cols = list(keyed.columns)
-    parts = [keyed[cols[i:i + room]] for i in range(0, len(cols), room)]
+        if _fits(flipped, max_columns):
+            return [flipped], "transposed"
+    room_cols = max(1, max_columns - keyed.index.nlevels)
+    room_chars = max(ROOM_CHARS - _index_chars(keyed), CELL_CHARS + 3)
+    parts, current, used = [], [], 0
+    for col in keyed.columns:
+        width = _chars(keyed[col], col)
+        if current and (len(current) >= room_cols or used + width > room_chars):
+            parts.append(keyed[current])
+            current, used = [], 0
+        current.append(col)
+        used += width
+    if current:
+        parts.append(keyed[current])
+    if len(parts) == 1 and keyed is not df:
+        return [df], ""  # one part after all: keep the frame as it was
     return parts, "split"
 
 
