@@ -209,7 +209,22 @@ def show_section(part: StackSection) -> None:
         display(Markdown(f"```{{glue:figure}} {key}\n:name: fig-{_page['chapter']}-{key.replace('_', '-')}\n\n"
                          f"{FLAME_CAPTION.format(title=title)}\n```"))
     for table in part.tables:
-        display(table)
+        show_table(table, stack_table_caption(table))
+
+
+def stack_table_caption(table) -> str:
+    """A stacks table's caption: its own (``attrs["caption"]``), else one said from what its columns hold."""
+    if table.attrs.get("caption"):
+        return str(table.attrs["caption"])
+    cols = {str(book_display.human(c)) for c in table.columns}
+    first = table.index.get_level_values(0).unique() if len(table) else []
+    setting = f", {first[0]}" if len(first) == 1 and table.index.nlevels > 1 else ""
+    if {"exclusive %", "inclusive %"} & cols:
+        return (f"The functions with the most CPU samples{setting}: the share in the function itself (exclusive) "
+                "and with everything it called (inclusive)")
+    if "change (points)" in cols:
+        return "How each function's share of the CPU samples changed between the two settings, in percentage points"
+    return f"CPU samples by function{setting}"
 
 
 def flame_alt(fig, title: str) -> str:
@@ -263,4 +278,9 @@ def show_verdicts(chapter, shown) -> None:
 def load_summary(view):
     """The load check of a recording (harness.load_record.load_summary): a table, or a note where it has none."""
     out = load_record.load_summary(view)
-    return Markdown(f"*{out}*") if isinstance(out, str) else out
+    if isinstance(out, str):
+        return Markdown(f"*{out}*")
+    out.attrs["caption"] = (f"Table {next(_tables)}. How the load was driven and watched, per variant and session "
+                            "count (medians over repetitions): calls a second, latency, and where the backends' "
+                            "samples were")
+    return out
