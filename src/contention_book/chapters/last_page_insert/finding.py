@@ -27,12 +27,13 @@ def in_short(n: dict[str, Any], engine: str) -> str:
            else "the article's own tables and waits")
     lesson = ("on few cores the queue is short and the fixes cost more than they save"
               if n["v_hash_rate"] == "differs" else "spreading the inserts pays only where the queue is long")
+    ratio = f" ({n['q_hash_vs_seq']} the sequential key)" if n["q_hash_vs_seq"] != "not measured" else ""
     return (
         "The article: when a clustered key only grows, concurrent inserts queue for the exclusive latch on the "
         f"index's last page (PAGELATCH_EX), and hash partitioning the table raised a customer's insert rate by {gain} "
         f"and removed those waits. Tested here on: {where}, {how}, at {n['m_nd_text']}. Results: the queue at "
         f"the last page, {n['v_queue']}; the waited-for page is the rightmost leaf, {n['v_last_page']}; hash "
-        f"partitioning raises the rate, {n['v_hash_rate']} ({n['q_hash_vs_seq']} the sequential key); a lookup "
+        f"partitioning raises the rate, {n['v_hash_rate']}{ratio}; a lookup "
         f"without partition elimination searches every partition, {n['v_elimination']}. For a DBA: confirm the "
         f"page first (the queries at the end); {lesson}; try OPTIMIZE_FOR_SEQUENTIAL_KEY before hash "
         "partitioning, which makes every lookup by key alone search all partitions."

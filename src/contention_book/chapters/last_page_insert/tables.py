@@ -492,12 +492,15 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
             "a backend idle, waiting for its client to send the next statement. The client round trip, not the "
             "page and not the CPU of the server, bounds throughput in this recording; the queue at the latch "
             "hardly forms.")
-    else:
+    elif _ok(cpus) and n["m_nmax"] > cpus:
         out["m_bound_text"] = (
-            f"With {n['m_nmax']} sessions on {cpus} logical CPUs, at most {cpus} backends run at any instant and "
-            "the rest wait for a CPU. A backend that is preempted while it holds the rightmost leaf's lock makes "
-            "every other inserter wait for it, which is how a queue at the page forms on few cores; that is why "
-            "points with more sessions than CPUs are shown but decide no verdict.")
+            f"With {sessions_label(g, n['m_nmax'])}, at most {cpus:.0f} backends run at any instant and the rest "
+            "wait for a CPU. A backend that is preempted while it holds the rightmost leaf's lock makes every other "
+            "inserter wait for it, which is how a queue at the page forms on few cores; that is why points with "
+            "more sessions than CPUs are shown but decide no verdict.")
+    else:
+        out["m_bound_text"] = (f"No point of this recording ran more sessions than its {cpus:.0f} CPUs, so every "
+                               "backend could be on a CPU at once." if _ok(cpus) else "")
     lp = q["seq_last_page"]
     if lp.n and g.engine == "postgres":
         out["m_pins_text"] = (
