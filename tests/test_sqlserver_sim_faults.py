@@ -73,7 +73,9 @@ def test_a_connection_lost_at_any_step_leaves_nothing_changed(chapter, fraction,
     step = max(1, int(after["step"] * fraction))
     rc, out, lasting, after = run(tmp_path, chapter, [{"step": step, "kind": "drop"}])
     assert any(e["fault"].get("step") == step for e in after["log"]), "the fault never fired"
-    assert rc in (0, 1), out  # lost mid-run: a failure with an incomplete recording (or a sampler's note)
+    # lost mid-run: a failure with an incomplete recording (or a sampler's note); lost while the preflight
+    # reads the server's facts (it queries each DMV, so it is a larger share of a small run): refused, nothing made
+    assert rc in (0, 1) or (rc == 2 and "the preflight could not read the server's facts" in out), out
     assert lasting == {}, out
     assert "RESTORE FAILED" not in out
 
@@ -194,7 +196,7 @@ def test_without_view_server_state_the_refusal_says_what_would_name_the_holder(t
     from sqlserver_sim import fake_pyodbc
     conn = fake_pyodbc.connect(R.connection_string(state), autocommit=True)
     try:
-        text = _sqlserver_holder(conn.cursor())
+        text = _sqlserver_holder(conn.cursor(), "contention_lab")
     finally:
         conn.close()
     assert "VIEW SERVER STATE" in text, text
