@@ -104,7 +104,9 @@ def run_summary(chapter: str, recording: str) -> str:
              if line.startswith(SUMMARY_PREFIXES)]
     from contention_book.harness.provenance import public_text
 
-    text = public_text("\n".join(lines), chapter, r.id)
+    from contention_book.harness.recording import repo_root
+
+    text = public_text("\n".join(lines).replace(str(repo_root()) + "/", ""), chapter, r.id)
     return "**The live run, as its runner reported it.**\n\n```text\n" + text + "\n```"
 
 
