@@ -155,6 +155,45 @@ def _load(path: str, args):
     return p
 
 
+_FROM_SHELL = False  # main() reads sys.argv: this process is the command line's own, not a library's
+
+
+class _NoPandas:
+    """A finder that refuses pandas: see :func:`_keep_pandas_out`."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("pandas is kept out of this perftools command", name=name)
+        return None
+
+
+def _keep_pandas_out() -> None:
+    """pyarrow imports pandas on its first ``pa.array()``, to recognise pandas inputs: as long as reading
+    a 200 MB export, for a command that draws no DataFrame.  In the command line's own process, for the
+    commands that need no pandas (summary, collapse), ``import pandas`` fails; pyarrow then takes pandas
+    as absent.  Never in a library caller's process (tests, notebooks)."""
+    if _FROM_SHELL and "pandas" not in sys.modules and _NoPandas not in sys.meta_path:
+        sys.meta_path.insert(0, _NoPandas)
+
+
+def _load_arrays(path: str, args):
+    """:func:`_load` as :class:`.builder.SampleArrays`: the same importers and filters, no pandas."""
+    from .builder import arrays_only
+    from .importers import load
+
+    path, fmt, opts = _resolve(path, args)
+    _keep_pandas_out()
+    with arrays_only():
+        p = load(path, fmt, **opts)
+    if path in _SPOOLED:
+        p.meta["source"] = _SPOOLED[path]
+    _warn(p.meta)
+    if _filtered(args):
+        p = p.filter(process=args.process, thread=args.thread, module=args.module, start=args.start, end=args.end)
+    return p
+
+
 def _num(w: float) -> str:
     return f"{w:,.0f}" if float(w).is_integer() else f"{w:,.3f}"
 
@@ -167,28 +206,34 @@ def _unspool(text: str) -> str:
 
 def _head(p, label: str = "") -> str:
     unit = p.meta.get("weight_unit", "")
+    rows = p.n_samples if hasattr(p, "n_samples") else len(p.samples)
     return (
-        f"{label}{p.meta.get('source', '')} [{p.meta.get('format', '?')}]: {len(p.samples):,} sample rows, "
+        f"{label}{p.meta.get('source', '')} [{p.meta.get('format', '?')}]: {rows:,} sample rows, "
         f"{p.n_stacks:,} distinct stacks, total weight {_num(p.total_weight)} {unit}"
     )
 
 
-def _table(df, name_col: str, title: str) -> list[str]:
+def _table(rows, name_col: str, title: str) -> list[str]:
+    """Rows with exclusive(_pct) and inclusive(_pct), named by ``name`` (tops.Row)."""
     out = [title, f"{'excl %':>8} {'incl %':>8} {'exclusive':>14} {'inclusive':>14}  {name_col}"]
-    for r in df.itertuples(index=False):
+    for r in rows:
         out.append(
-            f"{r.exclusive_pct:8.2f} {r.inclusive_pct:8.2f} {_num(r.exclusive):>14} {_num(r.inclusive):>14}  {getattr(r, name_col)}"
+            f"{r.exclusive_pct:8.2f} {r.inclusive_pct:8.2f} {_num(r.exclusive):>14} {_num(r.inclusive):>14}  {r.name}"
         )
     return out
 
 
 def _summary(args) -> list[str]:
-    from . import analysis
+    from . import tops
 
-    p = _load(args.file, args)
+    p = _load_arrays(args.file, args)
+    total = p.total_weight
+    if not (total >= 0 and total != float("inf")):  # importers check every weight; this is the last guard
+        raise ValueError(f"{p.meta.get('source', args.file)}: expected weights that add up to a finite, "
+                         f"non-negative total; found {total}")
     out = [_head(p), ""]
-    out += _table(analysis.top_functions(p, args.top, sort=args.sort), "function", f"Top functions by {args.sort} weight")
-    out += [""] + _table(analysis.top_modules(p, args.top, sort=args.sort), "module", f"Modules by {args.sort} weight")
+    out += _table(tops.top_functions(p, args.top, sort=args.sort), "function", f"Top functions by {args.sort} weight")
+    out += [""] + _table(tops.top_modules(p, args.top, sort=args.sort), "module", f"Modules by {args.sort} weight")
     return out
 
 
@@ -234,14 +279,13 @@ def _collapse(args) -> list[str]:
         lines, meta = gzip_errors_named(perf_script.collapse)(path, process_root=args.process_root, **opts)
         _warn(meta)
     else:
-        p = _load(path, args)
-        if scale:
-            s = p.samples.copy()
-            s["weight"] = s["weight"] * scale
-            p = type(p)(p.frames, p.stack_offsets, p.stack_frames, s, dict(p.meta))
         from .importers import folded
 
-        lines = folded.lines(p, process_root=args.process_root, integer=bool(scale))
+        p = _load_arrays(path, args)
+        weight = p.weight * scale if scale else p.weight
+        proc = (p.process_codes, p.process_names) if args.process_root else (None, None)
+        lines = folded.lines_from(p.frame_names(), p.stack_offsets, p.stack_frames, p.stack_id, weight, *proc,
+                                  integer=bool(scale))
     if not scale and any("." in ln[ln.rfind(" "):] for ln in lines):
         print("perftools: warning: some folded weights are fractional; inferno-flamegraph truncates them "
               "(flamegraph.pl keeps them): --scale 1000 writes whole thousandths", file=sys.stderr)
@@ -347,6 +391,12 @@ def _quiet_stdout() -> None:
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (2 on bad input)."""
+    global _FROM_SHELL
+    _FROM_SHELL = argv is None
+    if _FROM_SHELL and "numpy" not in sys.modules:
+        # numpy's OpenBLAS starts a thread per CPU that spins after each call; nothing here multiplies
+        # matrices, and on 2 CPUs the spinning took 6% of a summary's CPU from the C core's two threads
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors are 2, --help is 0

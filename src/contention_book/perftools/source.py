@@ -47,14 +47,37 @@ def detect_encoding(head: bytes) -> tuple[str, int]:
     return "utf-8", 0
 
 
-def open_text(path) -> io.TextIOBase:
-    """Text of ``path`` with BOM removed and CRLF/CR turned into LF."""
+def open_text(path, errors: str = "replace") -> io.TextIOBase:
+    """Text of ``path`` with BOM removed and CRLF/CR turned into LF.  ``errors="strict"``: a byte that is
+    not the file's encoding raises UnicodeDecodeError (:func:`decode_error` then says where)."""
     raw = open_binary(path)
     head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
     enc, bom = detect_encoding(head)
     if bom:
         raw.read(bom)
-    return io.TextIOWrapper(raw, encoding=enc, errors="replace", newline=None)
+    return io.TextIOWrapper(raw, encoding=enc, errors=errors, newline=None)
+
+
+def decode_error(path):
+    """The FormatError for the first bytes of ``path`` that are not UTF-8 (naming the line and the byte
+    offset), or None when the file decodes (or is UTF-16, whose lines cannot be cut on bytes)."""
+    from .errors import FormatError
+
+    with open_binary(path) as raw:
+        enc, _ = detect_encoding(raw.peek(4)[:4] if hasattr(raw, "peek") else b"")
+        if enc != "utf-8":
+            return None
+        offset = 0
+        for line_no, line in enumerate(raw, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return FormatError(display_name(path), line_no,
+                                   f"UTF-8 text (byte offset {offset + exc.start:,} of the file is not; "
+                                   "re-export the file as UTF-8)",
+                                   f"{line[exc.start:exc.end]!r} in {line.decode('utf-8', errors='replace')}")
+            offset += len(line)
+    return None
 
 
 def read_head(path, size: int = 65536) -> str:

@@ -33,6 +33,9 @@ LINE_EXPECTED = "a folded stack 'frame;frame;... COUNT'"
 
 
 _PROCESS = re.compile(r"^[^;!]* \(\d+\)$")
+#: A count as collapsers write it: ASCII digits, perhaps a fraction or an exponent (Python's int() and
+#: float() would also take '1_000', ' 12', 'nan', 'inf' and other scripts' digits, which none writes).
+_COUNT = re.compile(r"^[0-9]+((?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)$", re.ASCII)
 
 
 def _first_frames_are_processes(path) -> bool:
@@ -71,11 +74,14 @@ def load(path, *, process_root: bool | None = None) -> Profile:
             text, sep, count = line.rpartition(" ")
             if not sep or not text.strip():
                 raise FormatError(name, lineno, LINE_EXPECTED, line)
-            try:
-                w = float(count) if not count.isdigit() else int(count)
-            except ValueError:
-                raise FormatError(name, lineno, "a sample count after the last space", count) from None
-            if not w >= 0 or w == float("inf"):
+            m = _COUNT.match(count)
+            if m is None:
+                if count.startswith("-") and _COUNT.match(count[1:]):
+                    raise FormatError(name, lineno, "a finite, non-negative sample count", count)
+                raise FormatError(name, lineno, "a sample count after the last space (digits, an optional "
+                                  "fraction; no '_' separators)", count)
+            w = float(count) if m.group(1) else int(count)
+            if w == float("inf"):
                 raise FormatError(name, lineno, "a finite, non-negative sample count", count)
             proc = ""
             if process_root:

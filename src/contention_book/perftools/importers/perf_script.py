@@ -650,6 +650,19 @@ def _to_int(arr: pa.Array) -> np.ndarray:
     return pc.cast(nulls, pa.float64()).to_numpy(zero_copy_only=False)
 
 
+def _to_int64(arr: pa.Array) -> pa.Array:
+    """Digits-or-empty strings to int64 (null for empty)."""
+    return pc.cast(pc.if_else(pc.equal(arr, ""), pa.scalar(None, pa.string()), arr), pa.int64())
+
+
+def _nullable(arr: pa.Array):
+    """An int64 Arrow array as what the builder takes: int64 values when none is null, else float64
+    with NaN (exact up to 2**53; tids of real systems are far below)."""
+    if not arr.null_count:
+        return arr.to_numpy(zero_copy_only=False)
+    return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+
+
 def _process_names(c: dict) -> pa.Array:
     """Per sample: ``comm (pid)`` when the header has pid/tid, else ``comm``."""
     pid, tid = _to_int(c["pid"]), _to_int(c["tid"])
@@ -700,16 +713,12 @@ class _Parsed:
         return sids, w, c, meta
 
     def profile(self):
-        import pandas as pd
-
         sids, w, c, meta = self.selected()
-        pid, tid = _to_int(c["pid"]), _to_int(c["tid"])
-        # "comm N" alone: N is the thread id (perf's default), pid unknown.
-        thread = np.where(~np.isnan(tid), tid, pid)
+        # "comm N" alone: N is the thread id (perf's default), pid unknown.  Ids as exact 64-bit integers
+        # (a float would round those beyond 2**53); _in_range has kept them within int64.
+        thread = pc.coalesce(_to_int64(c["tid"]), _to_int64(c["pid"]))
         process = _process_names(c).dictionary_encode()
-        process = pd.Categorical.from_codes(
-            process.indices.to_numpy(zero_copy_only=False),
-            categories=pd.Index(process.dictionary.to_pylist()).astype(str),
-        )
-        return self.builder.build(sids, w, process=process, thread=thread, time=_to_int(c["time"]),
-                                  cpu=_to_int(c["cpu"]), meta=meta)
+        codes = process.indices.to_numpy(zero_copy_only=False)
+        return self.builder.build(sids, w, process=(codes, process.dictionary.to_pylist()),
+                                  thread=_nullable(thread), time=_to_int(c["time"]), cpu=_to_int(c["cpu"]),
+                                  meta=meta)

@@ -44,16 +44,14 @@ import math
 import re
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from ..csv_columns import NUMERIC, find_columns, sniff_delimiter
 from ..errors import FormatError
 from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import TIME_UNITS, decimal_evidence, parse_number, parse_strings, split_unit
 from ..sniff import looks_like_wpa_csv as looks_like  # noqa: F401  (the sniffer's tell)
-from ..source import arrow_pool_scope, detect_encoding, display_name, open_binary, open_text, prefetch, read_head
+from ..source import (arrow_pool_scope, decode_error, detect_encoding, display_name, open_binary, open_text, prefetch,
+                      read_head)
 
 __all__ = ["load", "looks_like"]
 
@@ -114,9 +112,11 @@ def load(path, *, weight_column: str | None = None):
         got = _read_native(path, h, _wanted(h))
         if got is not None:
             return got
-    except _BadNumber as exc:
+    except (_BadNumber, UnicodeDecodeError) as exc:
         _diagnose(path, h)
         raise FormatError(h.name, None, "a well-formed CSV table", str(exc)) from None
+    import pyarrow as pa  # here: the C core's path needs no pyarrow
+
     all_strings, block = False, 1 << 20
     while True:
         try:
@@ -126,6 +126,8 @@ def load(path, *, weight_column: str | None = None):
         except pa.ArrowInvalid as exc:
             err = exc
             text = str(exc).lower()
+            if "utf8" in text or "utf-8" in text:
+                break  # not UTF-8: _diagnose names the line and the byte
             if "conversion error" in text and not all_strings:
                 all_strings = True  # a number further down is not plain: read those columns as text
                 continue
@@ -155,6 +157,9 @@ def _wanted(h: _Header) -> dict[str, tuple]:
 
 
 def _read_in_pool(path, h: _Header, all_strings: bool, block: int):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     wanted = _wanted(h)
     types: dict[str, pa.DataType] = {wanted["stack"][1]: pa.dictionary(pa.int32(), pa.string())}
     if "process" in wanted:
@@ -195,6 +200,9 @@ class _Splitter:
 
     def __call__(self, texts) -> np.ndarray:
         """Stack ids of new stack strings (a list or a pyarrow string array)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         arr = texts if isinstance(texts, pa.Array) else pa.array(texts, type=pa.string())
         # no stack: n/a (which contains the separator), empty, or [Root] alone
         arr = pc.if_else(pc.is_in(pc.utf8_trim_whitespace(arr), value_set=pa.array(["", "[Root]", NO_STACK])), _NONE, arr)
@@ -238,6 +246,8 @@ class _StackIds:
 
     def lookup(self, col) -> np.ndarray:
         """Stack ids for one batch's dictionary-encoded Stack column."""
+        import pyarrow as pa
+
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
         d = col.dictionary.to_pylist()
@@ -269,6 +279,8 @@ class _Processes:
 
 
 def _consume(batches, h: _Header, wanted, path):
+    import pyarrow as pa
+
     b = ProfileBuilder()
     stack_ids = _StackIds(_Splitter(b))
     processes = _Processes()
@@ -310,18 +322,46 @@ def _read_native(path, h: _Header, wanted):
         return None
     stacks, stack_idx, procs, proc_idx, columns = got
     b = ProfileBuilder()
-    columns["stack"] = _Splitter(b)(stacks)[stack_idx]
+    if isinstance(stacks, native_wpa_csv.SplitStacks):  # split by the core: no pyarrow on this path
+        for module, function in stacks.frames:
+            b.frame(module, function)
+        columns["stack"] = b.add_stacks(stacks.lengths, stacks.ids)[stack_idx]
+    else:
+        columns["stack"] = _Splitter(b)(stacks)[stack_idx]
     processes = _Processes()
     if procs is not None:
         columns["process"] = processes.codes(procs)[proc_idx]
     return _finish(b, h, wanted, columns, processes.names)
 
 
+#: What each numeric column must hold (no tool writes anything else), as checked on whole columns by
+#: :func:`_finish` and row by row by :func:`_diagnose`; empty cells are NaN and pass, but for the weight.
+_RANGES = {
+    "weight": "a finite, non-negative weight",
+    "count": "a finite, non-negative count",
+    "thread": "an integer thread id within 64 bits (0 to 2**63 - 1)",
+    "cpu": "an integer CPU number within 32 bits (0 to 2**31 - 1)",
+    "time": "a finite time",
+}
+
+
+def _in_range(field: str, x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        if field in ("weight", "count"):
+            return np.isfinite(x) & (x >= 0)
+        known = ~np.isnan(x)
+        if field == "time":
+            return ~known | np.isfinite(x)
+        limit = 2.0**63 if field == "thread" else 2.0**31
+        return ~known | ((x >= 0) & (x < limit) & (np.floor(x) == x))
+
+
 def _finish(b: ProfileBuilder, h: _Header, wanted, columns: dict[str, np.ndarray], proc_names: list[str]):
-    """The Profile from whole columns: weights checked, time in seconds, processes as categories."""
+    """The Profile from whole columns: every number in range, time in seconds, processes as categories."""
     weight = columns.get("weight", columns.get("count"))
-    if weight is not None and not (np.isfinite(weight) & (weight >= 0)).all():
-        raise _BadNumber("a negative, empty or non-finite weight")
+    for f in NUMERIC:
+        if f in columns and f in wanted and not _in_range(f, columns[f]).all():
+            raise _BadNumber(f"a value out of range in column {wanted[f][1]!r}: expected {_RANGES[f]}")
     unit = wanted["weight"][2] if "weight" in wanted else None
     weight_unit = (unit or "ms") if "weight" in wanted else ("samples" if "count" in wanted else "rows")
     time = columns.get("time")
@@ -329,11 +369,9 @@ def _finish(b: ProfileBuilder, h: _Header, wanted, columns: dict[str, np.ndarray
         time *= TIME_UNITS[wanted["time"][2]]
     process = None
     if "process" in wanted and proc_names:
-        import pandas as pd  # here, not at the top: sniffing a file's format must not load pandas
-
         # Two spellings of one process ("a ( 1)", "a (1)") share a category.
         uniq, inv = np.unique(np.asarray(proc_names, dtype=object), return_inverse=True)
-        process = pd.Categorical.from_codes(inv[columns["process"]], categories=pd.Index(uniq).astype(str))
+        process = (inv[columns["process"]], list(uniq))
     return b.build(
         columns["stack"],
         weight,
@@ -351,9 +389,14 @@ def _finish(b: ProfileBuilder, h: _Header, wanted, columns: dict[str, np.ndarray
 
 
 def _diagnose(path, h: _Header) -> None:
-    """Raise FormatError at the first row that does not fit the header."""
+    """Raise FormatError at the first byte that is not UTF-8, or the first row that does not fit the
+    header or holds a number out of range."""
+    bad = decode_error(path)
+    if bad is not None:
+        raise bad
     ncols = len(h.names)
-    numeric = {h.cols[f][0]: h.cols[f][1] for f in NUMERIC if f in h.cols}
+    wanted = _wanted(h)
+    numeric = {h.cols[f][0]: (f, h.cols[f][1]) for f in NUMERIC if f in h.cols}
     weights = {h.cols[f][1] for f in ("weight", "count") if f in h.cols}
     weights = {h.cols["weight"][1]} if "weight" in h.cols else weights
     with open_text(path) as f:
@@ -367,7 +410,7 @@ def _diagnose(path, h: _Header) -> None:
                 raise FormatError(
                     h.name, line, f"{ncols} fields as in the header", f"{len(row)} fields: {h.delimiter.join(row)}"
                 )
-            for i, col in numeric.items():
+            for i, (field, col) in numeric.items():
                 v = row[i]
                 if not v.strip() and col not in weights:
                     continue
@@ -378,3 +421,5 @@ def _diagnose(path, h: _Header) -> None:
                 if col in weights and not (math.isfinite(x) and x >= 0):
                     raise FormatError(h.name, line, f"a finite, non-negative weight in column {col!r} (column {i + 1})",
                                       v)
+                if field in wanted and not _in_range(field, np.array([x]))[0]:
+                    raise FormatError(h.name, line, f"{_RANGES[field]} in column {col!r} (column {i + 1})", v)

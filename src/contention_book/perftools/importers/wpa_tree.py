@@ -30,6 +30,7 @@ most what is expanded on screen), so this reader is a plain csv loop.
 from __future__ import annotations
 
 import csv
+import math
 import re
 
 import numpy as np
@@ -39,7 +40,7 @@ from ..errors import FormatError
 from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import detect_decimal, parse_number
 from ..sniff import looks_like_wpa_tree as looks_like  # noqa: F401  (the sniffer's tell)
-from ..source import display_name, open_text
+from ..source import decode_error, display_name, open_text
 
 __all__ = ["load", "parse_indent"]
 
@@ -70,7 +71,14 @@ class _Node:
 def load(path):
     """Read a WPA tree copy/export into a :class:`~perftools.model.Profile`."""
     name = display_name(path)
-    with open_text(path) as f:
+    try:
+        return _load(path, name)
+    except UnicodeDecodeError:
+        raise decode_error(path) from None
+
+
+def _load(path, name):
+    with open_text(path, errors="strict") as f:
         first = f.readline()
         if not first.strip():
             raise FormatError(name, 1, "a header line with 'Stack' and 'Weight' or 'Count' columns", "an empty line" if first else "an empty file")
@@ -112,6 +120,8 @@ def load(path):
             weight = parse_number(row[wi], decimal)
         except ValueError:
             raise FormatError(name, line, f"a number in column {cols[wfield][1]!r}", row[wi]) from None
+        if not (math.isfinite(weight) and weight >= 0):
+            raise FormatError(name, line, f"a finite, non-negative number in column {cols[wfield][1]!r}", row[wi])
         if text.strip() == "[Root]":
             node = _Node(None, weight, None, line)
             path_stack = [(node, pos - 1)]

@@ -22,13 +22,15 @@ seconds.  Weight is the sample's ``Count`` column (1 when absent).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import FormatError
 from ..builder import NO_STACK, ProfileBuilder, normalise_process, split_frame_name
 from ..numbers import parse_number
 from ..sniff import looks_like_xperf_dumper as looks_like  # noqa: F401  (the sniffer's tell)
-from ..source import display_name, open_text
+from ..source import decode_error, display_name, open_text
 
 __all__ = ["load"]
 
@@ -60,8 +62,26 @@ def _fields(line: str, ncols: int, func_cols: list[int]) -> list[str] | None:
     return [p.strip() for p in raw[:lo] + merged + raw[len(raw) - n_after :]]
 
 
+_INT64_MAX, _INT32_MAX = 2**63 - 1, 2**31 - 1
+
+
+def _integer(text: str, limit: int) -> int | None:
+    """ASCII digits whose value is at most ``limit`` (``str.isdigit`` takes '²' too), else None."""
+    if not text.isascii() or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value <= limit else None
+
+
 def load(path):
     """Read xperf dumper text into a :class:`~perftools.model.Profile`."""
+    try:
+        return _load(path)
+    except UnicodeDecodeError:
+        raise decode_error(path) from None
+
+
+def _load(path):
     name = display_name(path)
     headers: dict[str, tuple[list[str], int]] = {}
     b = ProfileBuilder()
@@ -72,7 +92,7 @@ def load(path):
     cur: list | None = None
     state = "before"
     seen_any = False
-    with open_text(path) as f:
+    with open_text(path, errors="strict") as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.strip()
             if not line:
@@ -103,7 +123,7 @@ def load(path):
                 if fields is None:
                     raise FormatError(name, lineno, f"{len(st)} fields after 'Stack,' as declared on header line {headers['Stack'][1]}", line)
                 ts, tid, no = fields[st_idx["TimeStamp"]], fields[st_idx["ThreadID"]], fields[st_idx["No."]]
-                if not no.isdigit():
+                if _integer(no, _INT32_MAX) is None:
                     raise FormatError(name, lineno, "a frame number in the 'No.' column", no)
                 no_i = int(no)
                 if cur is not None and cur[0] == ts and cur[1] == tid and no_i == len(cur[2]) + 1:
@@ -124,18 +144,23 @@ def load(path):
                     )
                 ts, tid = fields[sp_idx["TimeStamp"]], fields[sp_idx["ThreadID"]]
                 for col, v in (("TimeStamp", ts), ("ThreadID", tid)):
-                    if not v.isdigit():
-                        raise FormatError(name, lineno, f"an integer in the {col!r} column", v)
+                    if _integer(v, _INT64_MAX) is None:
+                        raise FormatError(name, lineno, f"an integer in the {col!r} column (0 to 2**63 - 1)", v)
                 cpu = fields[sp_idx["CPU"]] if "CPU" in sp_idx else ""
+                if cpu and _integer(cpu, _INT32_MAX) is None:
+                    raise FormatError(name, lineno, "an integer in the 'CPU' column (0 to 2**31 - 1)", cpu)
                 w = 1.0
                 if "Count" in sp_idx:
                     try:
                         w = parse_number(fields[sp_idx["Count"]])
                     except ValueError:
                         raise FormatError(name, lineno, "a number in the 'Count' column", fields[sp_idx["Count"]]) from None
+                    if not (math.isfinite(w) and w >= 0):
+                        raise FormatError(name, lineno, "a finite, non-negative number in the 'Count' column",
+                                          fields[sp_idx["Count"]])
                 pending.setdefault((ts, tid), []).append(len(samples))
                 samples.append([int(ts), int(tid), normalise_process(fields[sp_idx["Process Name ( PID)"]]),
-                                int(cpu) if cpu.isdigit() else None, w, lineno, -1])
+                                int(cpu) if cpu else None, w, lineno, -1])
             elif event in headers:
                 other_ts.add(_timestamp(rest, headers[event][0]))
             else:

@@ -96,11 +96,11 @@ static int rehash(intern_t *t) {
 
 /* Lookups are bound by cache misses (the slot, then the key's bytes); a caller with many keys at hand
  * hints both ahead, so that the misses of several keys overlap. */
-static void intern_prefetch_slot(const intern_t *t, uint64_t h) {
+static inline void intern_prefetch_slot(const intern_t *t, uint64_t h) {
     __builtin_prefetch(&t->slots[h & (t->nslots - 1)]);
 }
 
-static void intern_prefetch_key(const intern_t *t, uint64_t h) {
+static inline void intern_prefetch_key(const intern_t *t, uint64_t h) {
     const slot_t *x = &t->slots[h & (t->nslots - 1)];
     if (x->id1) __builtin_prefetch(t->arena.p + x->at);
 }

@@ -30,6 +30,9 @@
 
 typedef struct {
     intern_t stacks, processes;
+    intern_t frames;       /* wc_split: module\0function of every frame piece, in order of first appearance */
+    longs_t stack_at;      /* wc_split: stack i's frame ids are stack_frames[stack_at[i] .. stack_at[i+1]) */
+    ints_t stack_frames;
     ints_t row_stack, row_process;
     doubles_t numbers[MAX_SLOTS];
     /* how to read a row (shared, read-only) */
@@ -235,8 +238,136 @@ void wc_table(wc_result *r, int which, char *arena, int64_t *offsets) {
     memcpy(offsets, t->offsets.p, t->offsets.n * sizeof *offsets);
 }
 
+/* -- splitting the distinct Stack cells into frames (importers/wpa_csv._Splitter's rules) ---------- */
+/* A '/' cuts the cell when what follows is a module name and '!' ([^/!\s<>()\[\]{},;]+!), or a frame WPA
+ * writes without a module (Unknown, ?, n/a, [...]) up to the next '/' or the end.  Pieces are trimmed;
+ * a leading [Root] is not a frame of the stack; a cell that is empty, [Root] or n/a is the one frame
+ * n/a.  A piece is module!function split at its first '!' past its start.  Where Arrow's Unicode-aware
+ * trimming could decide otherwise (a byte >= 0x80 or an odd control byte at a piece's end), or a cell
+ * holds a NUL or \x01 (the Python splitter's markers), wc_split returns CORE_FALLBACK. */
+static int module_byte(unsigned char c) {
+    return !(c == '/' || c == '!' || c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == '<' ||
+             c == '>' || c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}' || c == ',' || c == ';');
+}
+
+static int cuts_here(const char *p, const char *e) {  /* p: just after a '/' */
+    const char *q = p;
+    while (q < e && module_byte((unsigned char)*q)) q++;
+    if (q > p && q < e && *q == '!') return 1;
+    size_t n = (size_t)(e - p);
+    const char *t = NULL;
+    if (n >= 7 && memcmp(p, "Unknown", 7) == 0) t = p + 7;
+    else if (n >= 1 && *p == '?') t = p + 1;
+    else if (n >= 3 && memcmp(p, "n/a", 3) == 0) t = p + 3;
+    else if (n >= 1 && *p == '[') {
+        q = p + 1;
+        while (q < e && *q != ']' && *q != '/') q++;
+        if (q < e && *q == ']') t = q + 1;
+    }
+    return t && (t == e || *t == '/');
+}
+
+static int trim_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+static int unsure_end(unsigned char c) { return c >= 0x80 || (c < 0x20 && !trim_space(c)); }
+
+/* Trim [*a, *b); CORE_FALLBACK when its ends are not plain ASCII. */
+static int trim(const char **a, const char **b) {
+    while (*a < *b && trim_space((unsigned char)**a)) (*a)++;
+    while (*b > *a && trim_space((unsigned char)(*b)[-1])) (*b)--;
+    if (*a < *b && (unsure_end((unsigned char)**a) || unsure_end((unsigned char)(*b)[-1]))) return CORE_FALLBACK;
+    return CORE_OK;
+}
+
+static int add_frame(wc_result *r, bytes_t *key, const char *a, const char *b, int keep) {
+    key->n = 0;
+    const char *bang = a < b ? memchr(a + 1, '!', (size_t)(b - a - (a < b))) : NULL;  /* first '!' past the start */
+    if (bang) {
+        if (put_bytes(key, a, (size_t)(bang - a)) || put_bytes(key, "", 1)) return CORE_NOMEM;
+        key->p[key->n - 1] = '\0';
+        if (put_bytes(key, bang + 1, (size_t)(b - bang - 1))) return CORE_NOMEM;
+    } else {
+        if (put_bytes(key, "", 1) || put_bytes(key, a, (size_t)(b - a))) return CORE_NOMEM;
+        key->p[0] = '\0';
+    }
+    int32_t id = intern(&r->frames, key->p, key->n);
+    if (id < 0) return CORE_NOMEM;
+    return keep && PUSH(r->stack_frames, id) ? CORE_NOMEM : CORE_OK;
+}
+
+static int split_cell(wc_result *r, const char *s, size_t n, bytes_t *text, bytes_t *key) {
+    text->n = 0;  /* the cell unquoted, as native_wpa_csv._unquote does */
+    if (n && *s == '"') {
+        const char *e = s + (n >= 2 ? n - 1 : 1);
+        for (const char *p = s + 1; p < e;) {  /* runs up to each quote, then one quote of a pair */
+            const char *q = memchr(p, '"', (size_t)(e - p));
+            if (!q) { if (put_bytes(text, p, (size_t)(e - p))) return CORE_NOMEM; break; }
+            if (put_bytes(text, p, (size_t)(q - p + 1))) return CORE_NOMEM;
+            p = q + 1 + (q + 1 < e && q[1] == '"');
+        }
+    } else if (put_bytes(text, s, n)) return CORE_NOMEM;
+    const char *a = text->p, *e = text->p + text->n;
+    if (text->n && (memchr(a, '\0', text->n) || memchr(a, '\1', text->n))) return CORE_FALLBACK;
+    const char *ta = a, *tb = e;
+    if (trim(&ta, &tb)) return CORE_FALLBACK;
+    size_t tn = (size_t)(tb - ta);
+    if (tn == 0 || (tn == 6 && memcmp(ta, "[Root]", 6) == 0) || (tn == 3 && memcmp(ta, "n/a", 3) == 0))
+        return add_frame(r, key, "n/a", "n/a" + 3, 1);  /* no stack: the frame n/a */
+    int first = 1;
+    for (const char *p = a;;) {  /* p: the piece's start */
+        const char *q = p;
+        for (;;) {
+            q = memchr(q, '/', (size_t)(e - q));
+            if (!q || cuts_here(q + 1, e)) break;
+            q++;
+        }
+        const char *end = q ? q : e, *pa = p, *pb = end;
+        if (trim(&pa, &pb)) return CORE_FALLBACK;
+        int root = first && pb - pa == 6 && memcmp(pa, "[Root]", 6) == 0;
+        int st = add_frame(r, key, pa, pb, !root);
+        if (st) return st;
+        first = 0;
+        if (!q) break;
+        p = q + 1;
+    }
+    return CORE_OK;
+}
+
+/* Split every distinct Stack cell (in order of first appearance) into interned frames. */
+int wc_split(wc_result *r) {
+    bytes_t text = {0}, key = {0};
+    int status = CORE_OK;
+    if (intern_init(&r->frames) || PUSH(r->stack_at, 0)) return CORE_NOMEM;
+    for (size_t i = 0; i < count(&r->stacks) && !status; i++) {
+        int64_t x = r->stacks.offsets.p[i], y = r->stacks.offsets.p[i + 1];
+        status = split_cell(r, r->stacks.arena.p + x, (size_t)(y - x), &text, &key);
+        if (!status && PUSH(r->stack_at, (int64_t)r->stack_frames.n)) status = CORE_NOMEM;
+    }
+    free(text.p); free(key.p);
+    return status;
+}
+
+/* After wc_split: 0 frames, 1 the frames' bytes, 2 stacks' frame ids in all. */
+int64_t wc_split_count(wc_result *r, int what) {
+    switch (what) {
+    case 0: return (int64_t)count(&r->frames);
+    case 1: return (int64_t)r->frames.arena.n;
+    case 2: return (int64_t)r->stack_frames.n;
+    }
+    return -1;
+}
+
+/* The frames (arena, offsets) and the stacks (offsets into ids, ids). */
+void wc_split_copy(wc_result *r, char *arena, int64_t *frame_at, int64_t *stack_at, int32_t *ids) {
+    memcpy(arena, r->frames.arena.p, r->frames.arena.n);
+    memcpy(frame_at, r->frames.offsets.p, r->frames.offsets.n * sizeof *frame_at);
+    memcpy(stack_at, r->stack_at.p, r->stack_at.n * sizeof *stack_at);
+    memcpy(ids, r->stack_frames.p, r->stack_frames.n * sizeof *ids);
+}
+
 void wc_free(wc_result *r) {
     if (!r) return;
+    if (r->frames.slots) intern_free(&r->frames);
+    free(r->stack_at.p); free(r->stack_frames.p);
     intern_free(&r->stacks); intern_free(&r->processes);
     free(r->row_stack.p); free(r->row_process.p);
     for (int k = 0; k < MAX_SLOTS; k++) free(r->numbers[k].p);
