@@ -159,3 +159,21 @@ def test_the_data_page_says_how_each_run_was_made_without_machine_paths(checkout
 def test_run_times_come_from_the_manifests(checkout):
     text = book_pages.write_run_times().read_text()
     assert "| demo | C programs | measured-x | 90 | — | 2 |" in text and text.startswith("```{table}")
+
+
+def test_a_chapters_recordings_note_links_the_data_page_and_shows_no_path(tmp_path):
+    import shutil
+
+    from contention_book.harness import recording as rec
+    from contention_book.harness.provenance import anchor, has_machine_path
+
+    ours = rec.open_chapter("latch-fairness", "measured-native-reference")
+    published = rec.open_chapter("latch-fairness", "published-white-2022-sql2019")
+    note = rec.shown_note([("Measured", ours)], [published])
+    assert f'href="../data.html#{anchor("latch-fairness", ours.id)}-made"' in note
+    assert "--record-to" not in note and not has_machine_path(note.replace("https://", ""))
+    copy = tmp_path / "their-run"
+    shutil.copytree(ours.path, copy)
+    theirs = rec.open_chapter("latch-fairness", str(copy))
+    note = rec.shown_note([("Measured", theirs)], [])
+    assert "from outside this book's data" in note and str(tmp_path) not in note

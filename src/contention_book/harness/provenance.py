@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 # An absolute path: /x/y, ~/x, C:\x (not the "/s" of "calls/s", not a URL's "//host/path").
-ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~\\])(?:~?/(?:[^\s'\"`;,()]+)|[A-Za-z]:\\[^\s'\"`;,()]+)")
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~\\<])(?:~?/(?:[^\s'\"`;,()]+)|[A-Za-z]:\\[^\s'\"`;,()]+)")
 RECORD_TO = re.compile(r"(--record-to(?:\s+|=)|RECORD_TO=)(\"[^\"]*\"|'[^']*'|\S+)")
 RECORDING_VAR = re.compile(r"(RECORDING=|--recording(?:\s+|=))(\"[^\"]*\"|'[^']*'|\S+)")
 PLACEHOLDER = "<a folder>"
