@@ -150,6 +150,7 @@ def test_a_failed_chapter_leaves_a_warning_page_not_a_broken_copy(tmp_path, monk
     with pytest.raises(book.ChapterFailed, match="chapter broken failed in cell .*ValueError: deliberately broken"):
         book.execute("broken", {})
     page = nbformat.read(tmp_path / "book" / "chapters" / "99-broken.ipynb", as_version=4)
-    assert len(page.cells) == 1 and "did not build: ValueError: deliberately broken" in page.cells[0].source
+    assert len(page.cells) == 1 and "did not build:\n\n```text\nValueError: deliberately broken\n```" in \
+        page.cells[0].source
     assert page.cells[0].source.startswith("# A broken chapter")
     assert (tmp_path / "book" / "_failed" / "99-broken.ipynb").exists()

@@ -362,3 +362,48 @@ def test_no_table_is_hidden_in_a_scroll_box(site):
         if found:
             bad[rel] = found
     assert not bad, bad
+
+
+PROSE_JS = """
+() => {
+  const main = document.querySelector('article.bd-article') || document.querySelector('main');
+  const clone = main.cloneNode(true);
+  for (const el of clone.querySelectorAll('code, pre, kbd, .cell_input, script, style, .headerlink, a[href^="http"]'))
+    el.remove();
+  // stack tables list C functions by their own names (heap_page_prune_opt): names, not ids to translate
+  for (const t of clone.querySelectorAll('table'))
+    if ((t.querySelector('caption')?.textContent || '').includes('CPU samples') ||
+        [...t.querySelectorAll('thead th')].some(th => th.textContent.trim() === 'function')) t.remove();
+  return clone.textContent.replace(/\\s+/g, ' ');
+}
+"""
+RAW_ID = r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w(])"
+ONE_PLURAL = r"\bat 1 (?:sessions|threads|producers|consumers|workers|CPUs|repetitions)\b"
+FILE_NAME_IN_PROSE = r"(?<![\w/.-])[\w-]+(?:/[\w-]+)*\.(?:csv|json|gz|folded|py|ipynb)\b"
+
+
+@pytest.fixture(scope="module")
+def prose(site):
+    """Each chapter page's words outside code: what a reader reads as sentences, tables and captions."""
+    base, page = site
+    out = {}
+    for path in pages():
+        rel = path.relative_to(HTML).as_posix()
+        if rel.startswith("chapters/"):
+            page.goto(f"{base}/{rel}")
+            page.wait_for_load_state("load")
+            out[rel] = page.evaluate(PROSE_JS)
+    return out
+
+
+def test_chapters_name_things_in_words_not_code_ids(prose):
+    """No raw ids (walwriter_alone, cannot_retry) or file names outside code, and no "at 1 sessions"."""
+    import re
+
+    bad = []
+    for rel, text in prose.items():
+        for pattern, what in ((RAW_ID, "a raw id"), (ONE_PLURAL, "a count of one with a plural"),
+                              (FILE_NAME_IN_PROSE, "a file name")):
+            for m in sorted(set(re.findall(pattern, text))):
+                bad.append(f"{rel}: {what}: {m!r}")
+    assert not bad, "\n".join(bad[:60])

@@ -132,7 +132,7 @@ def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
     links = "".join(f"\n- [{t}]({u})" for t, u in sources)
     page = nbformat.v4.new_notebook()
     page.cells = [nbformat.v4.new_markdown_cell(
-        f"{first}\n\n```{{warning}}\nThis chapter did not build: {message}\n```\n\n"
+        f"{first}\n\n````{{warning}}\nThis chapter did not build:\n\n```text\n{message}\n```\n````\n\n"
         f"Run `make chapter CH={chapter}` to see the whole error."
         + (f"\n\nThe chapter's sources:{links}" if links else ""))]
     page.metadata = nb.metadata
