@@ -12,7 +12,11 @@ from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED, PUBLISHED_C2C
 
 
 class LogcacheRecording(rec.RecordingView):
-    """A recording of this chapter (the base view's tables, stacks and label suffice)."""
+    """A recording of this chapter (the base view's tables, stacks and label, and the machine's CPU count)."""
+
+    @property
+    def logical_cpus(self) -> int | None:
+        return self.recording.host.get("logical_cpus")
 
 
 @dataclass
