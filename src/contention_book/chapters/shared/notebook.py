@@ -60,6 +60,7 @@ def start(chapter, params: Mapping[str, Any]):
     plt.rcParams["figure.constrained_layout.use"] = True  # lays out titles, labels and outside legends together
     book_display.install()
     _page["chapter"] = chapter.SPEC.chapter
+    _page["labels"] = dict(chapter.SPEC.labels)  # variant ids as a page names them (shared tables use them)
     style.reset_checks(chapter.SPEC.chapter)
     pd.set_option("display.max_colwidth", None)
     warnings.filterwarnings("ignore", category=UserWarning, module="seaborn")
@@ -282,6 +283,7 @@ def load_summary(view):
     out = load_record.load_summary(view)
     if isinstance(out, str):
         return Markdown(f"*{out}*")
+    out = out.rename(index=_page.get("labels", {}), level="variant") if "variant" in out.index.names else out
     out.attrs["caption"] = (f"Table {next(_tables)}. How the load was driven and watched, per variant and session "
                             "count (medians over repetitions): calls a second, latency, and where the backends' "
                             "samples were")
