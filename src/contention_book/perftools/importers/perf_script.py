@@ -665,9 +665,8 @@ def _nullable(arr: pa.Array):
 
 def _process_names(c: dict) -> pa.Array:
     """Per sample: ``comm (pid)`` when the header has pid/tid, else ``comm``."""
-    pid, tid = _to_int(c["pid"]), _to_int(c["tid"])
-    proc_pid = np.where(~np.isnan(tid), pid, np.nan)
-    pid_txt = pc.cast(pa.array(proc_pid, from_pandas=True).cast(pa.int64()), pa.string())
+    has_tid = pc.not_equal(pc.fill_null(c["tid"], ""), "")
+    pid_txt = pc.if_else(has_tid, pc.cast(_to_int64(c["pid"]), pa.string()), pa.scalar(None, pa.string()))
     named = pc.binary_join_element_wise(c["comm"], " (", pid_txt, ")", "")
     return pc.coalesce(named, c["comm"])
 
