@@ -104,7 +104,7 @@ def verdicts(shown) -> pd.DataFrame:
     pg = g.engine == "postgres"
     hot = hot_wait(g)
     pub = _published(shown.published)
-    analogue = (f"the sources measured SQL Server on 32 to 128 cores; this is {where}" if pg or (cpus or 0) < 16
+    analogue = (f"the sources measured SQL Server on 32 to 128 cores; here: {where}" if pg or (cpus or 0) < 16
                 else "")
     rows = []
 
@@ -112,8 +112,8 @@ def verdicts(shown) -> pd.DataFrame:
         size = size or Size.not_comparable(analogue or "the sources print no comparable figure")
         if direction.split(":")[0] in ("agrees", "differs"):
             verdict, size_text = judge(direction, size)
-        else:
-            verdict, size_text = direction, ""
+        else:  # an inconclusive row still says whether its size could have been compared; an untested one not
+            verdict, size_text = direction, (size.outcome()[1] if direction.startswith("inconclusive") else "")
         rows.append(Claim(claim=C[key], published=published, recording=g.id, tested_on=where,
                           measured=measured_text, size=size_text, rule=RULES[C[key]], verdict=verdict))
 
@@ -148,7 +148,7 @@ def verdicts(shown) -> pd.DataFrame:
         text, direction = "no wait samples at the deciding point", missing("wait samples of the sequential key")
     add("queue", pub.get("queue", "not printed in the sources"), text, direction,
         Size.not_comparable("the sources give wait times in ms on 64 to 128 cores, not shares of samples"
-                            + (f"; this is {where}" if analogue else "")))
+                            + (f"; here: {where}" if analogue else "")))
 
     # 2. which page
     lp, lr = s("seq_last_page"), s("random_last_page")
