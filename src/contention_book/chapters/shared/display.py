@@ -282,6 +282,20 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
     return "".join(f'<div class="table-wrap">{b}</div>' for b in bodies) + note
 
 
+_numbers = {"next": 1}
+
+
+def numbered(caption: str) -> str:
+    """``caption`` as the page's next table: "Table N. caption" (numbered in the order the page shows them)."""
+    n = _numbers["next"]
+    _numbers["next"] += 1
+    return f"Table {n}. {caption}"
+
+
+def reset_numbers() -> None:
+    _numbers["next"] = 1
+
+
 def install() -> None:
     """Make :func:`table_html` the HTML form of every DataFrame displayed in this kernel."""
     try:
@@ -292,6 +306,8 @@ def install() -> None:
     if ip is None:
         return
     formatter = ip.display_formatter.formatters["text/html"]
-    formatter.for_type(pd.DataFrame, lambda df: table_html(df))  # show_table (notebook.py) adds a numbered caption
+    # a frame displayed with attrs["caption"] is numbered like show_table's (notebook.py); one without has none
+    formatter.for_type(pd.DataFrame, lambda df: table_html(df, caption=numbered(df.attrs["caption"])
+                                                           if df.attrs.get("caption") else None))
     plain = ip.display_formatter.formatters["text/plain"]
     plain.for_type(pd.DataFrame, lambda df, p, cycle: p.text(df.map(number_text).to_string()))

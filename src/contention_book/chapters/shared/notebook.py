@@ -59,6 +59,7 @@ def start(chapter, params: Mapping[str, Any]):
     plt.rcParams["figure.dpi"] = 100
     plt.rcParams["figure.constrained_layout.use"] = True  # lays out titles, labels and outside legends together
     book_display.install()
+    book_display.reset_numbers()
     _page["chapter"] = chapter.SPEC.chapter
     _page["labels"] = dict(chapter.SPEC.labels)  # variant ids as a page names them (shared tables use them)
     style.reset_checks(chapter.SPEC.chapter)
@@ -148,15 +149,12 @@ def show_figure(name: str, fig, alt: str | None = None) -> None:
     plt.close(fig)
 
 
-_tables = itertools.count(1)
-
-
 def show_table(frame, caption: str, **kwargs) -> None:
     """Show a table with a numbered caption (every table the book shows has one); see display.table_html for
     how empty columns, wide tables and missing values are handled."""
     from IPython.display import HTML
 
-    display(HTML(book_display.table_html(frame, caption=f"Table {next(_tables)}. {caption}", **kwargs)))
+    display(HTML(book_display.table_html(frame, caption=book_display.numbered(caption), **kwargs)))
 
 
 _diagrams = itertools.count(1)
@@ -271,9 +269,10 @@ def show_verdicts(chapter, shown) -> None:
     save_verdicts(chapter.SPEC.chapter, rows)
     name = chapter.SPEC.chapter
     display(HTML(f'<span id="{claims_anchor(name)}"></span>'  # the Findings page links here
-                 + verdict_table_html(rows, caption=f"Table {next(_tables)}. The article's claims, checked: where "
-                                      "each was tested, whether its size was compared, and the verdict (its rule is "
-                                      "the numbered note under the table)", prefix=f"verdicts-table-{name}",
+                 + verdict_table_html(rows, caption=book_display.numbered(
+                                          "The article's claims, checked: where each was tested, whether its size "
+                                          "was compared, and the verdict (its rule is the numbered note under the "
+                                          "table)"), prefix=f"verdicts-table-{name}",
                                       columns=("claim", "published", "recording", "tested_on", "measured", "size",
                                                "verdict"))))
 
@@ -284,7 +283,6 @@ def load_summary(view):
     if isinstance(out, str):
         return Markdown(f"*{out}*")
     out = out.rename(index=_page.get("labels", {}), level="variant") if "variant" in out.index.names else out
-    out.attrs["caption"] = (f"Table {next(_tables)}. How the load was driven and watched, per variant and session "
-                            "count (medians over repetitions): calls a second, latency, and where the backends' "
-                            "samples were")
+    out.attrs["caption"] = ("How the load was driven and watched, per variant and session count (medians over "
+                            "repetitions): calls a second, latency, and where the backends' samples were")
     return out
