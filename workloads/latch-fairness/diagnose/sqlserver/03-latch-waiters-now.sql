@@ -1,12 +1,13 @@
--- Who waits on a latch right now, and in which parallel request: one row per waiting task.
+-- Who waits on a latch right now: per session and latch class, how many of its tasks wait (a parallel
+-- request has one task per worker) and the longest current wait.  Repeat it a few times, seconds apart.
 SELECT wt.session_id,
-       wt.exec_context_id,
-       wt.wait_type,
-       wt.wait_duration_ms,
-       wt.resource_description,
        r.command,
-       r.dop
+       wt.wait_type,
+       LEFT(wt.resource_description, 60) AS latch,
+       COUNT(*) AS waiting_tasks,
+       MAX(wt.wait_duration_ms) AS longest_wait_ms
 FROM sys.dm_os_waiting_tasks AS wt
 LEFT JOIN sys.dm_exec_requests AS r ON r.session_id = wt.session_id
 WHERE wt.wait_type LIKE N'LATCH[_]%'
-ORDER BY wt.session_id, wt.exec_context_id;
+GROUP BY wt.session_id, r.command, wt.wait_type, LEFT(wt.resource_description, 60)
+ORDER BY waiting_tasks DESC;
