@@ -9,14 +9,15 @@ bottlenecks one by one, down to a spinlock on the metadata cache.
 
 Modules: spec (the chapter as data), recordings (what the page shows), live
 (one runner per engine) with run_native, run_postgres, run_sqlserver,
-tables (frames and key numbers), claims (verdicts), figures, published (the
-article's and the LMAX paper's numbers).
+tables (frames and key numbers), claims (verdicts), figures, diagrams (the
+mechanism drawn), diagnose (the "On your own server" queries), published
+(the article's and the LMAX paper's numbers).
 """
-from . import claims, figures, recordings, tables
+from . import claims, diagnose, diagrams, figures, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .tables import key_numbers
 
-__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
-           "tables"]
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
+           "recordings", "tables"]

@@ -240,3 +240,17 @@ def verdicts(shown) -> pd.DataFrame:
         why="the article's ratio sets delivered messages against pushes alone, on other machines",
         on_what=f"{on['native']} and {on['db']}")
     return table(rows)
+
+
+VERDICT_KEYS = {"ring_1p": "v_ring_1p", "no_growth": "v_no_growth", "delayed": "v_delayed",
+                "non_durable": "v_non_durable", "ceiling": "v_ceiling", "ring_np": "v_ring_np"}
+
+
+def verdict_words(rows: pd.DataFrame) -> dict[str, str]:
+    """The verdict word of the claims the chapter's opening quotes (glue keys ``v_...``), from the very rows the
+    claims table and the Findings page show, so the opening cannot disagree with them."""
+    out = {}
+    for key, name in VERDICT_KEYS.items():
+        part = rows[rows["claim"] == C[key]]
+        out[name] = part["verdict"].iloc[0].split(":")[0] if len(part) else "not in this recording"
+    return out

@@ -48,6 +48,14 @@ def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
     return fig
 
 
+def _log_if_positive(ax, values) -> None:
+    """A log axis where there is something positive to draw on it (a tiny run may have an empty backlog)."""
+    if (pd.to_numeric(values, errors="coerce") > 0).any():
+        ax.set_yscale("log")
+    else:
+        ax.set_ylabel(ax.get_ylabel().replace(" (log)", ""))
+
+
 def _integer_ticks(ax, counts) -> None:
     """Ticks at the counts measured, written as whole numbers (1, 2, 4, 8; never 1.5 or 36.5)."""
     import matplotlib.ticker
@@ -116,13 +124,13 @@ def plot_delivery(db: LmaxRecording):
     if "backlog" in t:
         sns.lineplot(data=t, x="sessions", y="backlog", hue="design", marker="o", ax=axes[2], legend=False,
                      palette=colours)
-        axes[2].set_yscale("log")
+        _log_if_positive(axes[2], t["backlog"])
     else:  # recordings made before the backlog was counted
         axes[2].text(0.5, 0.5, "this recording did not count the backlog", ha="center", transform=axes[2].transAxes)
     axes[2].set_ylabel("messages left unread (log)")
     axes[2].set_title("Backlog at the end of a point")
-    for ax in axes[:2]:
-        ax.set_yscale("log")
+    _log_if_positive(axes[0], long["rate"])
+    _log_if_positive(axes[1], t["age_p99_ms"])
     for ax in axes:
         ax.set_xscale("log", base=2)
         _integer_ticks(ax, sorted(t["sessions"].unique()))

@@ -49,17 +49,13 @@ def load(ref: str | Path) -> LmaxRecording:
 
 def load_measured(recording: str | Path | None = "") -> tuple[LmaxRecording, LmaxRecording]:
     """(native, database) recordings to show: the references, with ``recording`` in place of its engine's one."""
-    native = load(DEFAULT_MEASURED["native"])
-    database = load(DEFAULT_MEASURED["postgres"])
-    if recording:
-        chosen = load(recording)
-        if chosen.recording.kind != "measured":
-            raise rec.RecordingError(f"recording {chosen.recording.path}: kind is {chosen.recording.kind!r}; "
-                                     "expected a measured recording (the published ones are always shown)")
-        if chosen.engine == "native":
-            native = chosen
-        else:
-            database = chosen
+    chosen = load(recording) if recording else None
+    if chosen is not None and chosen.recording.kind != "measured":
+        raise rec.RecordingError(f"recording {chosen.recording.path}: kind is {chosen.recording.kind!r}; "
+                                 "expected a measured recording (the published ones are always shown)")
+    # a reference is opened only where the chosen recording does not take its place
+    native = chosen if chosen is not None and chosen.engine == "native" else load(DEFAULT_MEASURED["native"])
+    database = chosen if chosen is not None and chosen.engine != "native" else load(DEFAULT_MEASURED["postgres"])
     return native, database
 
 

@@ -90,12 +90,13 @@ def delivery(g: LmaxRecording) -> pd.DataFrame:
         return pd.DataFrame()
     t = scaling(g)
     t = t[t["consumers"] > 0] if "consumers" in t else t
-    cols = ["design", "sessions", "throughput", "dequeue_per_s", "age_p50_ms", "age_p99_ms", "backlog", "lost"]
+    cols = ["design", "sessions", "throughput", "dequeue_per_s", "age_p50_ms", "age_p99_ms", "backlog"]
     out = t[[c for c in cols if c in t]].copy()
     out["keeps up"] = t["dequeue_per_s"] >= 0.95 * t["throughput"]
-    return out.rename(columns={"throughput": "pushed / s", "dequeue_per_s": "popped / s",
-                               "age_p50_ms": "age p50 (ms)", "age_p99_ms": "age p99 (ms)",
-                               "backlog": "backlog at the end", "lost": "lost (overwritten)"})
+    out["threads fit the CPUs"] = [not oversubscribed(g, n) for n in t["sessions"]]
+    return out.rename(columns={"sessions": "producers (and consumers)", "throughput": "pushed per s",
+                               "dequeue_per_s": "delivered per s", "age_p50_ms": "age when taken, p50 (ms)",
+                               "age_p99_ms": "age when taken, p99 (ms)", "backlog": "backlog at the end"})
 
 
 def _at(table: pd.DataFrame, variant: str, sessions: int | None = None, col: str = "throughput") -> float:
@@ -213,10 +214,10 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
                 "wait events do not depend on the client, and those are the figures to read. A run with "
                 "pushes_per_call above 1 takes the client out of the way.")
     else:
-        how = (f"each call runs a loop inside the server (a PL/pgSQL procedure) that pushes {per_call:,} messages, "
-               "each committed as its own transaction, much as the article's version 3 loops inside the engine. "
-               f"Consumers pop up to {per_call:,} messages per call the same way. Rates are messages per second; "
-               f"latency percentiles are per call of {per_call:,} messages")
+        how = (f"each call runs a loop inside the server (a PL/pgSQL procedure) that pushes up to {per_call:,} "
+               "messages, each committed as its own transaction, as the article's version 2 commits one atomic "
+               f"block per message. Consumers pop up to {per_call:,} messages per call the same way. Rates are "
+               f"messages per second; latency percentiles are per call of up to {per_call:,} messages")
         read = (f"Each call carries {per_call:,} messages, so one client round trip is spread over {per_call:,} "
                 f"transactions and the rates measure the server's work per message.{waited} The client and every "
                 f"session still share the same {cpus} CPUs, so beyond {cpus} producers the sessions take turns "
@@ -281,6 +282,63 @@ def delivery_numbers(db: LmaxRecording, d: pd.DataFrame) -> dict[str, Any]:
     else:
         n["db_keepup_sentence"] = "This recording ran no consumers, so it cannot say whether a design keeps up."
     return n
+
+
+def regime_numbers(db: LmaxRecording, d: pd.DataFrame) -> dict[str, Any]:
+    """Delivered rates at the deciding point (the most sessions whose threads fit the CPUs), the ring's lead over
+    the queue tables there (paired medians, as the claims compute them), and the widest spread between
+    repetitions of one point, with what the recording says about it (prose)."""
+    n: dict[str, Any] = {}
+    reg = regime_sessions(db)
+    n["db_regime_words"] = (f"{reg} producer{'s' if reg != 1 else ''} and {reg} consumer{'s' if reg != 1 else ''}"
+                            if reg is not None else "no point of this recording")
+    popped = "dequeue_per_s" in db.runs
+    for v in ("ring", "ring_durable", "ring_unlogged", "naive", "skip_locked"):
+        n[f"db_{v}_reg"] = _at(d, v, reg, "dequeue_per_s") if popped and reg is not None else NAN
+    for other in ("naive", "skip_locked"):
+        s = ratio_spread(db.runs, "dequeue_per_s", "ring", other, where={"sessions": reg}) \
+            if popped and reg is not None else spread([])
+        n[f"db_ring_{other}_x"] = s.median if s.n else NAN
+    x = n["db_ring_naive_x"]
+    n["db_ring_vs_queue"] = (f"the ring delivered {x:.1f}× the messages of an INSERT/DELETE queue table"
+                             if not math.isnan(x) else "this recording has no ring and INSERT/DELETE queue to set "
+                             "side by side there")
+    n["db_spread_sentence"] = spread_sentence(db)
+    return n
+
+
+def spread_sentence(db: LmaxRecording) -> str:
+    """Where repetitions of one point disagreed most, and what the recording can say about why (prose)."""
+    col = "dequeue_per_s" if "dequeue_per_s" in db.runs else "throughput"
+    runs = db.runs[db.runs[col] > 0]
+    g = runs.groupby(["variant", "sessions"])[col].agg(["min", "max", "size"])
+    g = g[g["size"] > 1]
+    if g.empty:
+        return "Each point ran once, so this recording cannot show how much repetitions of a point differ."
+    g = g.assign(x=g["max"] / g["min"]).sort_values("x", ascending=False)
+    (variant, n), top = g.index[0], g.iloc[0]
+    words = (f"Repetitions of one point differed by at most {top['x']:.1f}× (highest over lowest delivered rate), "
+             f"for {label(variant, db.engine)} at {int(n)} session{'s' if int(n) != 1 else ''}")
+    waits = top_waits(db, variant, int(n))
+    why = []
+    if waits not in ("not recorded", "nothing but CPU"):
+        why.append(f"its sampled waits were led by {waits}")
+    if oversubscribed(db, n):
+        who = (f"{int(n)} producers and {int(n)} consumers" if db.engine == "postgres" else f"{int(n)} sessions")
+        why.append(f"its {who} outnumber the {logical_cpus(db)} logical CPUs, so each repetition also measures how "
+                   "the scheduler shared them out")
+    if "WAL" in waits or "IO:" in waits:
+        why.append("a rate bound by the WAL flush follows the disk's flush latency, which other work on a shared "
+                   "virtual disk moves from one moment to the next")
+    load = db.recording.manifest.get("load") or {}
+    if load.get("before_1min") is not None:
+        quiet = load.get("quiet")
+        why.append(f"the machine's 1-minute load average was {load['before_1min']:.2f} when the run started, on "
+                   f"{load.get('logical_cpus', '?')} logical CPUs" + (" (a quiet machine)" if quiet else
+                                                                      " (a busy machine)" if quiet is False else ""))
+    median_x = float(g["x"].median())
+    tail = f"; the median point's repetitions differed by {median_x:.2f}×."
+    return words + (": " + "; ".join(why) if why else "") + tail
 
 
 def _py(v: Any) -> Any:
@@ -379,6 +437,7 @@ def key_numbers(shown) -> dict[str, Any]:
         n[f"db_{v}_dead_max"] = float(part["dead_tuples"].max()) if len(part) else NAN
         n[f"db_{v}_mb_max"] = float(part["table_MB"].max()) if len(part) else NAN
         n[f"db_{v}_hot_min"] = float(part["hot_share"].min()) if len(part) and part["hot_share"].notna().any() else NAN
+    n.update(regime_numbers(db, d))
     n["db_naive_age_p50_ms"] = _at(d, "naive", n["db_maxn"], "age_p50_ms")
     n["db_skip_locked_age_p50_ms"] = _at(d, "skip_locked", n["db_maxn"], "age_p50_ms")
     n["db_naive_waits"] = top_waits(db, "naive") if db.engine == "postgres" else top_waits(db, "disk_naive")

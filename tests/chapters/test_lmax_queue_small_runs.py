@@ -1,0 +1,78 @@
+"""A reader's smallest run renders: the least every --help-params value allows, and subsets of the variants.
+
+Each recording is made by the real runner (the embedded PostgreSQL, or the C programs) in seconds and the
+chapter's notebook is executed on it.  A verdict whose deciding point the recording lacks must say "not
+testable with this recording" and name the point; nothing may crash.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from contention_book.chapters.lmax_queue import claims, recordings, spec
+from contention_book.chapters.lmax_queue.live import RUNNERS
+from contention_book.harness import book
+from contention_book.harness.params import parse
+from contention_book.harness.runner import RunLog, run_chapter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_book import glue_keys, referenced_glue  # noqa: E402
+
+SMALLEST = {  # the least each parameter accepts (checked against the spec below)
+    "postgres": {"sessions": "1", "duration_s": "0.01", "repetitions": "1", "queue_size": "2",
+                 "pushes_per_call": "1", "messages_per_session": "1", "warmup_s": "0"},
+    "native": {"sessions": "1", "repetitions": "1", "queue_size": "2", "messages_per_session": "1",
+               "increments": "1000"},
+}
+
+
+def test_the_smallest_values_are_the_ones_help_params_allows():
+    for engine, values in SMALLEST.items():
+        for param in spec.PARAMS:
+            if param.name in values and param.minimum is not None:
+                assert float(values[param.name]) == param.minimum, (engine, param.name)
+        parse(spec.SPEC.params, dict(values), engine)  # accepted as they are
+
+
+def _record(engine, variants, dest, target=None):
+    lines = []
+    params = {**SMALLEST[engine], "variants": variants}
+    if engine == "postgres":
+        params["database"] = "contention_test"
+    return run_chapter(spec.SPEC, RUNNERS, params, engine=engine, target=target, record_to=str(dest),
+                       log=RunLog(lines.append))
+
+
+def _render(path, tmp_path):
+    out = book.execute("lmax-queue", {"recording": str(path)}, output=tmp_path / "out.ipynb")
+    missing = referenced_glue(out) - glue_keys(out)
+    assert not missing, f"prose refers to values the notebook did not glue: {sorted(missing)}"
+    errors = [o for c in json.loads(out.read_text())["cells"] for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors, errors
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("variants", ["ring", "naive,skip_locked"])
+def test_a_smallest_postgres_run_renders(pg, tmp_path, variants):
+    from conftest import TEST_ENV_VAR
+
+    path = _record("postgres", variants, tmp_path / "rec", target=TEST_ENV_VAR)
+    _render(path, tmp_path)
+    shown = recordings.load_shown(str(path))
+    rows = claims.verdicts(shown)
+    if "ring" not in variants:  # the ring's claims name the point the recording lacks
+        row = rows[rows["claim"] == claims.C["delayed"]]
+        assert row["verdict"].iloc[0].startswith("not testable with this recording: ring")
+
+
+@pytest.mark.live
+def test_a_smallest_native_run_of_one_queue_renders(tmp_path):
+    path = _record("native", "ring", tmp_path / "rec")
+    _render(path, tmp_path)
+    rows = claims.verdicts(recordings.load_shown(str(path)))
+    row = rows[rows["claim"] == claims.C["ring_1p"]]
+    assert row["verdict"].iloc[0].startswith("not testable with this recording"), row["verdict"].iloc[0]
