@@ -7,6 +7,12 @@ documentation says SQL Server answers it: result shapes, values, errors and thei
 family of answers below cites the page it follows.  Where the code and the documentation disagree,
 the documentation wins and the code is fixed, not this file.
 
+Before answering, every batch is judged by documented rule (``rules.py``: natively compiled modules,
+ATOMIC blocks, memory-optimized DDL, statements not allowed in a user transaction), and every
+statement is checked against the permission its own page names, for the version and the login's grants
+(``permissions.py``).  Options that need the database to themselves (READ_COMMITTED_SNAPSHOT, ADR) end
+or wait for the other sessions in it (:func:`exclusive_access`).
+
 An unknown statement raises :class:`UnknownStatement`, so new SQL cannot slip into the harness
 without a test that teaches the simulator its documented answer.
 
@@ -17,8 +23,8 @@ the run was a separate process killed by a signal.  Writes are atomic (write + r
 
 Configuration (:func:`create`): version (``2016sp2``, ``2017``, ``2019``, ``2022``, ``sqldb`` =
 Azure SQL Database, ``mi`` = Azure SQL Managed Instance), edition (``express``, ``standard``,
-``developer``, ``enterprise``), login (``sysadmin``, or ``documented``: only the grants
-book/running-live.md documents), host platform and CPUs.
+``developer``, ``enterprise``), login (``sysadmin``; ``documented``: only the grants
+book/running-live.md documents; or a list: exactly those grants), host platform and CPUs.
 
 Faults (``faults`` in the state): each ``{"match": regex, "nth": k, "kind": ..., "seconds": s}``
 fires on the k-th statement matching ``match`` (0: every one).  Kinds: ``drop`` (the connection
@@ -1287,3 +1293,22 @@ def xe_record(state: dict, spid: int, wait: str, ms: float, signal_ms: float) ->
             sess["events"].append([time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), spid, wait, ms, signal_ms])
             if len(sess["events"]) > sess.get("limit", XE_RING_EVENTS):
                 sess["events"].pop(0)
+
+
+def documented_columns() -> dict[str, tuple[str, ...]]:
+    """Columns of DMVs the diagnose queries (workloads/*/diagnose/sqlserver) read that no harness statement reads.
+
+    The simulator does not answer those queries (a reader runs them by hand); this records that each column is
+    on its DMV's page (https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/...):
+    sys.dm_exec_sessions (login_name, program_name, last_request_end_time), sys.dm_tran_active_snapshot_database_
+    transactions (is_snapshot, elapsed_time_seconds), sys.dm_db_index_physical_stats (index_id), sys.dm_db_page_info
+    (object_id, index_id, partition_id, page_type_desc; 2019+), sys.dm_exec_requests (wait_type, wait_time,
+    page_resource; page_resource 2019+).
+    """
+    return {
+        "sys.dm_exec_sessions": ("login_name", "program_name", "last_request_end_time"),
+        "sys.dm_tran_active_snapshot_database_transactions": ("is_snapshot", "elapsed_time_seconds"),
+        "sys.dm_db_index_physical_stats": ("index_id",),
+        "sys.dm_db_page_info": ("object_id", "index_id", "partition_id", "page_type_desc"),
+        "sys.dm_exec_requests": ("wait_type", "wait_time", "page_resource"),
+    }
