@@ -318,7 +318,9 @@ def spread_sentence(db: LmaxRecording) -> str:
     g = g.assign(x=g["max"] / g["min"]).sort_values("x", ascending=False)
     (variant, n), top = g.index[0], g.iloc[0]
     words = (f"Repetitions of one point differed by at most {top['x']:.1f}× (highest over lowest delivered rate), "
-             f"for {label(variant, db.engine)} at {int(n)} session{'s' if int(n) != 1 else ''}")
+             f"for {label(variant, db.engine)} at {int(n)} "
+             + (f"producer{'s' if int(n) != 1 else ''} and as many consumers" if db.engine == "postgres" else
+                f"session{'s' if int(n) != 1 else ''}"))
     waits = top_waits(db, variant, int(n))
     why = []
     if waits not in ("not recorded", "nothing but CPU"):
@@ -445,8 +447,15 @@ def key_numbers(shown) -> dict[str, Any]:
     return {k: _py(v) for k, v in n.items()}
 
 
+TOPICS = {"legacy_bottleneck": "disk-based bottleneck", "scaling_knee": "where scaling stops",
+          "single_thread": "one thread", "speedup": "speed-up", "cannot_retry": "why v3 runs alone",
+          "spinlock": "spinlock"}
+
+
 def published_findings(adkin: LmaxRecording) -> pd.DataFrame:
     f = adkin.findings.copy()
     f["design"] = [label(v) for v in f["variant"]]
+    f["topic"] = [TOPICS.get(t, str(t).replace("_", " ")) for t in f["topic"]]
     f["threads"] = f["sessions"].map(lambda x: "" if pd.isna(x) else f"{int(x)}")
-    return f[["order", "topic", "design", "threads", "statement"]].set_index("order")
+    return f[["order", "topic", "design", "threads", "statement"]].rename(
+        columns={"order": "step", "topic": "finding"}).set_index("step")
