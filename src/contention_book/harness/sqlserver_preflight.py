@@ -19,7 +19,7 @@ refuses at once with the exact GRANT, parameter or setting to add:
 
 What each chapter needs is data in its ``spec.py`` (``extra["sqlserver"]``: variant -> :class:`Needs`).
 Sources: SERVERPROPERTY, DBCC TRACEON (sysadmin), ALTER SERVER CONFIGURATION (ALTER SETTINGS),
-sys.dm_os_wait_stats (VIEW SERVER STATE; VIEW SERVER PERFORMANCE STATE from 2022), the Azure T-SQL
+each DMV's own page (VIEW SERVER STATE; from 2022 VIEW SERVER PERFORMANCE STATE for most), the Azure T-SQL
 differences pages, and In-Memory OLTP's memory estimation and edition quota pages
 (learn.microsoft.com; the simulator in tests/sqlserver_sim cites each).
 """
@@ -185,7 +185,8 @@ def probe_dmvs(cur) -> dict[str, str]:
 
 
 def view_state_permission(major: int) -> str:
-    """SQL Server 2022 split VIEW SERVER STATE; the DMVs the book reads need VIEW SERVER PERFORMANCE STATE."""
+    """The permission the DMV overview names for the version; only reported, since each DMV's own page decides
+    (the preflight queries them: :func:`probe_dmvs`)."""
     return "VIEW SERVER PERFORMANCE STATE" if major >= 16 else "VIEW SERVER STATE"
 
 
