@@ -6,11 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from .spec import LABELS
-from .tables import HELD, UNPINNED, VACUUM_CONTROL, measured_numbers, pins_table
+from .tables import HELD, UNHELD, UNPINNED, VACUUM_CONTROL, measured_numbers, pins_table
 
 
 def _reps(n: int) -> str:
     return f"{n} repetition{'s' if n != 1 else ''}"
+
+
+def _n(x: float, what: str) -> str:
+    return f"{x:,.0f} {what}{'s' if round(x) != 1 else ''}"
+
+
+def _has(n: dict, *keys: str) -> bool:
+    return all(not (isinstance(n.get(k), float) and np.isnan(n[k])) for k in keys)
 
 
 def pins_text(g) -> str:
@@ -23,7 +31,7 @@ def pins_text(g) -> str:
     if rr in pins.index:
         r = pins.loc[rr]
         age = "" if np.isnan(r["xmin_age_end"]) else (
-            f"; by the end of the loop that xmin was {r['xmin_age_end']:,.0f} transactions old")
+            f"; by the end of the loop that xmin was {_n(r['xmin_age_end'], 'transaction')} old")
         out.append(f"The idle REPEATABLE READ transaction showed a `backend_xmin` in {r['xmin_held']} of its "
                    f"{_reps(int(r['repetitions']))} and a `backend_xid` in {r['xid_held']}{age}.")
     if rc in pins.index:
@@ -31,8 +39,8 @@ def pins_text(g) -> str:
         out.append(f"The idle READ COMMITTED transaction showed a `backend_xmin` in {r['xmin_held']} of its "
                    f"{_reps(int(r['repetitions']))} and a `backend_xid` in {r['xid_held']}: it pinned nothing.")
     else:
-        out.append("This recording has no idle READ COMMITTED run (it was made before that variant existed), so it "
-                   "cannot show what such a transaction pins.")
+        out.append("This recording has no run with an idle READ COMMITTED transaction, so it cannot show what such "
+                   "a transaction pins.")
     if pins.empty:
         out.insert(0, "This recording did not read what its holder pinned.")
     return " ".join(out)
@@ -44,17 +52,77 @@ def controls_text(g) -> str:
         return ""
     n = measured_numbers(g)
     runs = set(g.runs["variant"])
+    base = UNHELD["postgres"] in runs
     out = []
     if UNPINNED["postgres"] in runs:
-        out.append(f"With the idle READ COMMITTED transaction the loop took {n['m_rc_s_text']}, "
-                   f"{n['m_rc_x_text']} the time with nothing held, paired repetition by repetition.")
+        vs = (f", {n['m_rc_x_text']} the time with nothing held (paired repetition by repetition)" if base else "")
+        out.append(f"With the idle READ COMMITTED transaction the loop took {n['m_rc_s_text']}{vs}.")
     else:
         out.append("This recording has no run with an idle READ COMMITTED transaction.")
     if VACUUM_CONTROL["postgres"] in runs:
-        out.append(f"With `VACUUM` after every chunk (its time included) it took {n['m_vacuum_s_text']}, "
-                   f"{n['m_vacuum_x_text']} the time with nothing held, and the time per update grew "
-                   f"{n['m_vacuum_growth_text']} over the run instead of {n['m_base_growth_text']}.")
+        vs = f", {n['m_vacuum_x_text']} the time with nothing held" if base else ""
+        grew = (f", and the time per update grew {n['m_vacuum_growth_text']} over the run instead of "
+                f"{n['m_base_growth_text']}" if base and _has(n, "m_vacuum_growth", "m_base_growth") else "")
+        out.append(f"With `VACUUM` after every chunk (its time included) it took {n['m_vacuum_s_text']}{vs}{grew}.")
     else:
         out.append("This recording has no run with `VACUUM` after every chunk, the control that removes dead index "
                    "entries as the loop goes.")
     return " ".join(out)
+
+
+def measured_text(g) -> str:
+    """The opening of "Measured here": the recording, the held and unheld timings, the cost model's count."""
+    n = measured_numbers(g)
+    runs = set(g.runs["variant"])
+    held, base = HELD[g.engine], UNHELD[g.engine]
+    times = "once" if n["m_repetitions"] == 1 else f"{n['m_repetitions']} times"
+    text = (f"The recording shown here is **{n['m_engine']}**: {_n(n['m_updates'], 'update')} per setting, each "
+            f"setting run {times}, with the settings interleaved. ")
+    if held in runs and base in runs:
+        text += (f"The held setting (*{n['m_held_label']}*) took {n['m_held_s_text']}, against {n['m_base_s_text']} "
+                 f"for *{n['m_base_label']}*. Paired repetition by repetition, the held run took {n['m_held_x_text']} "
+                 "as long. ")
+    else:
+        missing = " and ".join(f"*{LABELS[v]}*" for v in (held, base) if v not in runs)
+        text += f"It has no run with {missing}, so it cannot set the held run beside the unheld one. "
+    text += (f"If nothing can be removed, the cost model predicts {n['m_ghost_visits']:,} dead versions stepped over "
+             "in all.")
+    return text
+
+
+def growth_text(g) -> str:
+    """The cost model's test: how time per update grew with and without the held horizon."""
+    n = measured_numbers(g)
+    if not _has(n, "m_held_growth", "m_base_growth"):
+        return ("This recording cannot test the cost model: it needs per-chunk timings (at least three chunks) of "
+                f"both *{LABELS[HELD[g.engine]]}* and *{LABELS[UNHELD[g.engine]]}*.")
+    return (f"The figure below is the model's test. The loop ran in timed chunks. With the horizon held, the time "
+            f"per update went from {n['m_held_first_us']:.1f} µs in the first chunks to {n['m_held_last_us']:.1f} µs "
+            f"in the last (a growth of {n['m_held_growth_text']}), and a straight line fits that growth with a median "
+            f"R² of {n['m_held_r2']:.2f}. With nothing held it went from {n['m_base_first_us']:.1f} to "
+            f"{n['m_base_last_us']:.1f} µs ({n['m_base_growth_text']}). Linear growth per update means quadratic "
+            "growth in total. The control grows too, so growth alone proves nothing: the test is whether holding "
+            f"the horizon makes it steeper, and per repetition the held run's growth was {n['m_growth_ratio_text']} "
+            "the control's.")
+
+
+def storage_text(g) -> str:
+    """Dead tuples and pages with the horizon held, at the end and after cleanup."""
+    n = measured_numbers(g)
+    if not _has(n, "m_held_after_run_dead", "m_held_after_cleanup_dead"):
+        return f"This recording has no storage statistics for *{LABELS[HELD[g.engine]]}* at the end and after cleanup."
+    if g.engine != "postgres":
+        return (f"With the transaction open, the run ended with {_n(n['m_held_after_run_dead'], 'ghost')} in "
+                f"{_n(n['m_held_after_run_pages'], 'page')}; after the ghost cleanup task had run, "
+                f"{n['m_held_after_cleanup_dead']:,.0f} remained, in {_n(n['m_held_after_cleanup_pages'], 'page')}.")
+    text = (f"With the horizon held, the run ended with {_n(n['m_held_after_run_dead'], 'dead tuple')} still stored, "
+            f"in {_n(n['m_held_after_run_pages'], 'page')} of heap and index. Once the holding transaction ended and "
+            f"`VACUUM` ran, {n['m_held_after_cleanup_dead']:,.0f} remained, in "
+            f"{_n(n['m_held_after_cleanup_pages'], 'page')}: `VACUUM` makes the space reusable but gives pages back "
+            "only when they are empty and at the end of the file.")
+    if _has(n, "m_base_after_run_pages"):
+        text += (f" With nothing held the run ended in {_n(n['m_base_after_run_pages'], 'page')}, not far fewer: "
+                 "there the heap fills up with dead line pointers instead of dead tuples, and the index holds as many "
+                 "entries. That is why the held table is only a little larger than the unheld one here.")
+    return text
+

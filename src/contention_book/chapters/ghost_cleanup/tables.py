@@ -104,7 +104,8 @@ def curve_growth(curve: pd.DataFrame) -> pd.DataFrame:
                      **{c: float(part[c].median()) for c in ("first_us", "last_us", "growth",
                                                                "slope_us_per_1000", "r2")},
                      "growth_low": g.low, "growth_high": g.high, "repetitions": g.n})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["variant", "setting", "first_us", "last_us", "growth", "slope_us_per_1000",
+                                       "r2", "growth_low", "growth_high", "repetitions"])
 
 
 def growth_ratio(curve: pd.DataFrame, held: str, base: str):
