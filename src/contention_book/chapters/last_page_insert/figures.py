@@ -57,24 +57,27 @@ def plot_throughput(published: list, measured) -> "object":
 
 def plot_waits(measured) -> "object":
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import PercentFormatter
 
     w = an.wait_shares(measured)
     if w.empty:
         fig, ax = plt.subplots(figsize=(8, 1.5))
         _empty(ax, "this recording has no wait samples")
         return fig
-    w = w.assign(row=w["setting"] + ", " + w["sessions"].map(lambda n: an.sessions_label(measured, n)))
+    w = w.assign(row=w["setting"] + ", " + w["sessions"].map(lambda n: an.sessions_label(measured, n, short=True)))
     wide = w.pivot_table(index="row", columns="wait", values="share", aggfunc="sum", sort=False).fillna(0)
     order = [c for c in ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP", "CPU", an.IDLE)
              if c in wide.columns]
     wide = wide[order + [c for c in wide.columns if c not in order]]
-    fig, ax = plt.subplots(figsize=(11, 0.35 * len(wide) + 1.6))
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 0.32 * len(wide) + 2.2), layout="constrained")
     wide.iloc[::-1].plot.barh(stacked=True, ax=ax, width=0.8, colormap="tab10")
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of samples of the inserting sessions")
     ax.set_ylabel("")
-    ax.set_title(f"Where the inserting sessions were, sampled at ~{measured.runs.get('wait_sampler_hz', pd.Series([20])).median():.0f} Hz")
-    ax.legend(fontsize=8, bbox_to_anchor=(1.01, 1), loc="upper left", title=None)
+    ax.set_title(f"Wait samples of the inserting sessions (~{measured.runs.get('wait_sampler_hz', pd.Series([20])).median():.0f} "
+                 "a second)")
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    legend_below(ax)
     return fig
 
 

@@ -182,11 +182,14 @@ def deciding(g: LpiRecording) -> int | None:
     return deciding_sessions(runs["sessions"] if runs is not None else (), g.cpus)
 
 
-def sessions_label(g: LpiRecording, n: int) -> str:
-    """'2 sessions', '1 session', '8 sessions (oversubscribed: more than the 2 CPUs)'."""
+def sessions_label(g: LpiRecording, n: int, short: bool = False) -> str:
+    """'2 sessions', '1 session', '8 sessions (oversubscribed: more than the 2 CPUs)' (``short``: without the
+    reason, for figure labels)."""
     n = int(n)
     out = f"{n} session{'s' if n != 1 else ''}"
-    return f"{out} (oversubscribed: more than the {g.cpus} CPUs)" if g.cpus and n > int(g.cpus) else out
+    if not (g.cpus and n > int(g.cpus)):
+        return out
+    return f"{out} (oversubscribed)" if short else f"{out} (oversubscribed: more than the {g.cpus} CPUs)"
 
 
 def _pins_at(g: LpiRecording, sessions: int | None) -> pd.DataFrame | None:
