@@ -59,8 +59,8 @@ RULES = {
 DATABASE_CLAIMS = {C[k] for k in ("no_growth", "delayed", "non_durable", "v1_knee", "v2", "v3", "spinlock",
                                   "ceiling")}
 NOT_SAME_PLATFORM = {
-    "native": "a C model on this machine against the paper's Java on a dedicated 2011 server",
-    "postgres": "a PostgreSQL analogue on this machine; the article ran In-Memory OLTP on 40 logical CPUs",
+    "native": "a C model on this machine against the paper's Java on its own dedicated server",
+    "postgres": "a PostgreSQL analogue on this machine; the article ran In-Memory OLTP on {cpus} logical CPUs",
     "sqlserver": "the article printed no number for this",
 }
 
@@ -147,7 +147,8 @@ def verdicts(shown) -> pd.DataFrame:
         claim = C[key]
         view = "db" if claim in DATABASE_CLAIMS else "native"
         size = Size.not_comparable(why or NOT_SAME_PLATFORM.get((db if view == "db" else native).engine,
-                                                                "the platforms differ"))
+                                                                "the platforms differ").format(
+            cpus=n["pub_logical_cpus"]))
         verdict, size_text = judge(direction, size)
         needs_sql = "needs SQL Server" in verdict
         rows.append(Claim(claim=claim, published=published, recording=(db if view == "db" else native).id,
@@ -178,7 +179,7 @@ def verdicts(shown) -> pd.DataFrame:
     s = ratio_spread(fs, "ns_per_increment", "shared_atomic", "single", variant="layout")
     add("atomic", f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS",
         f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared ({s.text(',.0f', '×')})",
-        above(s, ATOMIC), why="nanoseconds of a 2011 CPU against this machine's; an atomic add, not a CAS loop")
+        above(s, ATOMIC), why="nanoseconds of the paper's CPU against this machine's; an atomic add, not a CAS loop")
     reg = n["db_regime_n"]
     reg = None if reg is None or (isinstance(reg, float) and math.isnan(reg)) else int(reg)
     if db.engine == "postgres":

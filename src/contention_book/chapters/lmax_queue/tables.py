@@ -371,6 +371,9 @@ def key_numbers(shown) -> dict[str, Any]:
     n["lmax_lat_disruptor_ns"] = float(lat.get("disruptor", NAN))
     inc = paper_increments(lmax).set_index("method")["ns_per_increment"] if lmax.increments is not None else {}
     n["lmax_inc_single_ns"] = float(inc.get("single thread", NAN))
+    counts = lmax.increments.set_index("method")["increments"] if lmax.increments is not None else {}
+    n["lmax_inc_millions"] = float(counts.get("single thread", NAN)) / 1e6
+    n["db_fillfactor"] = db.recording.parameters.get("fillfactor_ring", NAN)
     n["lmax_inc_cas2_ns"] = float(inc.get("two threads with CAS", NAN))
     n["lmax_inc_lock2_ns"] = float(inc.get("two threads with a lock", NAN))
     n["pub_ceiling_x"] = n["lmax_1p1c_disruptor"] / n["pub_v3_msgs"]
