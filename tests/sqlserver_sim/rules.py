@@ -320,8 +320,8 @@ def _mot(n: str) -> list[Violation]:
 # -- transactions ----------------------------------------------------------------------------------------
 NOT_IN_TRANSACTION = re.compile(r"\b(ALTER DATABASE|CREATE DATABASE|DROP DATABASE|BACKUP|RESTORE|RECONFIGURE|"
                                 r"(?:ALTER|CREATE|DROP) FULLTEXT (?:CATALOG|INDEX))\b", re.I)
-TXN = re.compile(r"\bBEGIN\s+TRAN(?:SACTION)?\b|\bCOMMIT(?:\s+TRAN(?:SACTION)?)?\b|\bROLLBACK(?:\s+TRAN(?:SACTION)?)?\b",
-                 re.I)
+TXN = re.compile(r"\bBEGIN\s+TRAN(?:SACTION)?\b|\bCOMMIT(?:\s+TRAN(?:SACTION)?)?\b"
+                 r"|\bROLLBACK(?:\s+TRAN(?:SACTION)?)?\b", re.I)
 
 
 def _in_transaction(n: str, ctx: Context) -> list[Violation]:

@@ -409,7 +409,8 @@ def _work(state: dict, session: Session, what: str, units: int = 1) -> None:
 
 def _stats_result(state: dict, kind: str) -> Result:
     """sys.dm_os_wait_stats / latch_stats / spinlock_stats with the harness's column aliases."""
-    need_view_server_state(state, {"wait": "sys.dm_os_wait_stats", "latch": "sys.dm_os_latch_stats", "spinlock": "sys.dm_os_spinlock_stats"}[kind])
+    need_view_server_state(state, {"wait": "sys.dm_os_wait_stats", "latch": "sys.dm_os_latch_stats",
+                                   "spinlock": "sys.dm_os_spinlock_stats"}[kind])
     st = state["stats"][kind]
     if kind == "wait":
         return (["name", "waits", "wait_time_ms", "max_wait_time_ms", "signal_wait_time_ms"],
@@ -625,7 +626,8 @@ def exclusive_access(state: dict, s: "Session", name: str, rollback_immediate: b
 
     READ_COMMITTED_SNAPSHOT: "only the connection executing the ALTER DATABASE command is allowed in the
     database. There must be no other open connection in the database until ALTER DATABASE is complete"
-    (ALTER DATABASE SET options, https://learn.microsoft.com/sql/t-sql/statements/alter-database-transact-sql-set-options).
+    (ALTER DATABASE SET options,
+    https://learn.microsoft.com/sql/t-sql/statements/alter-database-transact-sql-set-options).
     ACCELERATED_DATABASE_RECOVERY: "requires an exclusive database lock ... blocked until all active sessions
     are gone"; WITH ROLLBACK IMMEDIATE aborts them (https://learn.microsoft.com/sql/relational-databases/
     accelerated-database-recovery-management).  Killed sessions lose their connection and every lock they hold
@@ -1225,7 +1227,8 @@ def _user_sessions(state, s, m, params):
 
 @_h(r"CREATE EVENT SESSION \[(\w+)\] ON SERVER ADD EVENT sqlos\.wait_info \( ACTION \(sqlserver\.session_id\) "
     r"WHERE \(\[opcode\] = \(1\) AND \(((?:\[sqlserver\]\.\[session_id\] = \(\d+\)(?: OR )?)+)\)\)\) "
-    r"ADD TARGET package0\.ring_buffer \(SET (?:max_events_limit = \((\d+)\), )?max_memory = \((\d+)\)\) WITH \(MAX_DISPATCH_LATENCY = \d+ SECONDS, "
+    r"ADD TARGET package0\.ring_buffer \(SET (?:max_events_limit = \((\d+)\), )?max_memory = \((\d+)\)\) "
+    r"WITH \(MAX_DISPATCH_LATENCY = \d+ SECONDS, "
     r"EVENT_RETENTION_MODE = ALLOW_SINGLE_EVENT_LOSS, STARTUP_STATE = OFF\);?")
 def _xe_create(state, s, m, params):
     _xe_permission(state, "CREATE EVENT SESSION")

@@ -84,6 +84,8 @@ def local_lock(path: Path, what: str) -> Iterator[None]:
 @contextlib.contextmanager
 def database_lock(target: Target, database: str, log=print) -> Iterator[None]:
     """Hold the run lock of ``database`` on a connection of its own for the block."""
+    if target.engine is None:  # the first connection tells which engine it is, and so where the lock lives
+        target.connect().close()
     conn = target.connect(SQLSERVER_LOCK_DATABASE if target.engine == "sqlserver" else database)
     try:
         cur = conn.cursor()
