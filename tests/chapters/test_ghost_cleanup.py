@@ -271,3 +271,57 @@ def test_stacks_recorded_or_explained(pg, tmp_path, monkeypatch):
     section = ghost.stacks_section(g)
     assert len(section.figures) == 4 and len(section.tables) == 5
     assert "hottest function" in section.text
+
+
+# -- On your own server: the queries the page shows ------------------------------------------------------------
+def test_sqlserver_diagnose_queries_parse_and_name_documented_views():
+    from contention_book.chapters.ghost_cleanup import diagnose
+
+    files = diagnose.query_files("sqlserver")
+    assert len(files) >= 3
+    text = "\n".join(f.read_text() for f in files)
+    for f in files:
+        assert not problems(f.read_text()), f.name
+    for name in ("sys.dm_tran_active_snapshot_database_transactions", "version_ghost_record_count",
+                 "Skipped Ghosted Records/sec"):
+        assert name in text
+    assert "```tsql" in diagnose.queries_markdown("sqlserver")
+
+
+def test_documented_parameters_parse():
+    """Every PARAMS= and --param value the chapter's page documents goes through the parameter parser."""
+    import json
+    import re
+    from pathlib import Path
+
+    from contention_book.harness import params as P
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / spec.NOTEBOOK).read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    found = re.findall(r'ENGINE=(\w+) PARAMS="([^"]+)"', text)
+    assert found
+    for engine, assignments in found:
+        P.parse(spec.PARAMS, P.split_assignments(assignments.split(), "PARAMS"), engine)
+
+
+@pytest.mark.live
+def test_postgres_diagnose_queries_run_on_a_plain_database(pg_target):
+    from contention_book.chapters.ghost_cleanup import diagnose
+
+    conn = pg_target.connect("contention_test")
+    holder = pg_target.connect("contention_test", autocommit=False)
+    try:
+        holder.cursor().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        holder.cursor().execute("SELECT count(*) FROM pg_class").fetchall()
+        results = {}
+        for f in diagnose.query_files("postgres"):
+            cur = conn.cursor()
+            cur.execute(f.read_text())
+            results[f.name] = ([d[0] for d in cur.description], cur.fetchall())
+        cols, rows = results["01-what-idle-transactions-pin.sql"]
+        assert "backend_xmin" in cols and "backend_xid" in cols
+        assert any(r[cols.index("backend_xmin")] is not None for r in rows)  # the idle snapshot holder is found
+    finally:
+        holder.rollback()
+        holder.close()
+        conn.close()
