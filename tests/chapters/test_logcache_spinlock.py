@@ -525,6 +525,7 @@ def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path
     assert (g.runs["throughput"] > 0).all() and set(g.runs["sessions"]) == {1, 2}
     assert set(g.table("pg_waits")["backend_type"]) <= {"client backend", "walwriter"}
     assert (g.table("pg_wal")["wal_records"] >= g.table("pg_wal")["rows"]).all()  # at least one record per insert
+    assert (g.runs["rows"] == g.runs["rows_counted"]).all()  # every row the driver counted is in the table
     assert os.sched_getaffinity(ww) == before and os.sched_getaffinity(0) == mine
 
 

@@ -24,7 +24,7 @@ def queries(engine: str, chapter: str = CHAPTER) -> list[tuple[str, str]]:
         raise FileNotFoundError(f"{folder}: no NN-name.sql files; expected the chapter's {ENGINES[engine]} queries")
     out = []
     for path in paths:
-        words = path.stem.split("-", 1)[-1].replace("-", " ").replace("pg_wait_sampling", "pg_wait_sampling")
+        words = path.stem.split("-", 1)[-1].replace("-", " ")
         out.append((words[:1].upper() + words[1:], path.read_text(encoding="utf-8").strip()))
     return out
 

@@ -11,13 +11,14 @@ SQL Server workload (the affinity change inside the guard).
 Modules: spec (the chapter as data), recordings (what the page shows),
 live (one runner per engine) with run_native, run_postgres, run_sqlserver,
 tables (frames, key numbers, the stack section), claims (verdicts),
-figures, published (the transcribed recordings).
+figures, diagrams (a cache line's journeys), diagnose (the On your own server queries),
+published (the transcribed recordings).
 """
-from . import claims, figures, recordings, tables
+from . import claims, diagnose, diagrams, figures, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .tables import key_numbers
 
-__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "figures", "recordings",
-           "tables"]
+__all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
+           "recordings", "tables"]

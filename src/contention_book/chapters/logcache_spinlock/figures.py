@@ -62,7 +62,10 @@ def ladder(table: pd.DataFrame, title: str):
     if table.empty:
         return _empty("no native measurements")
     fig, ax = plt.subplots(figsize=(9, 0.4 * len(table) + 1.2))
-    sns.barplot(data=table, y="operation", x="ns", hue="kind", dodge=False, ax=ax, orient="h")
+    # a bar's length means nothing on a log axis: one dot per operation, on a guide line
+    sns.stripplot(data=table, y="operation", x="ns", hue="kind", ax=ax, orient="h", size=8, jitter=False)
+    for i in range(len(table)):
+        ax.axhline(i, color="0.9", lw=0.8, zorder=0)
     ax.set_xscale("log")
     ax.set_xlabel("ns per operation (log scale)")
     ax.set_ylabel("")
@@ -104,7 +107,9 @@ def throughput(curve: pd.DataFrame):
     return fig
 
 
-def spins(summary: pd.DataFrame):
+def spins(summary: pd.DataFrame, judged: bool = True):
+    """The toy's four measures by variant and worker count; ``judged=False`` says on the figure that variant B is
+    shown, not judged (its workers share one CPU on this machine)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -132,14 +137,21 @@ def spins(summary: pd.DataFrame):
             whisker = None
             if f"{col}_low" in part:  # the interval over repetitions
                 whisker = [(part[col] - part[f"{col}_low"]).clip(lower=0), (part[f"{col}_high"] - part[col]).clip(lower=0)]
-            ax.bar(x, part[col], width=width * 0.95, color=colour, label=setting, yerr=whisker,
-                   error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "0.2"})
+            if log:  # no bars on a log axis: a dot with its whisker
+                ax.errorbar(x, part[col], yerr=whisker, fmt="o", color=colour, label=setting, elinewidth=1,
+                            capsize=2, ecolor="0.2", ms=6)
+            else:
+                ax.bar(x, part[col], width=width * 0.95, color=colour, label=setting, yerr=whisker,
+                       error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "0.2"})
         ax.set_xticks(range(len(groups)), groups)
         ax.set_title(title)
         if log:
             ax.set_yscale("log")
+        ax.set_xlim(-0.6, len(groups) - 0.4)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), frameon=False, fontsize="small")
+    if not judged:
+        fig.suptitle("Variant B shown, not judged: on this machine its workers share one CPU", fontsize="small")
     return fig
 
 
