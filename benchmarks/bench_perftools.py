@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -138,6 +139,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CAPTURE = os.path.join(HERE, os.pardir, ".cache", "perf-capture.txt")
 SRC = os.path.abspath(os.path.join(HERE, os.pardir, "src"))
 READ_CSV = "import sys, pyarrow.csv as c; c.read_csv(sys.argv[1])"
+RESULTS = os.path.join(HERE, "results", "bench-perftools.json")
 
 
 #: Forks and execs the command and prints its peak RSS: a child forked from this (big) process would
@@ -198,7 +200,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--workdir", default=None, help="where to create the temporary files (default: system temp)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds (default 3); the median is reported")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", help="also write the results as JSON here")
+    ap.add_argument("--json", default=RESULTS if os.path.isdir(os.path.dirname(RESULTS)) else None,
+                    help="also write the results as JSON here (default: benchmarks/results/bench-perftools.json, "
+                         "which the book's perftools page reads when it is built)")
     ap.add_argument("--perf-capture", default=DEFAULT_CAPTURE if os.path.exists(DEFAULT_CAPTURE) else None,
                     help="a real perf script capture, timed as well (default: .cache/perf-capture.txt if present)")
     ap.add_argument("--src", default=SRC, help="the src directory whose perftools is timed (default: this checkout's)")
@@ -243,6 +247,7 @@ def main(argv=None) -> dict:
             jobs["collapse capture"] = collapse + [args.perf_capture, "-o", os.devnull]
             if inferno:
                 jobs["inferno capture"] = [inferno, args.perf_capture]
+        load_before = os.getloadavg()[0]
         got = interleaved(jobs, args.repeat, src)
         sizes = {"collapse diverse": mb["diverse.perf"], "collapse diverse x3": mb["diverse_x3.perf"],
                  "collapse own": mb["own.perf"], "summary diverse": mb["diverse.csv"], "read_csv diverse": mb["diverse.csv"],
@@ -255,7 +260,10 @@ def main(argv=None) -> dict:
         for label, r in got.items():
             r["rss_ratio"] = r["peak_rss"] / (sizes[label] * 1e6)
             print(f"{label:24}{r['median']:10.3f}{r['best']:9.3f}{r['peak_rss'] / mib:8.0f} MiB{r['rss_ratio']:10.2f}  {r['runs']}")
-        res: dict = {"mb": mb, "perf_info": perf_info, "csv_info": csv_info, "src": src, "results": got, "goals": []}
+        res: dict = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "repeat": args.repeat, "size_mb": args.size_mb,
+                     "machine": f"a {os.cpu_count()}-CPU {platform.machine()} machine, load average "
+                                f"{load_before:.1f} before the runs", "mb": mb, "perf_info": perf_info,
+                     "csv_info": csv_info, "results": got, "goals": []}
 
         def goal(what: str, figure: float, limit: float, unit: str = "x") -> None:
             ok = figure <= limit

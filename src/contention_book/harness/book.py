@@ -175,12 +175,13 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
 
 
 def build_html() -> Path:
-    from .book_pages import write_data_page, write_findings, write_run_times, write_zips
+    from .book_pages import write_data_page, write_findings, write_perftools_pages, write_run_times, write_zips
 
     root = repo_root()
     write_findings(notebooks())
     write_data_page()
     write_run_times()
+    write_perftools_pages()
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root / "book"), "--config", str(root / "_config.yml"),
            "--toc", str(root / "book" / "_toc.yml"), "--path-output", str(root / "book"), "-W", "-n", "--keep-going", "--quiet"]
     proc = subprocess.run(cmd, cwd=root)

@@ -263,3 +263,51 @@ def write_zips(html_dir: Path) -> list[Path]:
         tmp.replace(target)
         made.append(target)
     return made
+
+
+PERFTOOLS_PAGES = Path("book") / "chapters"  # perftools-*.md, included by perftools.md; written at every build
+PERFTOOLS_EXAMPLE_STACKS = Path("last-page-insert") / "measured-postgres-reference" / "stacks"
+PERFTOOLS_EXAMPLES = {  # include file -> the perftools command line whose output it shows ($S: the stacks folder)
+    "perftools-diff.md": ["diff", "$S/hash_partitioned.folded.gz", "$S/sequential.folded.gz", "--top", "5"],
+    "perftools-callers.md": ["callers", "$S/sequential.folded.gz", "postgres!LWLockRelease", "--depth", "2",
+                             "--min-pct", "10"],
+}
+PERFTOOLS_BENCH = Path("benchmarks") / "results" / "bench-perftools.json"  # written by make bench-perftools --json
+
+
+def write_perftools_pages(out_dir: Path | None = None) -> list[Path]:
+    """The perftools page's worked example, run on the shipped recording at build time (so its counts are the
+    data's, not a copy), and its speed table from the last committed benchmark result."""
+    import contextlib
+    import io
+
+    from contention_book.perftools.__main__ import main as perftools
+
+    out_dir = out_dir or repo_root() / PERFTOOLS_PAGES
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stacks = data_root() / PERFTOOLS_EXAMPLE_STACKS
+    written = []
+    for name, argv in PERFTOOLS_EXAMPLES.items():
+        buf, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
+            status = perftools([a.replace("$S", str(stacks)) for a in argv])
+        if status != 0:
+            raise SystemExit(f"[book] the perftools page's example `perftools {' '.join(argv)}` failed: {err.getvalue()}")
+        text = buf.getvalue().replace(str(stacks), "$S")
+        (out_dir / name).write_text(f"```text\n{text}```\n", encoding="utf-8")
+        written.append(out_dir / name)
+    speed = out_dir / "perftools-speed.md"
+    bench = repo_root() / PERFTOOLS_BENCH
+    if bench.exists():
+        res = json.loads(bench.read_text(encoding="utf-8"))
+        rows = [f"| {g['goal']} | {g['figure']:.2f}× | ≤ {g['limit']:.2f}× | {'met' if g['ok'] else 'missed'} |"
+                for g in res["goals"]]
+        speed.write_text(
+            f"```{{table}} make bench-perftools on {res.get('machine', 'the build machine')}, {res.get('date', '')}: "
+            f"whole processes, median of {res.get('repeat', 3)} interleaved runs\n:name: table-perftools-speed\n\n"
+            "| what | figure | goal | outcome |\n|---|---:|---:|---|\n" + "\n".join(rows) + "\n```\n", encoding="utf-8")
+    else:
+        speed.write_text("*No benchmark result is in this checkout: `make bench-perftools` measures one.*\n",
+                         encoding="utf-8")
+    written.append(speed)
+    return written

@@ -41,7 +41,9 @@ of its frame ids.  Chunks of any other shape (space-led lines, CRLF, UTF-16,
 a header that does not parse) go through a block reader, line by line,
 which interns the leaf line and the caller text of each sample.  A test
 checks that both readers agree.  ``perftools collapse`` goes straight from
-here to folded lines (:func:`collapse`), without pandas.
+here to folded lines (:func:`collapse`), without pandas, when the C core
+(:mod:`..native_collapse`) leaves a file to this reader; this reader is the
+reference the core is tested against.
 """
 
 from __future__ import annotations

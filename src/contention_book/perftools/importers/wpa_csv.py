@@ -22,18 +22,22 @@ locale (see :mod:`perftools.numbers`).
 Speed and memory: files of the usual shape (a plain, uncompressed UTF-8 file
 with '.' decimals) are read by the C core in ``native/wpa_csv.c`` (see
 :mod:`..native_wpa_csv`), in two threads, which hands back each distinct
-Stack and Process cell once and the numeric columns as arrays; only the
-distinct stacks are then split into frames here, in bulk, with
-pyarrow.compute.  Anything else, or no C compiler, goes through pyarrow's
-CSV reader: it streams the file in 1 MB blocks (memory stays bounded) from
-a background thread, dictionary-encoding the Stack column while it parses,
-so Python sees each distinct stack string once per block.  Both give the
-same Profile (tests/perftools/test_perftools_native_wpa.py).  Measured on
-a 192 MB, 578k-sample export (benchmarks/bench_perftools.py, 2 CPUs): the
-C core path 1.08x pyarrow.csv.read_csv's time best-to-best (0.95x median
-to median), the pyarrow path 2.2x; peak RSS 1.20x the file, against
-read_csv's 3.4x.  If a file is refused, a slow pass with :mod:`csv` finds
-the bad line for the message.
+Stack and Process cell once and the numeric columns as arrays, and splits
+the distinct stacks into frames itself (by :class:`_Splitter`'s rules), so
+that path needs no pyarrow.  Anything else, or no C compiler, goes through
+pyarrow's CSV reader: it streams the file in 1 MB blocks (memory stays
+bounded) from a background thread, dictionary-encoding the Stack column
+while it parses, so Python sees each distinct stack string once per block,
+and :class:`_Splitter` splits the new ones with pyarrow.compute.  Both give
+the same Profile (tests/perftools/test_perftools_native_wpa.py).  The
+figures against pyarrow.csv.read_csv are on the book's perftools page
+(``make bench-perftools``).
+
+Every number is range-checked on whole columns (:data:`_RANGES`): weights
+and counts finite and non-negative, thread ids integers within 64 bits, CPU
+numbers within 32, times finite.  If a file is refused, a slow pass with
+:mod:`csv` finds the bad line for the message, and a byte that is not UTF-8
+is named by its line and byte offset.
 """
 
 from __future__ import annotations

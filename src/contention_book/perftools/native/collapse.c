@@ -17,8 +17,8 @@
  *
  * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (two threads for a
  * big file), frames are interned as module\0function, stacks as root-first frame id sequences, and each
- * (event, stack) pair keeps only its sample count, its period sum and how many of its samples had no
- * period.  Python then picks the event and the weight, and pc_folded writes the sorted lines.
+ * (event, stack) tally keeps only its sample count, its period sum and how many of its samples had no
+ * period (per stack for the first event, in a table of pairs for any other).  Python then picks the event and the weight, and pc_folded writes the sorted lines.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,7 +32,11 @@
 /* -- the result handed to Python ---------------------------------------------------------------- */
 typedef struct {
     intern_t frames, stacks, events;
-    intern_t pairs;        /* (event id, stack id) */
+    /* the tallies: per stack for this part's first event (id 0, nearly always the only one), else per
+     * (event id, stack id) pair */
+    longs_t first_count, first_noperiod;
+    doubles_t first_sum;
+    intern_t pairs;
     longs_t pair_count, pair_noperiod;
     doubles_t pair_sum;
     /* the sample being read */
@@ -210,8 +214,27 @@ static int parse_frame(const char *s, const char *e, bytes_t *key) {
     return 0;
 }
 
-/* Count samples into the (event, stack) pair: how many, their period sum, how many had no period. */
+/* Grow an array of 8-byte numbers to n elements, the new ones zero. */
+static int grow_zero(void **p, size_t *len, size_t *cap, size_t n) {
+    if (n <= *len) return 0;
+    if (grow(p, cap, n, 8)) return -1;
+    memset((char *)*p + *len * 8, 0, (n - *len) * 8);
+    *len = n;
+    return 0;
+}
+
+/* Count samples into the (event, stack) tally: how many, their period sum, how many had no period. */
 static int add_pair(pc_result *r, int32_t event, int32_t stack, int64_t count, double sum, int64_t noperiod) {
+    if (event == 0) {
+        size_t n = (size_t)stack + 1;
+        if (grow_zero((void **)&r->first_count.p, &r->first_count.n, &r->first_count.cap, n) ||
+            grow_zero((void **)&r->first_noperiod.p, &r->first_noperiod.n, &r->first_noperiod.cap, n) ||
+            grow_zero((void **)&r->first_sum.p, &r->first_sum.n, &r->first_sum.cap, n)) return PC_NOMEM;
+        r->first_count.p[stack] += count;
+        r->first_noperiod.p[stack] += noperiod;
+        r->first_sum.p[stack] += sum;
+        return 0;
+    }
     int32_t key[2] = {event, stack};
     size_t before = r->pair_count.n;
     int32_t pid = intern(&r->pairs, (const char *)key, sizeof key);
@@ -222,6 +245,26 @@ static int add_pair(pc_result *r, int32_t event, int32_t stack, int64_t count, d
     r->pair_noperiod.p[pid] += noperiod;
     r->pair_sum.p[pid] += sum;
     return 0;
+}
+
+/* The tallies one after another: *at starts at 0; returns 0 past the last. */
+static int next_tally(const pc_result *r, size_t *at, int32_t *event, int32_t *stack, int64_t *samples, double *sum,
+                      int64_t *noperiod) {
+    for (; *at < r->first_count.n; (*at)++) {
+        size_t s = *at;
+        if (!r->first_count.p[s]) continue;
+        *event = 0; *stack = (int32_t)s;
+        *samples = r->first_count.p[s]; *sum = r->first_sum.p[s]; *noperiod = r->first_noperiod.p[s];
+        (*at)++;
+        return 1;
+    }
+    size_t i = *at - r->first_count.n;
+    if (i >= count(&r->pairs)) return 0;
+    const int32_t *key = (const int32_t *)(r->pairs.arena.p + r->pairs.offsets.p[i]);
+    *event = key[0]; *stack = key[1];
+    *samples = r->pair_count.p[i]; *sum = r->pair_sum.p[i]; *noperiod = r->pair_noperiod.p[i];
+    (*at)++;
+    return 1;
 }
 
 static int end_sample(pc_result *r) {
@@ -345,11 +388,11 @@ static int merge(pc_result *a, pc_result *b) {
             if (PUSH(tmp, fmap[ids[k]])) goto out;
         if ((smap[i] = intern(&a->stacks, (const char *)tmp.p, n * sizeof(int32_t))) < 0) goto out;
     }
-    for (size_t i = 0; i < count(&b->pairs); i++) {  /* in b's order of first appearance */
-        const int32_t *key = (const int32_t *)(b->pairs.arena.p + b->pairs.offsets.p[i]);
-        if (add_pair(a, emap[key[0]], smap[key[1]], b->pair_count.p[i], b->pair_sum.p[i], b->pair_noperiod.p[i]))
-            goto out;
-    }
+    int32_t ev, st;
+    int64_t n_, nop;
+    double sum;
+    for (size_t at = 0; next_tally(b, &at, &ev, &st, &n_, &sum, &nop);)
+        if (add_pair(a, emap[ev], smap[st], n_, sum, nop)) goto out;
     status = PC_OK;
 out:
     free(fmap); free(smap); free(emap); free(tmp.p);
@@ -370,18 +413,19 @@ int pc_parse(const char *path, pc_result **out) {
 }
 
 /* Accessors for ctypes.  pc_count: 0 samples, 1 frames, 3 stacks, 5 events, 7 the line that made the
- * core step aside, 8 distinct (event, stack) pairs. */
+ * core step aside. */
 int64_t pc_count(pc_result *r, int what) {
-    int64_t n = 0;
+    int64_t n = 0, c, nop;
+    int32_t ev, st;
+    double sum;
     switch (what) {
     case 0:
-        for (size_t i = 0; i < r->pair_count.n; i++) n += r->pair_count.p[i];
+        for (size_t at = 0; next_tally(r, &at, &ev, &st, &c, &sum, &nop);) n += c;
         return n;
     case 1: return (int64_t)count(&r->frames);
     case 3: return (int64_t)count(&r->stacks);
     case 5: return (int64_t)count(&r->events);
     case 7: return r->fallback_line;
-    case 8: return (int64_t)count(&r->pairs);
     }
     return -1;
 }
@@ -397,10 +441,11 @@ int64_t pc_event(pc_result *r, int64_t i, char *buf, int64_t cap, int64_t *sampl
         buf[k] = '\0';
     }
     *samples = *noperiod = 0;
-    for (size_t p = 0; p < count(&r->pairs); p++) {
-        const int32_t *key = (const int32_t *)(r->pairs.arena.p + r->pairs.offsets.p[p]);
-        if (key[0] == i) { *samples += r->pair_count.p[p]; *noperiod += r->pair_noperiod.p[p]; }
-    }
+    int64_t c, nop;
+    int32_t ev, st;
+    double sum;
+    for (size_t at = 0; next_tally(r, &at, &ev, &st, &c, &sum, &nop);)
+        if (ev == i) { *samples += c; *noperiod += nop; }
     return n;
 }
 
@@ -490,7 +535,7 @@ static void out_put(out_t *o, const char *s, size_t n) {
  * (function alone without a module), ';' in a name becomes ':' as folded._clean does.  Returns the
  * number of lines written, -PC_NOMEM, or -(1000 + errno) when writing failed (EPIPE: a closed pipe). */
 int64_t pc_folded(pc_result *r, int32_t event, int use_period, int fd) {
-    size_t nf = count(&r->frames), np_ = count(&r->pairs), nl = 0;
+    size_t nf = count(&r->frames), np_ = r->first_count.n + count(&r->pairs), nl = 0;
     int64_t *name_at = malloc((nf + 1) * sizeof *name_at);
     bytes_t names = {0};
     folded_line *lines = malloc((np_ + 1) * sizeof *lines), *tmp = malloc((np_ + 1) * sizeof *tmp);
@@ -509,11 +554,13 @@ int64_t pc_folded(pc_result *r, int32_t event, int use_period, int fd) {
             if (names.p[c] == ';') names.p[c] = ':';
     }
     name_at[nf] = (int64_t)names.n;
-    for (size_t p = 0; p < np_; p++) {  /* the event's stacks and weights */
-        const int32_t *key = (const int32_t *)(r->pairs.arena.p + r->pairs.offsets.p[p]);
-        if (key[0] != event) continue;
-        lines[nl].stack = key[1];
-        lines[nl].weight = use_period ? r->pair_sum.p[p] : (double)r->pair_count.p[p];
+    int32_t ev, st;
+    int64_t samples, nop;
+    double sum_;
+    for (size_t at = 0; next_tally(r, &at, &ev, &st, &samples, &sum_, &nop);) {  /* the event's stacks and weights */
+        if (ev != event) continue;
+        lines[nl].stack = st;
+        lines[nl].weight = use_period ? sum_ : (double)samples;
         nl++;
     }
     order_ctx c = {names.p, name_at, r};
@@ -547,6 +594,7 @@ out:
 void pc_free(pc_result *r) {
     if (!r) return;
     intern_free(&r->frames); intern_free(&r->stacks); intern_free(&r->events); intern_free(&r->pairs);
-    free(r->pair_count.p); free(r->pair_noperiod.p); free(r->pair_sum.p); free(r->cur.p); free(r->key.p); free(r->key_at.p); free(r->scratch.p);
+    free(r->pair_count.p); free(r->pair_noperiod.p); free(r->pair_sum.p);
+    free(r->first_count.p); free(r->first_noperiod.p); free(r->first_sum.p); free(r->cur.p); free(r->key.p); free(r->key_at.p); free(r->scratch.p);
     free(r);
 }
