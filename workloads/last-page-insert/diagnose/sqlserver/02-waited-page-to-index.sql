@@ -1,4 +1,4 @@
--- From the waited-for page to its table and index (SQL Server 2019 and later, Azure SQL):
+-- From the waited-for page to its table and index (SQL Server 2019 and later):
 -- sys.fn_PageResCracker turns a request's page_resource into database, file and page, and
 -- sys.dm_db_page_info says which object, index and level the page belongs to.  A leaf page
 -- (page_level 0) with no next page is the last page of its index: the hot spot this chapter
