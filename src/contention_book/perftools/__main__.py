@@ -27,6 +27,17 @@ def _version() -> str:
         return "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked (importlib.metadata costs every other command 15 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"perftools (contention-book) {_version()}")
+        parser.exit()
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("input and filters")
     g.add_argument("--format", help="wpa_csv, wpa_tree, xperf_dumper, perf_script or folded (default: sniff)")
@@ -49,7 +60,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="perftools", description="Sampled CPU stacks from WPA, xperf and perf exports. "
                                  "FILE may be '-' for standard input.")
-    ap.add_argument("--version", action="version", version=f"perftools (contention-book) {_version()}")
+    ap.add_argument("--version", action=_Version, help="show the version and exit")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     s = sub.add_parser("summary", help="top functions and modules by exclusive and inclusive weight")
