@@ -196,7 +196,7 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     sns.stripplot(data=native.false_sharing.assign(layout=native.false_sharing["layout"].map(lambda x: names.get(x, x))),
                   y="layout", x="ns_per_increment", ax=axes[0], color="tab:blue", alpha=0.5, size=4)
     sns.scatterplot(data=fs, y="layout", x="ns_per_increment", ax=axes[0], color="black", marker="|", s=300,
-                    label="median")
+                    legend=False)
     axes[0].set_xscale("log")
     axes[0].set_xlabel("ns per increment (log)")
     axes[0].set_ylabel("")
