@@ -190,3 +190,29 @@ def test_a_big_capture_read_in_two_halves_equals_the_python_reader(tmp_path):
     assert same(path)
     assert same(path, event="instructions")
     assert same(path, weight="samples")
+
+
+def test_core_writes_to_a_closed_pipe_quietly(tmp_path):
+    """`perftools collapse big | head -1`: the core's write fails with EPIPE; the command ends with 0, silent."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.txt"
+    path.write_text(_generated(random.Random(9), 20000))
+    proc = subprocess.Popen([sys.executable, "-m", "contention_book.perftools", "collapse", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and first.endswith(b"\n") and err == "", err
+
+
+def test_the_repeated_capture_gives_the_same_stacks_three_times_the_weight(tmp_path):
+    path, three = tmp_path / "one.txt", tmp_path / "three.txt"
+    path.write_text(_generated(random.Random(3), 3000))
+    three.write_text(path.read_text() * 3)
+    one_lines, _ = N.collapse(path)
+    three_lines, _ = N.collapse(three)
+    assert [ln.rpartition(" ")[0] for ln in three_lines] == [ln.rpartition(" ")[0] for ln in one_lines]
+    assert [int(ln.rpartition(" ")[2]) for ln in three_lines] == [3 * int(ln.rpartition(" ")[2]) for ln in one_lines]
+    assert same(three)
