@@ -212,3 +212,24 @@ def test_bad_weights_found_by_the_core_are_reported_with_their_line(tmp_path):
     with pytest.raises(FormatError) as info:
         load(path)
     assert "x.csv, line 3:" in str(info.value) and "non-negative weight" in str(info.value)
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_the_core_splits_stacks_as_the_python_splitter_does(tmp_path, monkeypatch, ascii_only):
+    """wc_split gives the frames and stacks _Splitter gives; a frame that ends in a non-ASCII byte (whose
+    trimming Arrow decides by Unicode) leaves the splitting to Python, with the same result."""
+    stacks = ["[Root]/ntdll.dll!RtlUserThreadStart/sqlmin.dll!LogWriter::Run", '" [Root] "', "[Root]/", "/",
+              '" [Root]/ a.dll!f / b.dll!g "', "[Root]/a.dll!f/n/a/Unknown/?/[x y]/b.dll!h",
+              "[Root]/a.dll!std::ratio<1/1000>/b.dll!operator//c.dll!f", "[Root]/!x/a!b!c/[Root]",
+              "[Root]/a.dll!f//b.dll!g", "[Root]/a.dll!f/[x/y]/b.dll!g", '"[Root]/a.dll!f,g/b.dll!h ""q"""',
+              "[Root]/a.dll!Unknown/Unknownx/b.dll!g", "  n/a  ", "[Root]/n/a"]
+    if not ascii_only:
+        stacks.append("[Root]/a.dll!\u043d\u0430\u0448/b.dll!g\u00a0")
+    path = export(tmp_path, rows(200, random.Random(11), stacks=stacks))
+    from contention_book.perftools.importers.wpa_csv import _Header, _wanted
+
+    h = _Header(path)
+    w = _wanted(h)
+    got = W.parse(path, h.delimiter, len(h.names), w["stack"][0], w["process"][0], {"weight": w["weight"][0]})
+    assert isinstance(got[0], W.SplitStacks) == ascii_only
+    assert_same(path, monkeypatch)
