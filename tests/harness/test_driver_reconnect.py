@@ -140,3 +140,13 @@ def test_a_point_with_lost_connections_is_marked_in_the_recording_and_set_aside(
     assert list(view.runs["variant"]) == ["good"]
     assert list(view.tables["runs_set_aside"]["variant"]) == ["cut"]
     assert any("cut at 1 sessions (2 call(s) lost their connection)" in n for n in view.notes)
+
+
+def test_a_fatal_that_arrives_as_the_socket_closes_is_classed_by_the_servers_words():
+    """psqlODBC reports 08S01 when the server's FATAL comes with the closed connection; the class is the FATAL's."""
+    seen = Lost("08S01", "[08S01] FATAL:  terminating connection due to administrator command\nserver closed the "
+                         "connection unexpectedly\n;\nThe connection has been lost (35) (SQLExecDirectW)")
+    assert driver.classify(seen) == "57P01"
+    assert driver.classify(Lost("08S01", "[08S01] server closed the connection unexpectedly (35)")) == "08S01"
+    assert driver.classify(Lost("57P01", "[57P01] FATAL: terminating connection due to administrator command")) \
+        == "57P01"

@@ -65,6 +65,13 @@ _SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
 _NATIVE = re.compile(r"\((\d+)\)\s*\(SQL\w+\)")
 
 
+# The server's own words for why it ended a session, when the driver reports only the closed socket (psqlODBC
+# says 08S01 for a FATAL that arrives as the connection closes): the class PostgreSQL gave that message.
+FATAL_WORDS = {"terminating connection due to administrator command": "57P01",
+               "terminating connection because of crash of another server process": "57P02",
+               "the database system is starting up": "57P03", "the database system is shutting down": "57P03"}
+
+
 def classify(exc: BaseException) -> str:
     """An error's class: the SQL Server error number, else the SQLSTATE, else the exception's type name.
 
@@ -79,6 +86,10 @@ def classify(exc: BaseException) -> str:
         if m:
             return m.group(1)
     if args and isinstance(args[0], str) and _SQLSTATE.match(args[0]):
+        if args[0][:2] == "08":
+            for words, code in FATAL_WORDS.items():
+                if f"FATAL:  {words}" in message or f"FATAL: {words}" in message:
+                    return code
         return args[0]
     return type(exc).__name__
 
@@ -167,6 +178,7 @@ class RunResult:
     warmup_s: float = 0.0
     lost_connections: dict[str, int] = field(default_factory=dict)  # class -> calls that lost their connection
     reconnects: int = 0
+    lost_noted: bool = False  # load_record.record wrote its note
 
     @property
     def attempts(self) -> int:
@@ -275,6 +287,18 @@ class _LiveIntervals:
             text += f", lag p99 {np.percentile(lag, 99) / 1e6:.3f} ms"
         self.emit(f"progress: {self.label}: {elapsed_s:.1f} s, {len(lat) / span:,.1f} op/s, {text}, "
                   f"{errors} failed, {retries} retried")
+
+
+# Points whose sessions lost connections, as (label, result), for the live runner: it notes each one in the
+# recording even when the chapter's runner stops before recording the point (load_record.record notes the rest).
+LOST_POINTS: list[tuple[str, "RunResult"]] = []
+
+
+def take_lost_points() -> list[tuple[str, "RunResult"]]:
+    """The points with lost connections since the last call (and forget them)."""
+    out = list(LOST_POINTS)
+    LOST_POINTS.clear()
+    return out
 
 
 class SessionsFailed(RuntimeError):
@@ -521,8 +545,11 @@ def run_sessions(
     if ops == 0 and errors:
         samples = "; ".join(f"session {st.session}: {st.error_samples[0]}" for st in stats if st.error_samples)
         raise SessionsFailed(f"every call failed ({errors} errors): {samples}")
-    return RunResult(sessions=sessions, elapsed_s=end - window["start"], operations=ops, errors=errors,
+    result = RunResult(sessions=sessions, elapsed_s=end - window["start"], operations=ops, errors=errors,
                      latency=merged.summary(), per_session=stats, window_start=window["start"], histogram=merged,
                      lag=lag, retries=sum(st.retries for st in stats), errors_by_code=by_code, rate=rate,
                      arrival=arrival if rate else "closed", warmup_s=warmup_s, lost_connections=lost,
                      reconnects=sum(st.reconnects for st in stats))
+    if lost:
+        LOST_POINTS.append((progress if isinstance(progress, str) else f"{sessions} sessions", result))
+    return result

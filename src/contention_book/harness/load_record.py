@@ -79,6 +79,7 @@ def record(writer, result: RunResult, *, log: Callable[[str], None] | None = Non
         writer.add_note(f"point {where}: failed: {result.lost} call(s) lost their session's connection "
                         f"({result.lost_text()}; {result.reconnects} reconnect(s), {result.errors} error(s) in "
                         f"{result.attempts} call(s) tried); set aside, not a result")
+        result.lost_noted = True
         if log:
             log(f"[load] {where}: sessions lost their connections: {result.lost_text()}; the point is marked "
                 "failed in the recording")

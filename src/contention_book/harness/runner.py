@@ -359,6 +359,9 @@ def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None) -> None:
     ctx.log.attach(ctx.writer.file_path("run.log"))
     if quiet:
         ctx.writer.update(load=dict(quiet))
+    from .driver import take_lost_points
+
+    take_lost_points()  # only this run's points
     try:
         try:
             runner(ctx)
@@ -381,8 +384,21 @@ def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None) -> None:
         if pause:  # fault tests deliver their signal while a recording is being sealed
             time.sleep(pause)
     finally:
+        _note_lost_points(ctx)
         ctx.log.detach()
         ctx.writer.write_text("run.log", ctx.log.text(), "what the live runner printed (redacted)")
+
+
+def _note_lost_points(ctx: RunContext) -> None:
+    """Name in the recording every point whose sessions lost their connections that the chapter did not record
+    (it stopped first, say): the point, the error classes and counts."""
+    from .driver import take_lost_points
+
+    for label, result in take_lost_points():
+        if not result.lost_noted:
+            ctx.writer.add_note(f"point {label}: failed: {result.lost} call(s) lost their session's connection "
+                                f"({result.lost_text()}; {result.reconnects} reconnect(s), {result.errors} error(s) "
+                                f"in {result.attempts} call(s) tried); not a result")
 
 
 def _check_balanced(ctx: RunContext) -> None:
