@@ -125,3 +125,13 @@ def test_a_postgres_point_whose_rows_are_not_in_the_table_does_not_balance():
     check_balanced(spec.LAYOUT["runs"], pd.DataFrame([{**row, "rows_counted": 1000}]), "postgres")
     # a point with errors is set aside for its errors, not judged by its rows
     check_balanced(spec.LAYOUT["runs"], pd.DataFrame([{**row, "errors": 3}]), "postgres")
+
+
+def test_a_word_in_a_numeric_column_is_named(tmp_path):
+    from contention_book.harness.recording import RecordingError
+
+    runs = _toy()
+    runs["spins_per_record"] = runs["spins_per_record"].astype(object)
+    runs.loc[2, "spins_per_record"] = "lots"
+    with pytest.raises(RecordingError, match=r"runs.csv line 4 column spins_per_record: 'lots'; expected a finite"):
+        lc.load(_write(tmp_path, runs))

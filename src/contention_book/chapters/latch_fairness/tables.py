@@ -467,6 +467,7 @@ def key_numbers(shown) -> dict[str, Any]:
     nums["m_tested_on"] = tested_on(measured) if measured.recording.kind == "measured" else "no measured recording"
     v = verdicts(shown)["verdict"].map(head).tolist()
     nums["in_short"] = in_short(nums, v, measured)
+    nums["default_sweep_minutes"] = default_sweep_seconds() / 60
     if measured.is_native and "fair" in set(measured.runs["kind"]):
         s = native_summary(measured)
         t_in = nums["m_in_threads"]
@@ -477,6 +478,17 @@ def key_numbers(shown) -> dict[str, Any]:
     else:
         nums["m_record_ns_1"] = nums["m_handoff_ns"] = NAN
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in nums.items()}
+
+
+def default_sweep_seconds() -> float:
+    """How long the native sweep runs with its default parameters (the points alone, no build)."""
+    from contention_book.harness.runner import resolve_params
+
+    from .run_native import expected_seconds
+    from .spec import SPEC
+
+    p = resolve_params(SPEC, "native", {})
+    return expected_seconds(p["variants"], p["sessions"], round(p["duration_s"] * 1000), p["repetitions"])
 
 
 def in_short(n: dict[str, Any], verdict_words: list[str], measured: LatchRecording) -> str:

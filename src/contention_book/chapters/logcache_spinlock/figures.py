@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pandas as pd
+
+from .spec import LABELS
 from ..shared.style import legend_below
 
 
@@ -162,7 +164,7 @@ def waits(table: pd.DataFrame, title: str):
         return _empty("no wait samples")
     fig, ax = plt.subplots(figsize=(10, 0.35 * len(table) + 1.5))
     t = table.copy()
-    t.index = [f"{v} · {s} session(s)" for v, s in t.index]
+    t.index = [f"{LABELS.get(v, v)}, at {s:g} session{'' if s == 1 else 's'}" for v, s in t.index]
     t.plot.barh(stacked=True, ax=ax, colormap="tab20")
     ax.invert_yaxis()
     ax.set_xlabel("% of samples of active client backends")

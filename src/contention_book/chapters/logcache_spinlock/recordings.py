@@ -30,9 +30,22 @@ class Shown:
     stacks_param: str = ""
 
 
+# runs.csv columns the pages and identities compute with (the toy's and the PostgreSQL analogue's), checked as
+# numbers before any of them is used, so a bad value is named by file, line and column.
+NUMERIC_RUNS = ("workers", "writer_cpu", "elapsed_s", "records", "throughput", "collisions", "spins", "backoffs",
+                "collisions_per_record", "spins_per_record", "backoffs_per_record", "writer_flushes",
+                "writer_flushes_per_s", "writer_backoffs", "writer_wait_p50_ns", "writer_wait_p99_ns",
+                "record_bytes", "bytes_appended", "bytes_flushed", "bytes_left", "rows", "rows_counted", "errors",
+                "retries", "batch_rows", "operations", "repetition")
+
+
 def load(ref: str | Path) -> LogcacheRecording:
     """Open a recording by id (under data/logcache-spinlock/) or directory, checking the files it needs."""
-    out = rec.load_view(CHAPTER, ref, LAYOUT, LogcacheRecording)
+    r = rec.open_chapter(CHAPTER, ref)
+    if r.kind == "measured" and r.has(LAYOUT["runs"].path):
+        frame = r.csv(LAYOUT["runs"].path)
+        rec.check_values(r, LAYOUT["runs"].path, frame, [c for c in NUMERIC_RUNS if c in frame.columns])
+    out = rec.load_view(CHAPTER, r.path, LAYOUT, LogcacheRecording)
     if out.kind == "published" and out.runs is None and out.table("published_c2c") is None:
         raise rec.RecordingError(f"recording {out.recording.path}: a published recording needs "
                                  f"{LAYOUT['runs'].path} or {LAYOUT['published_c2c'].path}")

@@ -309,7 +309,13 @@ def key_numbers(shown) -> dict[str, Any]:
         n[f"pub_c2c_{key}_ns"] = _f(v.iloc[0]) if len(v) else NAN
 
     nat = measured.get("native")
+    n["pub_c2c_xsocket_handoffs_m"] = 1e3 / n["pub_c2c_xsocket_ns"]  # hand-offs a second, in millions
     n["nat_id"] = nat.id if nat else "(no native recording)"
+    toy = nat.runs if nat is not None and nat.runs is not None else None
+    for key, col in (("nat_record_bytes", "record_bytes"), ("nat_buffer_bytes", "buffer_bytes"),
+                     ("nat_flush_us", "flush_us")):
+        n[key] = _f(toy[col].median()) if toy is not None and col in toy else NAN
+    n["nat_buffer_kib"] = n["nat_buffer_bytes"] / 1024
     n["nat_cpu"] = (nat.recording.host.get("cpu_model") or "unknown CPU") if nat else ""
     n["nat_cpus"] = int(nat.recording.host.get("logical_cpus") or 0) if nat else 0
     pairs = c2c_pairs(nat) if nat else pd.DataFrame()
