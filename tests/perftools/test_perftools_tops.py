@@ -67,3 +67,53 @@ def test_summary_and_collapse_do_not_load_pandas(path):
             "assert 'pandas' not in sys.modules, 'perftools summary loaded pandas'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+PAIRS = [("wpa/logcache_before.csv", "wpa/logcache_after.csv"),
+         ("perf/postgres_update.perf-script.txt", "perf/postgres_update_pidtid.perf-script.txt"),
+         ("folded/small.folded", "xperf/dumper_sampled.txt")]
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: p[0])
+@pytest.mark.parametrize("by, measure", [("function", "exclusive"), ("function", "inclusive"), ("module", "exclusive")])
+def test_diff_equals_analysis(pair, by, measure):
+    root = Path(__file__).parent / "fixtures"
+    (pa_, aa), (pb, ab) = both(root / pair[0]), both(root / pair[1])
+    rows = tops.diff(aa, ab, by=by, measure=measure)
+    df = analysis.diff(pa_, pb, by=by, measure=measure)
+    assert [r.name for r in rows] == df["name"].tolist()
+    for col in ("pct_a", "pct_b", "change_pp", "weight_a", "weight_b"):
+        np.testing.assert_allclose([getattr(r, col) for r in rows], df[col].to_numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_diff_and_callers_commands_do_not_load_pandas():
+    root = Path(__file__).parent / "fixtures"
+    a, b = (str(root / p) for p in PAIRS[0])
+    code = ("import sys\nfrom contention_book.perftools.__main__ import main\n"
+            f"sys.argv = ['perftools', 'diff', {a!r}, {b!r}]\nassert main() == 0\n"
+            f"sys.argv = ['perftools', 'callers', {a!r}, 'sqlmin.dll!LogAppendContext::BackOff']\nassert main() == 0\n"
+            "assert 'pandas' not in sys.modules, 'perftools diff or callers loaded pandas'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("path, function", [("perf/postgres_update.perf-script.txt", "finish_task_switch.isra.0"),
+                                            ("wpa/logcache_before.csv", "sqlmin.dll!LogAppendContext::BackOff"),
+                                            ("xperf/dumper_sampled.txt", "ntdll.dll!RtlUserThreadStart"),
+                                            ("folded/small.folded", "main")])
+@pytest.mark.parametrize("which", ["callers", "callees"])
+def test_callgraph_equals_analysis(path, function, which):
+    from contention_book.perftools import callgraph
+
+    p, a = both(Path(__file__).parent / "fixtures" / path)
+    try:
+        df = getattr(analysis, which)(p, function, depth=3)
+    except KeyError as exc:
+        with pytest.raises(KeyError) as info:
+            getattr(callgraph, which)(a, function, depth=3)
+        assert str(info.value) == str(exc)
+        return
+    rows = getattr(callgraph, which)(a, function, depth=3)
+    assert [(r.depth, r.frame, r.path) for r in rows] == list(zip(df["depth"], df["frame"], df["path"]))
+    for col in ("weight", "pct", "pct_of_function"):
+        np.testing.assert_allclose([getattr(r, col) for r in rows], df[col].to_numpy(), rtol=1e-12, atol=1e-12)

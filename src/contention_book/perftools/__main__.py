@@ -6,7 +6,9 @@ was expected, and exit status 2; never a traceback.  ``-`` reads standard
 input and ``-o -`` writes standard output, so perftools sits in a pipe
 (``perf script | perftools collapse - | inferno-flamegraph``).  Heavy
 modules (pandas, pyarrow, matplotlib) load only when a command needs them,
-so ``--help`` and ``--version`` answer at once.
+so ``--help`` and ``--version`` answer at once; summary, callers, diff and
+collapse never load pandas (:class:`.builder.SampleArrays`, :mod:`.tops`,
+:mod:`.callgraph`), flame and export draw on the pandas Profile.
 """
 
 from __future__ import annotations
@@ -249,29 +251,28 @@ def _summary(args) -> list[str]:
 
 
 def _callers(args) -> list[str]:
-    from . import analysis
+    from . import callgraph
 
-    p = _load(args.file, args)
-    fn = analysis.callees if args.callees else analysis.callers
-    df = fn(p, args.function, depth=args.depth)
-    df = df[(df["depth"] == 0) | (df["pct_of_function"] >= args.min_pct)]
+    p = _load_arrays(args.file, args)
+    fn = callgraph.callees if args.callees else callgraph.callers
+    rows = [r for r in fn(p, args.function, depth=args.depth) if r.depth == 0 or r.pct_of_function >= args.min_pct]
     what = "Callees" if args.callees else "Callers (inverted stacks)"
-    out = [_head(p), "", f"{what} of {df['frame'].iloc[0]}, depth {args.depth}",
+    out = [_head(p), "", f"{what} of {rows[0].frame}, depth {args.depth}",
            f"{'% total':>8} {'% func':>8} {'weight':>14}  frame"]
-    for r in df.itertuples(index=False):
+    for r in rows:
         out.append(f"{r.pct:8.2f} {r.pct_of_function:8.2f} {_num(r.weight):>14}  {'  ' * r.depth}{r.frame}")
     return out
 
 
 def _diff(args) -> list[str]:
-    from . import analysis
+    from . import tops
 
-    a, b = _load(args.a, args), _load(args.b, args)
-    df = analysis.diff(a, b, by=args.by, measure=args.measure, n=args.top)
+    a, b = _load_arrays(args.a, args), _load_arrays(args.b, args)
+    rows = tops.diff(a, b, by=args.by, measure=args.measure, n=args.top)
     out = [_head(a, "A: "), _head(b, "B: "), "",
            f"{args.measure.capitalize()} weight by {args.by}, sorted by |change|",
            f"{'A %':>8} {'B %':>8} {'change pp':>10}  {args.by}"]
-    for r in df.itertuples(index=False):
+    for r in rows:
         out.append(f"{r.pct_a:8.2f} {r.pct_b:8.2f} {r.change_pp:+10.2f}  {r.name}")
     return out
 

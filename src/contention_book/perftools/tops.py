@@ -1,4 +1,5 @@
-"""Top functions and modules by exclusive and inclusive weight, in numpy alone.
+"""Top functions and modules by exclusive and inclusive weight, and their change between two captures, in
+numpy alone.
 
 Why a second implementation beside :mod:`.analysis`: ``perftools summary`` prints these two tables and
 nothing else, and importing pandas for them cost as long as reading a 200 MB export.  The numbers are
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Row", "top_functions", "top_modules"]
+__all__ = ["Row", "Change", "top_functions", "top_modules", "diff"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +83,42 @@ def top_modules(a, n: int | None = None, *, sort: str = "exclusive") -> list[Row
     excl = _exclusive(a, codes, len(modules), sw)
     incl = _inclusive(a, codes[a.stack_frames], len(modules), sw)
     return _rows(modules, excl, incl, a.total_weight, sort, n)
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str
+    pct_a: float
+    pct_b: float
+    change_pp: float
+    weight_a: float
+    weight_b: float
+
+
+def diff(a, b, *, by: str = "function", measure: str = "exclusive", n: int | None = None) -> list[Change]:
+    """Percentage-point change per function (or module) from ``a`` to ``b``, largest ``|change|`` first (then
+    by name): :func:`.analysis.diff`'s rows, for the command line."""
+    if by not in ("function", "module"):
+        raise ValueError("by must be 'function' or 'module'")
+    if measure not in ("exclusive", "inclusive"):
+        raise ValueError("measure must be 'exclusive' or 'inclusive'")
+    table = top_functions if by == "function" else top_modules
+
+    def side(p) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for r in table(p):
+            w, pct = (r.exclusive, r.exclusive_pct) if measure == "exclusive" else (r.inclusive, r.inclusive_pct)
+            acc = out.setdefault(r.name, [0.0, 0.0])
+            acc[0] += w
+            acc[1] += pct
+        return out
+
+    sa, sb = side(a), side(b)
+    rows = []
+    for name in sorted(set(sa) | set(sb)):
+        wa, pa_ = sa.get(name, (0.0, 0.0))
+        wb, pb_ = sb.get(name, (0.0, 0.0))
+        if wa != 0 or wb != 0:
+            rows.append(Change(name, pa_, pb_, pb_ - pa_, wa, wb))
+    rows.sort(key=lambda r: -abs(r.change_pp))  # stable: names stay in order within a tie
+    return rows[:n] if n is not None else rows
