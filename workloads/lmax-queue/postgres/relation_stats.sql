@@ -1,5 +1,6 @@
 -- Size, live and dead tuples (pgstattuple: exact), and updates / HOT updates
--- (pg_stat_user_tables) of the queue's table after a run.
+-- (pg_stat_user_tables) of the queue's tables after a run: the ring's slots and its two
+-- one-row cursors (each rewritten once a message), or the queue table.
 SELECT c.relname::text AS relation,
        pg_total_relation_size(c.oid) AS table_bytes,
        pg_relation_size(c.oid) AS heap_bytes,
@@ -13,4 +14,4 @@ SELECT c.relname::text AS relation,
 FROM pg_class AS c
 LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
 CROSS JOIN LATERAL pgstattuple(c.oid) AS t
-WHERE c.relname IN ('lmax_ring', 'lmax_queue') AND c.relkind = 'r';
+WHERE c.relname IN ('lmax_ring', 'lmax_ring_read', 'lmax_ring_write', 'lmax_queue') AND c.relkind = 'r';

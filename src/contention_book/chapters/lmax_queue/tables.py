@@ -236,11 +236,20 @@ def one_session_note(d: pd.DataFrame, label_of) -> str:
             "(each design with one consumer running).")
 
 
-def relation_summary(g: LmaxRecording) -> pd.DataFrame:
+MAIN_RELATIONS = ("lmax_ring", "lmax_queue")  # the slots or the queue rows; the others are the ring's cursors
+RELATION_NAMES = {"lmax_ring": "ring slots", "lmax_ring_read": "consumers' cursor",
+                  "lmax_ring_write": "producers' cursor", "lmax_queue": "queue table"}
+
+
+def relation_summary(g: LmaxRecording, main_only: bool = False) -> pd.DataFrame:
     if g.relation is None:
         return pd.DataFrame()
     r = g.relation.copy()
+    if main_only and "relation" in r:
+        r = r[r["relation"].isin(MAIN_RELATIONS)]
     r["design"] = [label(v, g.engine) for v in r["variant"]]
+    if "relation" in r:
+        r["table"] = [RELATION_NAMES.get(x, x) for x in r["relation"]]
     r["table_MB"] = r["table_bytes"] / 2**20
     if "hot_share" not in r:
         upd = r["n_tup_upd"].astype(float)
@@ -436,7 +445,7 @@ def key_numbers(shown) -> dict[str, Any]:
     ring_1p = runs.loc[(runs["variant"] == "ring") & (runs["sessions"] == 1), "throughput"]
     top = n["db_best_delivered"]
     n["ceiling_x"] = spread(ring_1p / top).median if top and not math.isnan(top) else NAN
-    rel = relation_summary(db)
+    rel = relation_summary(db, main_only=True)
     for v in ("ring", "ring_unlogged", "naive", "skip_locked"):
         part = rel[rel["variant"] == v] if not rel.empty else rel
         n[f"db_{v}_dead_max"] = float(part["dead_tuples"].max()) if len(part) else NAN
