@@ -195,7 +195,8 @@ def regime(g: LatchRecording) -> dict[str, Any]:
     u = SQL_UNFAIR_ANALOGUE
     if t_in is None:
         missing = (f"a point from 2 threads to the CPU count ({cpus}), the article's regime; this recording ran "
-                   f"{', '.join(map(str, sorted(int(t) for t in runs['threads'].unique())))} thread(s)")
+                   f"{', '.join(map(str, sorted(int(t) for t in runs['threads'].unique())))} "
+                   f"thread{'s' if runs['threads'].max() > 1 or runs['threads'].nunique() > 1 else ''}")
     elif not {"fair", u} <= kinds:
         absent = [KIND_LABELS[k] for k in ("fair", u) if k not in kinds]
         missing = f"the {' and the '.join(absent)} lock at {t_in} threads (variants {', '.join(sorted(kinds))} ran)"

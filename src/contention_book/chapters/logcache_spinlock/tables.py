@@ -462,6 +462,9 @@ def key_numbers(shown) -> dict[str, Any]:
         n["pg_wait_sessions"] = 0
     ss = measured.get("sqlserver")
     n["ss_id"] = ss.id if ss else "(none: no SQL Server recording was made for this book)"
+    for key in ("pg_def_best_sessions", "pg_wait_sessions", "pg_pin_max_sessions"):
+        v = n[key]
+        n[f"{key}_text"] = plural(int(v), "session") if v == v and v else "no sessions"
     n["lc_in_short"] = in_short(shown, n)
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in n.items()}
 
