@@ -403,6 +403,8 @@ def key_numbers(shown) -> dict[str, Any]:
     n["nat_locked_maxp"] = _at(t, "locked", maxp)
     n["nat_ring_maxp_x"] = ratio_spread(runs, "throughput", "ring", "locked", where={"sessions": maxp}).median
     n["nat_maxp_oversubscribed"] = oversubscribed(native, maxp)
+    n["nat_maxp_note"] = (f" ({maxp + 1} threads on {logical_cpus(native)} logical CPUs: oversubscribed, shown and "
+                          "not deciding)" if n["nat_maxp_oversubscribed"] else " (every thread on a CPU of its own)")
     for q in ("ring", "locked"):
         for p in ("p50", "p99"):
             n[f"nat_{q}_1p_{p}_us"] = _at(t, q, 1, f"{p}_us")
