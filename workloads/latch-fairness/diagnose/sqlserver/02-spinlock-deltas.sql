@@ -1,5 +1,5 @@
 -- Spinlock collisions, spins and back-offs over an interval (not since start-up).
--- An unfair NESTING_TRANSACTION_FULL latch shows here as LATCH_SPIN_STATS spins.
+-- LATCH_SPIN_STATS counts spinning on latches in general: an unfair (trace flag 3933) latch shows there.
 SET NOCOUNT ON;
 SELECT name, collisions, spins, sleep_time, backoffs
 INTO #spin_before
