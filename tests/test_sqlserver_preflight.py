@@ -175,3 +175,18 @@ def test_managed_instance_general_purpose_leaves_the_in_memory_variants_out(tmp_
     rc, out, _, _ = go(tmp_path, "lmax-queue", {"sessions": "1"}, version="mi")
     assert rc == 0, out
     assert "note: imoltp_v1 left out of the default variants" in out and "In-Memory OLTP" in out
+
+
+def test_a_lab_database_the_login_does_not_own_is_refused_at_once_with_the_fix(tmp_path):
+    """ALTER DATABASE and the setup DDL need the database's owner (CONTROL); the preflight asks HAS_PERMS_BY_NAME
+    instead of failing at the guard's first ALTER DATABASE."""
+    state = S.create(tmp_path / "state.json", version="2019", login="documented")
+    with S._locked(state) as st:
+        db = S._db(st["next_db_id"])
+        db["owner"] = "a dba"
+        db["props"]["contention_book_owner"] = "created by the contention-book harness; safe to drop"
+        st["databases"]["contention_lab"] = db
+        st["next_db_id"] += 1
+    rc, out, seconds = R.run_in_process("ghost-cleanup", state, tmp_path / "rec")
+    assert rc == 2 and seconds < 5, out
+    assert "ALTER AUTHORIZATION ON DATABASE::[contention_lab] TO [reader];" in out, out

@@ -14,9 +14,13 @@ XE = "contention_book_waits_4242"
 
 def _statements():
     from contention_book.harness import sqlserver_xevents as xe
+    from contention_book.harness import workloads
 
     create, start = xe.create_statements(XE, [55])
+    ghost_setup = workloads.split_tsql((R.TESTS.parent / "workloads" / "ghost-cleanup" / "sqlserver" /
+                                        "setup.sql").read_text(encoding="utf-8"))[0]  # ... DROP TABLE IF EXISTS ...
     return {
+        "DDL IN DATABASE": (ghost_setup, None),
         "CREATE DATABASE": ("CREATE DATABASE [other]", None),
         "ALTER DATABASE": ("ALTER DATABASE [lab] SET DELAYED_DURABILITY = ALLOWED", None),
         "DBCC TRACEON": ("DBCC TRACEON(3933, -1)", None),
@@ -39,7 +43,8 @@ def _server(tmp_path, version, grants, owner="someone else"):
 
 
 def _run(state, sql, before=None):
-    conn = fake_pyodbc.connect(R.connection_string(state), autocommit=True)
+    database = "lab" if "GhostTest" in sql else "master"  # the DDL runs inside the lab database
+    conn = fake_pyodbc.connect(R.connection_string(state, extra=f"Database={database};"), autocommit=True)
     try:
         if before:  # the object the statement works on, made by a sysadmin beforehand
             with S._locked(state) as st:
@@ -71,7 +76,7 @@ def test_exactly_the_documented_grant_allows_the_statement(statement, grant, ver
 def test_without_any_documented_grant_the_statement_gets_the_documented_error(statement, tmp_path):
     sql, before = _statements()[statement]
     rule = P.STATEMENTS[statement]
-    others = ["VIEW SERVER STATE", "CREATE ANY DATABASE", "ALTER SETTINGS", "ALTER SERVER STATE",
+    others = ["CONTROL DATABASE", "VIEW SERVER STATE", "CREATE ANY DATABASE", "ALTER SETTINGS", "ALTER SERVER STATE",
               "ALTER ANY EVENT SESSION", "CREATE ANY EVENT SESSION", "DROP ANY EVENT SESSION", "ALTER ANY DATABASE"]
     grants = [g for g in others if g not in rule.any_of and not any(g in P.IMPLIED.get(a, ()) for a in rule.any_of)]
     with pytest.raises(fake_pyodbc.ProgrammingError, match=rf"\({rule.error}\)"):

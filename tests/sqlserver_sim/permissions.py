@@ -48,6 +48,8 @@ STATEMENTS: dict[str, Rule] = {r.statement: r for r in (
          "User does not have permission to alter database '{database}', the database does not exist, or the "
          "database is not in a state that allows access checks.",
          LEARN + "t-sql/statements/alter-database-transact-sql#permissions", placeholder=True),
+    Rule("DDL IN DATABASE", ("OWNER", "CONTROL SERVER"), 262, "{what} permission denied in database '{database}'.",
+         LEARN + "t-sql/statements/create-table-transact-sql#permissions"),
     Rule("DBCC TRACEON", ("SYSADMIN",), 2571, "User '{login}' does not have permission to run DBCC {command}.",
          LEARN + "t-sql/database-console-commands/dbcc-traceon-transact-sql#permissions"),
     Rule("ALTER SERVER CONFIGURATION", ("ALTER SETTINGS",), 15247, _NO_PERM,

@@ -906,7 +906,13 @@ def rule_context(state: dict, s: Session) -> RULES.Context:
 
 
 def judge(state: dict, s: Session, n: str) -> None:
-    """The first documented rule the batch breaks, raised as the error its page gives (rules.RULES)."""
+    """The first documented rule the batch breaks, raised as the error its page gives (rules.RULES); DDL in a user
+    database needs its owner (or CONTROL SERVER): permissions.STATEMENTS["DDL IN DATABASE"]."""
+    db = state["databases"].get(s.database)
+    ddl = re.search(r"\b(CREATE|ALTER|DROP) (TABLE|PROC|PROCEDURE|SEQUENCE)\b", n, re.I)
+    if ddl and db is not None and not db["system"]:
+        P.check(state, "DDL IN DATABASE", major(state), db, what=f"CREATE {ddl.group(2).upper()}",
+                database=s.database)
     found = RULES.violations(n, rule_context(state, s))
     if found:
         raise sql_error(found[0].rule.error, found[0].message)
@@ -1123,6 +1129,15 @@ def _dmv_probe(state, s, m, params):
         raise UnknownStatement(f"no permission rule for {m.group(1)}")
     need_view_server_state(state, m.group(1))
     return [([""], [])]
+
+
+@_h(re.escape("SELECT HAS_PERMS_BY_NAME(?, 'DATABASE', 'CONTROL')"))
+def _has_db_perms(state, s, m, params):
+    """HAS_PERMS_BY_NAME on a database: NULL when it does not exist; its owner and sysadmin hold CONTROL."""
+    db = state["databases"].get(params[0])
+    if db is None:
+        return [([""], [(None,)])]
+    return [([""], [(int(P.holds(state, "OWNER", major(state), db) or P.holds(state, "CONTROL SERVER", major(state))),)])]
 
 
 @_h(re.escape("SELECT host_platform FROM sys.dm_os_host_info"))

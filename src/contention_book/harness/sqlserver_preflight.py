@@ -104,6 +104,7 @@ class Facts:
     database_exists: bool
     driver: str
     dmv_denied: dict[str, str] = field(default_factory=dict)  # DMV -> the server's refusal
+    database_control: bool = True  # CONTROL on an existing lab database (its owner holds it)
 
     @property
     def azure(self) -> str | None:
@@ -146,6 +147,12 @@ def read_facts(target: Target, database: str | None) -> Facts:
             facts.perms[perm] = bool(_one(cur, "SELECT HAS_PERMS_BY_NAME(NULL, NULL, ?)", perm))
         if database:
             facts.database_exists = _one(cur, "SELECT DB_ID(?)", database) is not None
+            if facts.database_exists:
+                # ALTER DATABASE needs ALTER on it and the setup scripts' DDL needs CREATE TABLE and ALTER on the
+                # schema (ALTER DATABASE and CREATE TABLE pages); the database's owner holds CONTROL, which covers
+                # them all (https://learn.microsoft.com/sql/t-sql/functions/has-perms-by-name-transact-sql)
+                facts.database_control = bool(_one(cur, "SELECT HAS_PERMS_BY_NAME(?, 'DATABASE', 'CONTROL')",
+                                                   database))
         facts.dmv_denied = probe_dmvs(cur)
         if {"sys.dm_os_sys_info", "sys.dm_os_schedulers"} & set(facts.dmv_denied):
             return facts  # the facts below come from them; refused below with the GRANT
@@ -271,6 +278,12 @@ def login_problems(facts: Facts, params: Mapping[str, Any]) -> list[Problem]:
         out.append(Problem("*", f"the lab database {params.get('database')} does not exist and the login may not "
                                 "create it", f"USE master; GRANT CREATE ANY DATABASE TO [{facts.login or 'your_login'}];"
                                              " (or create the database yourself and make the login its owner)"))
+    if facts.database_exists and not facts.database_control:
+        db = params.get("database")
+        out.append(Problem("*", f"the lab database {db} exists but login {facts.login or '?'} does not hold CONTROL "
+                                "on it, which its ALTER DATABASE and setup DDL need (its owner holds it)",
+                           f"ALTER AUTHORIZATION ON DATABASE::[{db}] TO [{facts.login or 'your_login'}]; (or drop the "
+                           "database and let the harness create it)"))
     if params.get("wait_source") == "xevents" and not facts.perms.get("ALTER ANY EVENT SESSION"):
         # Three statements, three pages: CREATE EVENT SESSION (ALTER ANY EVENT SESSION, or 2022's CREATE ANY
         # EVENT SESSION), ALTER EVENT SESSION ... STATE = START / STOP (ALTER ANY EVENT SESSION only) and DROP
