@@ -69,3 +69,20 @@ def test_a_run_without_the_baseline_renders(pg, tmp_path):
         assert rows.loc[claims.C[key], "verdict"].startswith("not testable with this recording"), key
     assert "sequential" in rows.loc[claims.C["hash_rate"], "verdict"]
     _render(tmp_path, path)
+
+
+def test_a_sql_server_run_renders(tmp_path):
+    """A reader's SQL Server run (through the simulator, every variant, 3 repetitions) renders, its latch share read
+    from the server's wait deltas and the partition-elimination size compared with all partitions."""
+    from sqlserver_sim import run as R
+    from sqlserver_sim import server as S
+
+    state = S.create(tmp_path / "state.json", version="2022")
+    rc, out, _ = R.run_in_process(spec.CHAPTER, state, tmp_path / "sqlserver", {"repetitions": "3"}, allow=True)
+    assert rc == 0, out
+    shown = recordings.load_shown(str(tmp_path / "sqlserver"))
+    rows = claims.verdicts(shown).set_index("claim")
+    assert rows.loc[claims.C["elimination"], "verdict"] == "reproduced"
+    assert "of the sessions' time" in rows.loc[claims.C["queue"], "measured"]
+    assert rows["tested_on"].str.startswith("SQL Server 16.0").all()
+    _render(tmp_path, tmp_path / "sqlserver")

@@ -144,7 +144,29 @@ def wait_shares(g: LpiRecording, active_only: bool = False, top: int = 6) -> pd.
     return out
 
 
+def delta_share(g: LpiRecording, variant: str, sessions: int, wait: str) -> float:
+    """SQL Server: the share of the sessions' time spent in ``wait`` over a point, from the server's wait deltas
+    (wait time over elapsed time times sessions); NaN without them."""
+    wd, runs = g.wait_deltas, g.runs
+    if wd is None or wd.empty or runs is None or "elapsed_s" not in runs or "wait_time_ms" not in wd:
+        return float("nan")
+    part = wd[(wd["variant"] == variant) & (wd["sessions"] == sessions)]
+    run = runs[(runs["variant"] == variant) & (runs["sessions"] == sessions)]
+    if part.empty or run.empty:
+        return float("nan")
+    reps = part["repetition"].nunique() if "repetition" in part else 1
+    waited_ms = float(part.loc[part["name"] == wait, "wait_time_ms"].sum()) / max(reps, 1)
+    return min(1.0, waited_ms / (float(run["elapsed_s"].median()) * 1000.0 * sessions))
+
+
+def share_words(g: LpiRecording) -> str:
+    """What a hot-latch share is a share of, in this recording."""
+    return "of samples" if g.waits is not None else "of the sessions' time"
+
+
 def wait_share(g: LpiRecording, variant: str, sessions: int, wait: str, active_only: bool = False) -> float:
+    if g.waits is None and g.engine == "sqlserver" and wait != IDLE:  # no samples: the server's wait deltas
+        return delta_share(g, variant, sessions, wait)
     w = wait_shares(g, active_only=active_only, top=100)
     hit = w[(w["variant"] == variant) & (w["sessions"] == sessions) & (w["wait"] == wait)]
     if w[(w["variant"] == variant) & (w["sessions"] == sessions)].empty:
@@ -476,8 +498,10 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
     elif q["seq_hot"].n and q["seq_hot"].median > 0:
         out["m_queue_text"] = (
             f"In the measured run with {sessions_label(g, nd)} on the sequential key, {q_text(q, 'seq_hot', False)} "
-            f"of samples found a session waiting for {hot}. That is {n['m_sequential_queue']:.2f} sessions on "
-            f"average. At {n['m_sequential_tp']:,.0f} rows/s it means about {n['m_sequential_wait_us']:.1f} µs of "
+            + ("of samples found a session waiting for" if g.waits is not None
+               else "of the sessions' time went to waiting for")
+            + f" {hot}. That is {n['m_sequential_queue']:.2f} sessions on average."
+            f" At {n['m_sequential_tp']:,.0f} rows/s it means about {n['m_sequential_wait_us']:.1f} µs of "
             f"waiting per row. For comparison, one session alone took {n['m_insert_us_one']:.1f} µs per row, "
             f"{per_row}.")
     elif q["seq_hot"].n:
