@@ -122,7 +122,7 @@ def _one(cur, sql: str, *params) -> Any:
     return row[0] if row else None
 
 
-def read_facts(target: Target, database: str | None) -> Facts:
+def read_facts(target: Target, database: str | None, dmvs: Sequence[str] = PROBED_DMVS) -> Facts:
     """A handful of round trips; nothing is changed."""
     import pyodbc
 
@@ -153,7 +153,7 @@ def read_facts(target: Target, database: str | None) -> Facts:
                 # them all (https://learn.microsoft.com/sql/t-sql/functions/has-perms-by-name-transact-sql)
                 facts.database_control = bool(_one(cur, "SELECT HAS_PERMS_BY_NAME(?, 'DATABASE', 'CONTROL')",
                                                    database))
-        facts.dmv_denied = probe_dmvs(cur)
+        facts.dmv_denied = probe_dmvs(cur, dmvs)
         if {"sys.dm_os_sys_info", "sys.dm_os_schedulers"} & set(facts.dmv_denied):
             return facts  # the facts below come from them; refused below with the GRANT
         if facts.major >= 14 and engine_edition != 8:
@@ -178,12 +178,12 @@ def read_facts(target: Target, database: str | None) -> Facts:
         conn.close()
 
 
-def probe_dmvs(cur) -> dict[str, str]:
-    """Each server DMV the harness reads, queried for no rows: {DMV: the server's refusal} for those refused."""
+def probe_dmvs(cur, dmvs: Sequence[str] = PROBED_DMVS) -> dict[str, str]:
+    """Each server DMV given, queried for no rows: {DMV: the server's refusal} for those refused."""
     import pyodbc
 
     denied = {}
-    for dmv in PROBED_DMVS:
+    for dmv in dmvs:
         try:
             cur.execute(f"SELECT TOP (0) 1 FROM {dmv}").fetchall()
         except pyodbc.Error as exc:
@@ -368,7 +368,8 @@ def estimate_seconds(spec, params: Mapping[str, Any], variants: Sequence[str], f
 def preflight(spec, params: dict[str, Any], raw_params: Mapping[str, Any], target: Target, *,
               allow_server_changes: bool, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Check everything; return the parameters with the variants that will run, or raise PreflightError."""
-    facts = read_facts(target, params.get("database"))
+    # a chapter may name the server DMVs it reads (spec.extra["sqlserver_dmvs"]); otherwise every one the harness reads
+    facts = read_facts(target, params.get("database"), (spec.extra or {}).get("sqlserver_dmvs", PROBED_DMVS))
     where = facts.azure or f"SQL Server {facts.version} {facts.edition}"
     log(f"[preflight] {target.name}: {where} (EngineEdition {facts.engine_edition}), driver {facts.driver or '?'}, "
         f"login {facts.login or '?'}{' (sysadmin)' if facts.sysadmin else ''}")
