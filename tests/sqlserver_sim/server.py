@@ -636,7 +636,7 @@ def exclusive_access(state: dict, s: "Session", name: str, rollback_immediate: b
     connection (08S01) is this simulator's assumption (book/report-sqlserver-difference.md).
     """
     others = [spid for spid, sess in state["sessions"].items()
-              if sess.get("database") == name and int(spid) != s.spid and _alive(sess.get("pid", 0))]
+              if sess.get("database") == name and int(spid) != s.spid and sess.get("pid") and _alive(sess["pid"])]
     if not others:
         return
     if not rollback_immediate:
