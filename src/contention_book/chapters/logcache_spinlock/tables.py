@@ -541,17 +541,23 @@ def stack_section(shown, top: int = 10) -> StackSection:
             needles = BACKOFF_FUNCTIONS[eng]
             pct = share_of(prof, needles)
             t = perftools.top_functions(prof, n=top)
-            out.tables.append(pd.DataFrame({
+            frame = pd.DataFrame({
                 "capture": f"{rid}: {LABELS.get(variant, variant)}", "function": t["function"],
                 "exclusive %": t["exclusive_pct"].round(2), "inclusive %": t["inclusive_pct"].round(2),
-            }).set_index(["capture", "function"]))
+            }).set_index(["capture", "function"])
+            frame.attrs["caption"] = (f"The {top} functions with the most samples, {LABELS.get(variant, variant)} "
+                                      f"({rid}): their own share of the samples and with what they called.")
+            out.tables.append(frame)
             found = [n for n in needles if len(prof.find_frames(n))]
             if found:
                 biggest = max(found, key=lambda n: share_of(prof, (n,)))
                 c = perftools.callers(prof, biggest, depth=3)
-                out.tables.append(c.head(12).assign(capture=f"{rid}: {variant}")[
+                frame = (c.head(12).assign(capture=f"{rid}: {LABELS.get(variant, variant)}")[
                     ["capture", "depth", "path", "pct"]].rename(columns={"pct": "% of samples"}).round(2)
                     .set_index(["capture", "depth"]))
+                frame.attrs["caption"] = (f"Who calls {biggest}, up to three frames, "
+                                          f"{LABELS.get(variant, variant)} ({rid}).")
+                out.tables.append(frame)
                 texts.append(f"*{rid}, {LABELS.get(variant, variant)}*: stacks holding a spin-wait frame "
                              f"({', '.join(found)}) are {pct:.2f}% of samples; the callers table follows "
                              f"`{biggest}` up three frames")
@@ -563,9 +569,12 @@ def stack_section(shown, top: int = 10) -> StackSection:
         rel = [v for v in profiles if role(v) == "relieved"]
         if base and rel:
             d = perftools.diff(profiles[base[0]], profiles[rel[0]], by="function", n=top)
-            out.tables.append(pd.DataFrame({
-                "capture": f"{rid}: {base[0]} -> {rel[0]}", "function": d["name"], "% before": d["pct_a"].round(2),
+            names = f"{LABELS.get(base[0], base[0])} → {LABELS.get(rel[0], rel[0])}"
+            frame = pd.DataFrame({
+                "capture": f"{rid}: {names}", "function": d["name"], "% before": d["pct_a"].round(2),
                 "% after": d["pct_b"].round(2), "change (points)": d["change_pp"].round(2)}).set_index(
-                ["capture", "function"]))
+                ["capture", "function"])
+            frame.attrs["caption"] = f"The functions whose share of the samples changed most, {names} ({rid})."
+            out.tables.append(frame)
     out.text = "; ".join(texts) + "."
     return out
