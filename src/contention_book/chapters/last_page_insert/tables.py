@@ -528,6 +528,30 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
     else:
         out["m_bound_text"] = (f"No point of this recording ran more sessions than its {cpus:.0f} CPUs, so every "
                                "backend could be on a CPU at once." if _ok(cpus) else "")
+    hx = q["hash_vs_seq"]
+    at = sessions_label(g, nd) if _ok(nd) else "the deciding point"
+    if hx.n and hx.median < 1:
+        out["m_spread_text"] = (
+            "The designs that spread the inserts pay for it in CPU (partition routing, more B-trees, splits in the "
+            "middle), and here a short queue at one page did not win that back.")
+        out["m_decide_text"] = (
+            f"in this recording the sequential key's latch held {q_text(q, 'seq_hot', False)} {share_words(g)} at "
+            f"{at}, and hash partitioning ran at {q_text(q, 'hash_vs_seq', False)} the sequential key's rate there.")
+    elif hx.n:
+        out["m_spread_text"] = (
+            "Here spreading the inserts paid for its extra CPU (partition routing, more B-trees): the queue at the "
+            "one page cost more than the routing.")
+        out["m_decide_text"] = (
+            f"in this recording the sequential key's latch held {q_text(q, 'seq_hot', False)} {share_words(g)} at "
+            f"{at}, and hash partitioning ran at {q_text(q, 'hash_vs_seq', False)} the sequential key's rate there, "
+            "so the queue was worth spreading.")
+    else:
+        out["m_spread_text"] = ("This recording does not hold both the sequential and the hash-partitioned design at "
+                                f"{at}, so it cannot say whether spreading the inserts paid.")
+        out["m_decide_text"] = (f"this recording cannot say which side of that line it is on: it lacks the "
+                                f"sequential or the hash-partitioned design at {at}.")
+    if g.engine == "postgres":
+        out["m_spread_text"] += " With the identity key, every design also still shares one hot page, the sequence's."
     lp = q["seq_last_page"]
     if lp.n and g.engine == "postgres":
         out["m_pins_text"] = (
