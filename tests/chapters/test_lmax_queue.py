@@ -343,7 +343,7 @@ def test_diagnose_queries_parse_and_render():
         assert problems(path.read_text()) == [], path.name
     for engine in ("sqlserver", "postgres"):
         text = diagnose.markdown(engine)
-        assert text.count("```sql") == len(diagnose.files(engine)) >= 3
+        assert text.count("```" + diagnose.LANG[engine]) == len(diagnose.files(engine)) >= 3
         assert all(len(diagnose.purpose(p).split()) >= 8 for p in diagnose.files(engine))
 
 

@@ -225,7 +225,8 @@ def verdicts(shown) -> pd.DataFrame:
     else:
         add("v2", v2_published, "needs a SQL Server recording", "not testable here: needs SQL Server")
     add("v3", f"{n['pub_v3_msgs']:,.0f} msgs/s", "needs a SQL Server recording" if not sql else
-        f"{n['db_imoltp_v3_1']:,.0f} msgs/s", "not testable here: one-thread rates depend on the CPU")
+        f"{n['db_imoltp_v3_1']:,.0f} msgs/s", "not testable here: one-thread rates depend on the CPU",
+        on_what="" if sql else "not run: needs SQL Server")
     spin, spin_verdict = "needs a SQL Server recording with spinlock deltas", "not testable here: needs SQL Server"
     if sql and db.spinlocks is not None:
         part = db.spinlocks[db.spinlocks["variant"] == "imoltp_v2"]

@@ -12,7 +12,7 @@ from contention_book.harness.recording import repo_root
 
 from .spec import CHAPTER
 
-LANG = {"sqlserver": "sql", "postgres": "sql"}
+LANG = {"sqlserver": "tsql", "postgres": "postgresql"}  # Pygments lexers (plain "sql" stops at $$)
 
 
 def folder(engine: str) -> Path:
@@ -42,5 +42,6 @@ def markdown(engine: str) -> str:
     """Every query of one engine: its purpose in a sentence, then the file in a code block."""
     parts = []
     for path in files(engine):
-        parts.append(f"*{purpose(path)}*\n\n```{LANG[engine]}\n{path.read_text(encoding='utf-8').rstrip()}\n```")
+        said = purpose(path).replace("*", "\\*")  # LCK_M_* would open an emphasis
+        parts.append(f"{said}\n\n```{LANG[engine]}\n{path.read_text(encoding='utf-8').rstrip()}\n```")
     return "\n\n".join(parts)
