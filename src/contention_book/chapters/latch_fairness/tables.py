@@ -499,13 +499,12 @@ def in_short(n: dict[str, Any], verdict_words: list[str], measured: LatchRecordi
              n["m_in_threads"] == n["m_in_threads"] else n["m_tested_on"])
     claims = ("fewer latch waits", "more spins", "higher throughput", "a longest wait no worse")
     found = "; ".join(f"{c}: {w}" for c, w in zip(claims, verdict_words))
-    return (f"The article: SQL Server's NESTING_TRANSACTION_FULL latch is fair by default, so under contention every "
+    return (f"The article: SQL Server's NESTING_TRANSACTION_FULL latch is fair by default, so every contended "
             f"hand-off waits for the next owner to wake up; trace flag 3933 makes it unfair, and a parallel insert "
-            f"then ran {n['pub_speedup_x']:.2f}× as fast with {n['pub_latch_wait_drop_x']:,.0f} times fewer latch "
-            f"waits. Tested here on {where}. Result, in the Findings' words: {found}. For a DBA: a fair latch adds "
-            "a wake-up and a context switch to every contended acquisition. When NESTING_TRANSACTION_FULL waits take "
-            "a real share of a parallel data change, log less or lower the degree of parallelism first; trace flag "
-            "3933 is undocumented, so ask Microsoft Support before using it.")
+            f"ran {n['pub_speedup_x']:.2f}× as fast with {n['pub_latch_wait_drop_x']:,.0f} times fewer latch waits. "
+            f"Tested here on {where}. Result, in the Findings' words: {found}. For a DBA: when "
+            "NESTING_TRANSACTION_FULL waits take a real share of a parallel data change, log less or lower the degree "
+            "of parallelism first; trace flag 3933 is undocumented, so ask Microsoft Support before using it.")
 
 
 def measured_note(measured: LatchRecording) -> str:
