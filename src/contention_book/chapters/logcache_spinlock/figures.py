@@ -97,6 +97,7 @@ def throughput(curve: pd.DataFrame):
                 one = one.sort_values("sessions")
                 ax.fill_between(one["sessions"], one["low"], one["high"], color=line.get_color(), alpha=0.2, lw=0)
         ax.set_ylim(bottom=0)
+        ax.set_xticks(sorted(part["sessions"].unique()))  # counts: whole numbers only
         ax.set_xlabel("sessions (threads)")
         ax.set_ylabel("inserts per second")
         title = "measured" if measured else "published (article)"
