@@ -85,8 +85,9 @@ def _kind_lines(ax, summary, y, cpus, ylabel, log=True, band=None):
         threads = sorted(summary["threads"].unique())
         if threads and threads[-1] > cpus:  # the oversubscribed points: shown, labelled, never judged
             ax.axvspan(cpus, threads[-1] * 1.2, color="grey", alpha=0.12, lw=0)
-            ax.annotate("oversubscribed:\nshown, not judged", (1, 0), xycoords="axes fraction", ha="right",
-                        va="bottom", fontsize=6, color="dimgrey", xytext=(-3, 3), textcoords="offset points")
+            middle = (cpus * threads[-1]) ** 0.5  # the shaded span's middle on the log axis
+            ax.annotate("oversubscribed:\nshown, not judged", (middle, 0.5), xycoords=("data", "axes fraction"),
+                        ha="center", va="center", fontsize=7, color="dimgrey")
         ax.annotate(f"{cpus} logical CPUs", (cpus, 1), xycoords=("data", "axes fraction"), ha="left", va="top",
                     fontsize=7, color="grey", xytext=(3, -3), textcoords="offset points")
     ax.set_xlabel("threads")
