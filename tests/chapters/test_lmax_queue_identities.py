@@ -108,3 +108,66 @@ def test_a_point_that_loses_messages_fails_the_run_naming_it(pg, tmp_path, monke
         text += json.dumps(json.loads((tmp_path / "bad" / "manifest.json").read_text()))
     assert "does not balance" in text and "naive at 1 session" in text
     assert "pushed = popped + backlog change + lost" in text
+
+
+def _ring(conn, size):
+    from contention_book.harness import workloads
+
+    workloads.run_script(conn, "lmax-queue", "postgres", "setup_ring")
+    workloads.run_script(conn, "lmax-queue", "postgres", "fill_ring", params={0: (size,)})
+    workloads.run_script(conn, "lmax-queue", "postgres", "loops")
+
+
+@pytest.mark.live
+def test_a_full_ring_holds_its_producers_back_instead_of_overwriting(pg_target):
+    conn = pg_target.connect("contention_test")
+    try:
+        _ring(conn, 4)
+        cur = conn.cursor()
+        push = "CALL lmax_push_ring_loop('m', 4, ?, NULL, NULL)"
+        pop = "CALL lmax_pop_ring_loop(?, 4, NULL, NULL, NULL)"
+        pushed, full = cur.execute(push, 10).fetchone()
+        assert (int(pushed), run_postgres.truthy(full)) == (4, True)  # four slots, then the ring is full
+        ages, missed, lost = cur.execute(pop, 3).fetchone()
+        assert len(run_postgres.parse_ages(ages)) == 3 and not run_postgres.truthy(missed) and int(lost) == 0
+        pushed, full = cur.execute(push, 10).fetchone()
+        assert (int(pushed), run_postgres.truthy(full)) == (3, True)  # only the three slots taken off are free
+        ages, missed, lost = cur.execute(pop, 10).fetchone()
+        assert len(run_postgres.parse_ages(ages)) == 4 and run_postgres.truthy(missed) and int(lost) == 0
+    finally:
+        conn.close()
+
+
+@pytest.mark.live
+def test_consumers_racing_for_the_cursor_never_see_a_full_ring_as_empty(pg_target):
+    """The first ring's consumers joined cursor and slot in one UPDATE; after waiting for another consumer's
+    lock, READ COMMITTED re-checked the new cursor against the old slot and reported an empty ring."""
+    import threading
+
+    setup = pg_target.connect("contention_test")
+    size = 4000
+    try:
+        _ring(setup, size)
+        setup.cursor().execute("CALL lmax_push_ring_loop('m', ?, ?, NULL, NULL)", size, size)
+    finally:
+        setup.close()
+    results = {}
+
+    def consumer(i):
+        conn = pg_target.connect("contention_test")
+        try:
+            cur, got, missed = conn.cursor(), 0, 0
+            for _ in range(200):
+                ages, empty, _lost = cur.execute("CALL lmax_pop_ring_loop(1, ?, NULL, NULL, NULL)", size).fetchone()
+                got += len(run_postgres.parse_ages(ages))
+                missed += run_postgres.truthy(empty)
+            results[i] = (got, missed)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=consumer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(g for g, _ in results.values()) == 800 and all(m == 0 for _, m in results.values()), results
