@@ -301,8 +301,13 @@ def key_numbers(shown) -> dict[str, Any]:
     n["pub_backoff_base_pct"] = share("default", "BackOff")
     n["pub_backoff_aff_pct"] = share("no_logwriter_core", "BackOff")
     n["pub_sqllang_pct"] = share("no_logwriter_core", "sqllang")
+    lang = shares[(shares["variant"] == "no_logwriter_core") & shares["function"].str.contains("sqllang", regex=False)]
+    n["pub_sqllang_threads"] = int(lang["sessions"].iloc[0]) if len(lang) and lang["sessions"].notna().iloc[0] else 0
     n["pub_xdesmgr_pct"] = share("no_logwriter_core", "XDESMGR")
     n["pub_host"] = published.recording.host.get("description", "")
+    n["pub_cpus"] = int(published.recording.host.get("logical_cpus") or 0)
+    version = str(published.recording.engine.get("version", ""))
+    n["pub_version"] = version[version.find("(") + 1:version.rfind(")")] if "(" in version else f"SQL Server {version}"
     pc = pub_c2c.table("published_c2c")
     for rel, key in (("SMT sibling", "smt"), ("same socket", "socket"), ("cross socket", "xsocket")):
         v = pc[(pc["machine"] == "Xeon E5-2695 v4") & (pc["relation"] == rel)]["median_one_way_ns"]
