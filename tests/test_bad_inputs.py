@@ -206,3 +206,65 @@ def test_words_in_a_numeric_column_are_refused_by_name(tmp_path, chapter, rid):
     _reseal(dest, rel)
     with pytest.raises(RecordingError, match=rf"file {rel} line 2 column {col}: 'lots'; expected a finite number"):
         package(chapter, "recordings").load(dest)
+
+
+def _rewrite_cell(path: Path, row: int, col: str, value: str) -> None:
+    """Set one cell through the csv module (quoted commas stay quoted); row 0 is the first data row."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    rows[row + 1][rows[0].index(col)] = value
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+
+
+def _number_columns(chapter: str, dest: Path) -> list[tuple[str, str]]:
+    """Every (file, column) of the chapter's layout tables this recording holds whose cells are numbers: the
+    declared numeric columns and any other the file fills with numbers (a runner's extra measurements)."""
+    import pandas as pd
+
+    from contention_book.harness.spec import TEXT_COLUMNS
+
+    out = []
+    for table in package(chapter, "spec").SPEC.layout.values():
+        path = dest / table.path
+        if not path.is_file():
+            continue
+        frame = pd.read_csv(path)
+        if frame.empty:
+            continue
+        for col in frame.columns:
+            if col in TEXT_COLUMNS or col in table.text:
+                continue
+            if pd.api.types.is_numeric_dtype(frame[col]) and frame[col].notna().iloc[0]:
+                out.append((table.path, col))
+    return out
+
+
+@pytest.mark.parametrize("chapter, rid", RECORDINGS, ids=[f"{c}-{r}" for c, r in RECORDINGS])
+def test_a_word_in_any_number_column_is_named_before_a_cell_uses_it(tmp_path, chapter, rid):
+    """Every number column of every table the chapter reads, declared or not: a word in its first row is refused
+    by the chapter's loader (what load_shown calls) naming file, line and column, never a KeyError
+    or a TypeError in a notebook cell."""
+    source = data_root() / chapter / rid
+    columns = _number_columns(chapter, source)
+    assert columns, f"{rid}: no number columns found"
+    recordings = package(chapter, "recordings")
+    problems = []
+    for rel, col in columns:
+        dest = tmp_path / f"{rid}-{rel.replace('/', '_')}-{col}"
+        shutil.copytree(source, dest)
+        _rewrite_cell(dest / rel, 0, col, "lots")
+        _reseal(dest, rel)
+        try:
+            recordings.load(dest)
+        except RecordingError as exc:
+            if f"file {rel} line 2 column {col}: 'lots'; expected" not in str(exc):
+                problems.append(f"{rel} {col}: refused, but not by file, line and column: {exc}")
+        except Exception as exc:  # noqa: BLE001 - what a notebook cell would have met
+            problems.append(f"{rel} {col}: {type(exc).__name__}: {exc}")
+        else:
+            problems.append(f"{rel} {col}: a word in a number column was accepted")
+        shutil.rmtree(dest)
+    assert not problems, "\n".join(problems)

@@ -597,9 +597,11 @@ def check_values(r: "Recording", name: str, frame: pd.DataFrame, numeric: Iterab
         if col in numeric or col in NON_NEGATIVE or col in words or pd.api.types.is_numeric_dtype(frame[col]):
             continue
         values = pd.to_numeric(frame[col], errors="coerce")
-        filled = frame[col].notna() & (frame[col].astype(str).str.strip() != "")
-        odd = filled & values.isna()
-        if values.notna().any() and odd.any():
+        cells = frame[col].astype(str).str.strip()
+        filled = frame[col].notna() & (cells != "")
+        numbers = values.notna() | cells.str.lower().isin(("true", "false"))  # a yes/no column reads as 1/0
+        odd = filled & ~numbers
+        if numbers.any() and odd.any():
             row = int(odd.to_numpy().nonzero()[0][0])
             raise RecordingError(f"recording {r.path}: file {name} line {row + 2} column {col}: "
                                  f"{frame[col].iloc[row]!r}; expected a number, as in the column's other rows")

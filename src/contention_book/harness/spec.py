@@ -119,6 +119,7 @@ class Table:
     unique: tuple[str, ...] = ()  # columns no two rows of a measured recording share (published rows are as printed)
     text: tuple[str, ...] = ()  # columns holding words beyond TEXT_COLUMNS; the rest hold numbers
     identities: tuple[Identity, ...] = ()  # accounting identities each measured row must satisfy
+    optional: tuple[str, ...] = ()  # columns a recording may lack; where present, checked like the declared ones
 
     def __post_init__(self) -> None:
         if self.path != "runs.csv" and not self.path.startswith(FOLDERS):
@@ -128,8 +129,8 @@ class Table:
 
     @property
     def numeric(self) -> tuple[str, ...]:
-        """The declared columns that must hold finite numbers (or be empty)."""
-        return tuple(c for c in self.columns if c not in TEXT_COLUMNS and c not in self.text)
+        """The declared columns (required or optional) that must hold finite numbers (or be empty)."""
+        return tuple(c for c in (*self.columns, *self.optional) if c not in TEXT_COLUMNS and c not in self.text)
 
     def required_for(self, kind: str, engine: str) -> bool:
         return ("published" in self.required) if kind == "published" else (engine in self.required)

@@ -53,7 +53,8 @@ LAYOUT = {
                   unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}, identities=RUN_IDENTITIES),
     # native: what the programs print
-    "c2c": Table("results/core_to_core.csv", ("cpu_a", "cpu_b", "median_one_way_ns"), ("native",)),
+    "c2c": Table("results/core_to_core.csv", ("cpu_a", "cpu_b", "median_one_way_ns"), ("native",),
+                 optional=("batches", "round_trips_per_batch", "p10_one_way_ns", "p90_one_way_ns", "min_one_way_ns")),
     "chase": Table("results/load_latency.csv", ("size_bytes", "ns_per_load"), ("native",)),
     "ctxswitch": Table("results/context_switch.csv", ("method", "placement", "median_ns_per_handoff"), ("native",)),
     "topology": Table("results/topology.csv", ("cpu", "core", "package", "l3")),
