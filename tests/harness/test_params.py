@@ -64,3 +64,19 @@ def test_split_assignments():
         P.split_assignments(["oops"])
     with pytest.raises(P.ParameterError, match="given twice"):
         P.split_assignments(["a=1", "a=2"])
+
+
+@pytest.mark.parametrize("given, closest", [("sesions", "sessions"), ("duration", "duration_s"),
+                                            ("Updates", "updates"), ("capture-stacks", "capture_stacks")])
+def test_an_unknown_name_is_named_unknown_with_the_closest_known_name(given, closest):
+    with pytest.raises(P.ParameterError) as err:
+        P.parse(SPEC, {given: "1"}, "postgres")
+    assert f"unknown parameter {given!r} (did you mean {closest!r}?)" in str(err.value)
+    assert "expected one of: capture_stacks, database, duration_s" in str(err.value)
+
+
+def test_an_unknown_name_far_from_every_known_one_gets_no_guess():
+    with pytest.raises(P.ParameterError, match=r"unknown parameter 'zzz': this chapter has no parameter by that "
+                                               r"name; expected one of: "):
+        P.check_names(SPEC, ["zzz", "sessions"])
+    P.check_names(SPEC, ["sessions", "updates"])  # known names pass
