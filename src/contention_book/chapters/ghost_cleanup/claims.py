@@ -29,11 +29,11 @@ CLAIMS = {
 RULES = {
     CLAIMS["slower"]: rule_above(SLOWER, "held over unheld elapsed time"),
     CLAIMS["unpinned"]: rule_below(SAME, "held over unheld elapsed time"),
-    CLAIMS["steeper"]: rule_above(STEEPER, "held over unheld growth in time per update"),
-    CLAIMS["pile_up"]: rule_above(PILE_UP, "versions left at the end over those left after cleanup"),
-    CLAIMS["grows"]: rule_above(GROWS, "held over unheld pages at the end"),
-    CLAIMS["unheld_ghosts"]: rule_above(GHOSTS, "the unheld run's time per update growth over the cleaned run's"),
-    CLAIMS["tf7006"]: rule_above(1.0, "the TF 7006 run's time over the run without it"),
+    CLAIMS["steeper"]: rule_above(STEEPER, "held over unheld per-update time growth"),
+    CLAIMS["pile_up"]: rule_above(PILE_UP, "end over post-cleanup dead versions"),
+    CLAIMS["grows"]: rule_above(GROWS, "held over unheld final pages"),
+    CLAIMS["unheld_ghosts"]: rule_above(GHOSTS, "unheld over VACUUM-control time growth"),
+    CLAIMS["tf7006"]: rule_above(1.0, "TF 7006 over plain run time"),
     CLAIMS["version_store"]: "needs the version store's size on SQL Server 2022 while the transaction is open",
 }
 POSTGRES_SIZE = Size.not_comparable("a PostgreSQL heap and index against SQL Server's clustered B-tree")
