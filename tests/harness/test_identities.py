@@ -42,3 +42,4 @@ def test_a_missing_column_cannot_be_checked():
 
 def test_point_words_reads_like_a_point():
     assert point_words({"variant": "fair", "threads": 2.0}) == "fair at 2 threads"
+    assert point_words({"variant": "fair", "sessions": 2, "threads": 2}) == "fair at 2 threads"

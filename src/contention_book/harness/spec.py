@@ -84,6 +84,8 @@ def point_words(row: Mapping) -> str:
     parts = [str(row["variant"])] if "variant" in row else []
     for col, word in (("sessions", "sessions"), ("producers", "producers"), ("threads", "threads"),
                       ("repetition", "repetition")):
+        if col == "sessions" and "threads" in row and row.get("threads") == row.get("sessions"):
+            continue  # the same count twice: a native run's threads are its sessions
         if col in row and pd.notna(row[col]):
             value = row[col]
             value = int(value) if isinstance(value, float) and float(value).is_integer() else value
