@@ -69,8 +69,10 @@ def _published(published) -> dict[str, str]:
         if {"rcsi", "rcsi_open_txn"} <= set(el.index):
             out["unpinned"] = (f"2022: {el['rcsi_open_txn']:.0f} s with the open transaction vs {el['rcsi']:.0f} s "
                                f"without ({el['rcsi_open_txn'] / el['rcsi']:.2f}×)")
-            out["tf7006"] = (f"2022: {el['rcsi_open_txn']:.0f} s with the open transaction vs over 4 min on 2019; "
-                             "TF 7006 turns the change off (no time printed with it)")
+            before = (f" vs over {_timed_runs(old).set_index('variant').loc['rcsi_open_txn', 'elapsed_s']:.0f} s on "
+                      "2019" if old is not None and "rcsi_open_txn" in set(old.runs["variant"]) else "")
+            out["tf7006"] = (f"2022: {el['rcsi_open_txn']:.0f} s with the open transaction{before}; TF 7006 turns the "
+                             "change off (no time printed with it)")
         out["version_store"] = "stated, with Microsoft's documentation quoted; no measurement printed"
     return out
 

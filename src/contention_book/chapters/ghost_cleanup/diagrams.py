@@ -26,11 +26,13 @@ def _arrow(ax, start, end, colour="black", style="-|>", dashed=False):
                                  linestyle="--" if dashed else "-", shrinkA=2, shrinkB=2))
 
 
-def ghost_and_dead_line_pointer(lp_dead: float = math.nan, lp_max: float = math.nan, entries_dead: float = math.nan):
+def ghost_and_dead_line_pointer(lp_dead: float = math.nan, lp_max: float = math.nan, entries_dead: float = math.nan,
+                                tag_bytes: float = math.nan):
     """The two forms side by side, as a matplotlib figure.
 
     ``lp_dead``, ``lp_max`` and ``entries_dead`` (dead line pointers at the end of the unheld run, the most on one
-    heap page, index entries pointing at dead line pointers) are written into the PostgreSQL panel when known."""
+    heap page, index entries pointing at dead line pointers) are written into the PostgreSQL panel when known;
+    ``tag_bytes`` (the versioning tag's size, from the article's record sizes) into the SQL Server panel."""
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
@@ -45,8 +47,9 @@ def ghost_and_dead_line_pointer(lp_dead: float = math.nan, lp_max: float = math.
     # SQL Server: a leaf page of the clustered index, the scan's direction, the version store
     _box(left, 0.02, 0.50, 0.96, 0.36, "", face="white", edge="#555555")
     left.text(0.04, 0.82, "leaf page of the clustered primary key (key order)", fontsize=8, va="center")
-    _box(left, 0.05, 0.56, 0.27, 0.2, "key k−2: ghost\n+ version tag\n(14 bytes)", face=ghost, size=7.5)
-    _box(left, 0.36, 0.56, 0.27, 0.2, "key k−1: ghost\n+ version tag\n(14 bytes)", face=ghost, size=7.5)
+    size = "" if math.isnan(tag_bytes) else f"\n({tag_bytes:.0f} bytes)"
+    _box(left, 0.05, 0.56, 0.27, 0.2, f"key k−2: ghost\n+ version tag{size}", face=ghost, size=7.5)
+    _box(left, 0.36, 0.56, 0.27, 0.2, f"key k−1: ghost\n+ version tag{size}", face=ghost, size=7.5)
     _box(left, 0.67, 0.56, 0.28, 0.2, "key k\nthe live row", face=live, size=7.5, weight="bold")
     _arrow(left, (0.06, 0.47), (0.94, 0.47))
     left.text(0.5, 0.42, "a scan requests a lock on each ghost, then skips it", ha="center", fontsize=7.5)
@@ -82,7 +85,7 @@ def ghost_and_dead_line_pointer(lp_dead: float = math.nan, lp_max: float = math.
 
 
 ALT = ("Two panels. Left, SQL Server: a clustered index leaf page holds two ghost records for old keys, each with "
-       "a 14-byte version tag pointing into the version store, before the live row; a scan requests a lock on each "
+       "a version tag pointing into the version store, before the live row; a scan requests a lock on each "
        "ghost and skips it. Right, PostgreSQL: the primary-key index holds entries for the old keys that point at "
        "dead line pointers on the heap page, whose tuples pruning has already freed; only VACUUM removes the entries "
        "and frees the pointers.")

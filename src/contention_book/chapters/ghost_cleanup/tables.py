@@ -226,6 +226,15 @@ def key_numbers(shown) -> dict[str, Any]:
                 nums[f"{tag}_{variant}_leaf_pages"] = int(end.loc[end["level"] == 0, "pages"].sum())
                 nums[f"{tag}_{variant}_levels"] = int(end["level"].max() + 1)
                 nums[f"{tag}_{variant}_ghost_versions"] = int(end.loc[end["level"] == 0, "ghost_versions"].sum())
+                nums[f"{tag}_{variant}_leaf_record_bytes"] = float(end.loc[end["level"] == 0, "avg_size"].max())
+            if {f"{tag}_rcsi_leaf_record_bytes", f"{tag}_read_committed_leaf_record_bytes"} <= set(nums):
+                nums[f"{tag}_version_tag_bytes"] = (nums[f"{tag}_rcsi_leaf_record_bytes"]
+                                                    - nums[f"{tag}_read_committed_leaf_record_bytes"])
+        slow = g.runs[(g.runs["variant"] == "rcsi_open_txn")]
+        if "delayed_durability" in slow:
+            slow = slow[~slow["delayed_durability"].astype(str).str.lower().isin(("true", "1"))]
+            if len(slow):
+                nums[f"{tag}_rcsi_open_txn_without_dd_min"] = float(slow["elapsed_s"].iloc[0]) / 60
         if g.counters is not None:
             for _, row in g.counters.iterrows():
                 key = "lock_requests" if "Lock" in row["counter"] else "skipped_ghosts"
