@@ -254,10 +254,11 @@ VERDICT_KEYS = {"ring_1p": "v_ring_1p", "no_growth": "v_no_growth", "delayed": "
                 "non_durable": "v_non_durable", "ceiling": "v_ceiling", "ring_np": "v_ring_np"}
 
 
-def verdict_words(rows: pd.DataFrame) -> dict[str, str]:
+def verdict_words(rows: pd.DataFrame, shown=None) -> dict[str, str]:
     """The verdict word of the claims the chapter's opening quotes (glue keys ``v_...``), from the very rows the
-    claims table and the Findings page show, so the opening cannot disagree with them."""
-    out = {}
+    claims table and the Findings page show, so the opening cannot disagree with them; with ``shown``, also
+    where each recording ran (``on_native``, ``on_db``), in the claims table's words."""
+    out = {} if shown is None else {"on_native": where(shown.native), "on_db": where(shown.db)}
     for key, name in VERDICT_KEYS.items():
         part = rows[rows["claim"] == C[key]]
         out[name] = part["verdict"].iloc[0].split(":")[0] if len(part) else "not in this recording"
