@@ -23,23 +23,22 @@ C = {
     "splits": "A non-sequential key avoids the hot page but pays in page splits",
     "optimized": "OPTIMIZE_FOR_SEQUENTIAL_KEY keeps throughput up under a convoy (SQL Server 2019+)",
 }
-AT = "at the deciding point (the most sessions no higher than the CPUs)"
+AT = "at the most sessions no higher than the CPUs"
 # the 32-core lab's gain is the one published case with a stated core count and a rate
 LAB_FACTOR, LAB_MIN_CPUS = 2.0, 16
 RULES = {
-    C["queue"]: (f"{AT}, the hot latch's share of samples lies above 2% and above its share at 1 session, as "
-                 "intervals over repetitions; not testable when sessions idled over half the time (client-bound)"),
-    C["last_page"]: (f"{AT}, the share of index-page samples on a rightmost leaf lies above 0.2 and, where a "
-                     "non-sequential key ran, above 5× its share, as intervals over repetitions"),
-    C["hash_rate"]: (f"{AT}, the interval of the hash-partitioned rate over the sequential key's lies above 1.05; "
-                     f"size compared within {LAB_FACTOR:g}× of the 32-core lab's gain on SQL Server with "
-                     f"{LAB_MIN_CPUS}+ CPUs"),
-    C["hash_waits"]: (f"{AT}, the interval of the hash-partitioned hot-latch share over the sequential key's lies "
-                      "below 0.5; not testable when the sequential key had 2% or less"),
-    C["elimination"]: ("the interval of pages read (SQL Server: partitions touched) by a lookup without elimination "
-                       "over with it lies above 1; size compared within 1.5× of all partitions, on SQL Server"),
-    C["splits"]: "the interval of the non-sequential key's leaf density over the sequential key's lies below 1",
-    C["optimized"]: f"{AT}, the interval of the optimized variant's rate over the plain sequential key's lies above 1",
+    C["queue"]: (f"{AT}, the hot latch's share (of samples; SQL Server: of time) lies above 2% and above its "
+                 "1-session share, as intervals over repetitions; not testable when client-bound"),
+    C["last_page"]: (f"{AT}, the share of index-page samples on a rightmost leaf lies above 0.2 and above 5× the "
+                     "non-sequential key's (where it ran), as intervals over repetitions"),
+    C["hash_rate"]: (f"{AT}, the hash-partitioned over the sequential rate lies above 1.05; size compared within "
+                     f"{LAB_FACTOR:g}× of the 32-core lab's gain on SQL Server with {LAB_MIN_CPUS}+ CPUs"),
+    C["hash_waits"]: (f"{AT}, the hash-partitioned over the sequential hot-latch share lies below 0.5; not testable "
+                      "when the sequential key had 2% or less"),
+    C["elimination"]: ("pages read (SQL Server: partitions touched) by a lookup without elimination over with it lies "
+                       "above 1; size compared within 1.5× of all partitions, on SQL Server"),
+    C["splits"]: "the non-sequential key's leaf density over the sequential key's lies below 1",
+    C["optimized"]: f"{AT}, the optimized variant's rate over the plain sequential key's lies above 1",
 }
 
 
@@ -234,12 +233,12 @@ def verdicts(shown) -> pd.DataFrame:
     # 7. OPTIMIZE_FOR_SEQUENTIAL_KEY (SQL Server 2019+)
     ox = s("opt_vs_seq")
     if pg:
-        add("optimized", "throttles requests for the last page; does not remove the latch (Microsoft Learn, "
-                         "CREATE INDEX)", "PostgreSQL has no such option", "not testable here: PostgreSQL has no such "
+        add("optimized", "throttles requests for the last page; does not remove the latch (Lahoud 2019, SQL "
+                         "Server Blog)", "PostgreSQL has no such option", "not testable here: PostgreSQL has no such "
                                                                              "option")
     else:
-        add("optimized", "throttles requests for the last page; does not remove the latch (Microsoft Learn, "
-                         "CREATE INDEX)",
+        add("optimized", "throttles requests for the last page; does not remove the latch (Lahoud 2019, SQL "
+                         "Server Blog)",
             f"{t('opt_vs_seq')} the plain sequential key's rate at {at}" if ox.n else "variant not in this recording",
             concurrent(above(ox, 1.0)) if ox.n else missing("the optimized and plain sequential designs"),
             Size.not_comparable("Microsoft prints no figure for the option's gain"))
