@@ -315,8 +315,11 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
                                                                ("skip_locked", 2)}
     assert (g.runs["operations"] > 0).all() and (g.runs["errors"] == 0).all()
     rel = g.relation.set_index(["variant", "sessions"])
-    assert (rel.loc["ring", "live_tuples"] == 500).all()  # a ring never grows
-    assert (rel.loc["ring", "n_tup_hot_upd"] > 0).all()
+    slots = rel[rel["relation"] == "lmax_ring"]
+    assert (slots.loc["ring", "live_tuples"] == 500).all()  # a ring never grows
+    assert (slots.loc["ring", "n_tup_hot_upd"] > 0).all()
+    cursors = rel[rel["relation"].isin(["lmax_ring_read", "lmax_ring_write"])]
+    assert (cursors.loc["ring", "live_tuples"] == 1).all()  # one row each, rewritten in place
     sl = g.runs[g.runs["variant"] == "skip_locked"]
     assert (sl["consumers"] == sl["sessions"]).all() and (sl["dequeued"] > 0).all()
     assert g.waits is not None and set(g.waits["variant"]) <= {"ring", "skip_locked"}
