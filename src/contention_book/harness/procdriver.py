@@ -9,13 +9,16 @@ they are released together by a barrier, run for ``duration_s``, and send
 back their counts and latency histograms, merged as run_sessions does.
 
 The connection string is read from an environment variable in each child
-(the *name* is passed, never the value).  This is a candidate for
+(the *name* is passed, never the value).  Failed calls are counted once each,
+by class; a session whose connection is lost reconnects with the same bounded
+back-off as run_sessions.  This is a candidate for
 harness/driver.py (see the chapter's report); it lives here until then.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import queue as queue_module
 import time
 from typing import Sequence
 
@@ -27,11 +30,17 @@ def _child(var: str, setup: Sequence[str], sql: str, args: Sequence, warmup: int
            barrier, queue, index: int) -> None:
     import pyodbc
 
-    try:
+    from contention_book.harness.driver import RECONNECT_FIRST_S, RECONNECT_MAX_S, classify, lost_connection
+
+    def connect():
         conn = pyodbc.connect(os.environ[var], autocommit=True)
         cur = conn.cursor()
         for s in setup:
             cur.execute(s)
+        return conn, cur
+
+    try:
+        conn, cur = connect()
         for _ in range(warmup):
             cur.execute(sql, *args)
     except Exception as exc:  # noqa: BLE001 - reported to the parent
@@ -43,16 +52,42 @@ def _child(var: str, setup: Sequence[str], sql: str, args: Sequence, warmup: int
     perf = time.perf_counter_ns
     start = perf()
     end_at = start + int(duration_s * 1e9)
-    ops = 0
+    ops, errors, reconnects = 0, 0, 0
+    by_code: dict[str, int] = {}
+    lost: dict[str, int] = {}
     now = start
     while now < end_at:
-        cur.execute(sql, *args)
+        try:
+            cur.execute(sql, *args)
+        except Exception as exc:  # noqa: BLE001 - one error per failed call, by class, as run_sessions counts
+            code = classify(exc)
+            errors += 1
+            by_code[code] = by_code.get(code, 0) + 1
+            now = perf()
+            if lost_connection(code):  # reconnect, backing off, instead of failing every call on a dead one
+                lost[code] = lost.get(code, 0) + 1
+                delay = RECONNECT_FIRST_S
+                while True:
+                    time.sleep(delay)
+                    if perf() >= end_at:
+                        break
+                    try:
+                        conn, cur = connect()
+                        reconnects += 1
+                        break
+                    except Exception:  # noqa: BLE001 - the next try is later
+                        delay = min(delay * 2, RECONNECT_MAX_S)
+                now = perf()
+            continue
         t = perf()
         hist.record(t - now)
         now = t
         ops += 1
-    conn.close()
-    queue.put((index, "ok", (ops, (now - start) / 1e9, hist.encode())))
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - a lost connection
+        pass
+    queue.put((index, "ok", (ops, (now - start) / 1e9, hist.encode(), errors, by_code, lost, reconnects)))
 
 
 def run_processes(var: str, sql: str, *, sessions: int, duration_s: float, args: Sequence = (),
@@ -72,7 +107,11 @@ def run_processes(var: str, sql: str, *, sessions: int, duration_s: float, args:
             barrier.wait(timeout=120)
         except Exception:  # noqa: BLE001 - a child failed to start: collect why
             pass
-        results = [queue.get(timeout=duration_s + 120) for _ in procs]
+        try:
+            results = [queue.get(timeout=duration_s + 120) for _ in procs]
+        except queue_module.Empty:
+            raise SessionsFailed(f"a session process sent no result within {duration_s + 120:.0f} s (exit codes "
+                                 f"{[p.exitcode for p in procs]})") from None
     finally:
         for p in procs:
             p.join(timeout=30)
@@ -82,11 +121,19 @@ def run_processes(var: str, sql: str, *, sessions: int, duration_s: float, args:
     if errors:
         raise SessionsFailed("sessions could not start: " + "; ".join(errors[:3]))
     stats, merged, elapsed = [], LatencyHistogram(), 0.0
-    for index, _, (ops, secs, encoded) in sorted(results):
+    by_code: dict[str, int] = {}
+    lost: dict[str, int] = {}
+    for index, _, (ops, secs, encoded, errors, codes, gone, reconnects) in sorted(results):
         h = LatencyHistogram.decode(encoded)
         merged.merge(h)
-        stats.append(SessionStats(session=index, operations=ops, _histogram=h))
+        stats.append(SessionStats(session=index, operations=ops, errors=errors, errors_by_code=dict(codes),
+                                  lost=dict(gone), reconnects=reconnects, _histogram=h))
         elapsed = max(elapsed, secs)
+        for c, n in codes.items():
+            by_code[c] = by_code.get(c, 0) + n
+        for c, n in gone.items():
+            lost[c] = lost.get(c, 0) + n
     ops = sum(s.operations for s in stats)
-    return RunResult(sessions=sessions, elapsed_s=elapsed, operations=ops, errors=0, latency=merged.summary(),
-                     per_session=stats, histogram=merged)
+    return RunResult(sessions=sessions, elapsed_s=elapsed, operations=ops, errors=sum(s.errors for s in stats),
+                     latency=merged.summary(), per_session=stats, histogram=merged, errors_by_code=by_code,
+                     lost_connections=lost, reconnects=sum(s.reconnects for s in stats))
