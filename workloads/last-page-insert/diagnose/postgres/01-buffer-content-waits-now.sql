@@ -1,6 +1,7 @@
--- What the active sessions are waiting for right now.  Run it a few times a second apart: a
--- rightmost-leaf hot spot shows as several backends in LWLock / BufferContent on the same
--- INSERT (an exclusive buffer content lock is what a backend takes to add to a page).
+-- What the active sessions are waiting for right now.  Run it a few times a second
+-- apart: a rightmost-leaf hot spot shows as several backends in LWLock /
+-- BufferContent on the same INSERT (an exclusive buffer content lock is what a
+-- backend takes to add to a page).
 SELECT wait_event_type,
        wait_event,
        count(*) AS backends,

@@ -1,11 +1,13 @@
--- B-tree indexes whose first column is filled from a sequence (an identity column, or a
--- DEFAULT nextval(...)): every insert into them goes to the rightmost leaf.  With the
--- tables' insert counts since the statistics were reset, so the busiest come first.
+-- B-tree indexes whose first column is filled from a sequence (an identity column,
+-- or a DEFAULT nextval(...)): every insert into them goes to the rightmost leaf.
+-- With the tables' insert counts since the statistics were reset, so the busiest
+-- come first.
 SELECT n.nspname AS schema_name,
        t.relname AS table_name,
        ic.relname AS index_name,
        a.attname AS first_column,
-       CASE WHEN a.attidentity <> '' THEN 'identity' ELSE 'default nextval' END AS filled_by,
+       CASE WHEN a.attidentity <> '' THEN 'identity'
+            ELSE 'default nextval' END AS filled_by,
        s.n_tup_ins AS rows_inserted,
        pg_size_pretty(pg_relation_size(ic.oid)) AS index_size
 FROM pg_index AS x

@@ -1,8 +1,8 @@
--- Needs the pg_wait_sampling extension (in shared_preload_libraries, then
--- CREATE EXTENSION pg_wait_sampling): the wait events of every backend sampled in the
+-- Needs the pg_wait_sampling extension (in shared_preload_libraries, then CREATE
+-- EXTENSION pg_wait_sampling): the wait events of every backend sampled in the
 -- background since the profile was last reset, so short waits that one look at
--- pg_stat_activity misses are counted too.  The share of LWLock / BufferContent among the
--- samples of the inserting backends is the number to watch.
+-- pg_stat_activity misses are counted too.  The share of LWLock / BufferContent
+-- among the samples of the inserting backends is the number to watch.
 SELECT p.event_type,
        p.event,
        sum(p.count) AS samples,

@@ -1,6 +1,7 @@
--- Who is waiting for a page latch right now, and on which page.  Run it a few times a few
--- seconds apart: a last-page hot spot shows as many sessions on ONE page (the same
--- database:file:page in resource_description), with PAGELATCH_EX as the wait type.
+-- Who is waiting for a page latch right now, and on which page.  Run it a few times
+-- a few seconds apart: a last-page hot spot shows as many sessions on ONE page (the
+-- same database:file:page in resource_description), with PAGELATCH_EX as the wait
+-- type.
 SELECT wt.resource_description,
        wt.wait_type,
        COUNT(*) AS waiting_tasks,

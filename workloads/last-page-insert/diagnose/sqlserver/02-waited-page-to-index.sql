@@ -1,8 +1,8 @@
 -- From the waited-for page to its table and index (SQL Server 2019 and later):
--- sys.fn_PageResCracker turns a request's page_resource into database, file and page, and
--- sys.dm_db_page_info says which object, index and level the page belongs to.  A leaf page
--- (page_level 0) with no next page is the last page of its index: the hot spot this chapter
--- is about.  Needs VIEW SERVER STATE.
+-- sys.fn_PageResCracker turns a request's page_resource into database, file and
+-- page, and sys.dm_db_page_info says which object, index and level the page belongs
+-- to.  A leaf page (page_level 0) with no next page is the last page of its index:
+-- the hot spot this chapter is about.  Needs VIEW SERVER STATE.
 SELECT r.session_id,
        r.wait_type,
        r.wait_time AS wait_ms,
@@ -15,7 +15,8 @@ SELECT r.session_id,
        pi.partition_id,
        pi.page_type_desc,
        pi.page_level,
-       CASE WHEN pi.page_level = 0 AND pi.next_page_page_id = 0 THEN 1 ELSE 0 END AS is_last_page
+       CASE WHEN pi.page_level = 0 AND pi.next_page_page_id = 0 THEN 1 ELSE 0 END
+           AS is_last_page
 FROM sys.dm_exec_requests AS r
 CROSS APPLY sys.fn_PageResCracker(r.page_resource) AS pr
 CROSS APPLY sys.dm_db_page_info(pr.db_id, pr.file_id, pr.page_id, 'DETAILED') AS pi

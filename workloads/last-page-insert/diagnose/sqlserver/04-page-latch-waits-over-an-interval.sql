@@ -1,7 +1,11 @@
--- PAGELATCH waits over one minute, not since start-up: the count, the total and the average
--- wait per wait.  sys.dm_os_wait_stats is cumulative, so the difference between two readings
--- is what the server is doing now.
-DECLARE @before TABLE (wait_type nvarchar(60) PRIMARY KEY, waiting_tasks_count bigint, wait_time_ms bigint);
+-- PAGELATCH waits over one minute, not since start-up: the count, the total and the
+-- average wait per wait.  sys.dm_os_wait_stats is cumulative, so the difference
+-- between two readings is what the server is doing now.
+DECLARE @before TABLE (
+    wait_type nvarchar(60) PRIMARY KEY,
+    waiting_tasks_count bigint,
+    wait_time_ms bigint
+);
 INSERT INTO @before (wait_type, waiting_tasks_count, wait_time_ms)
 SELECT wait_type, waiting_tasks_count, wait_time_ms
 FROM sys.dm_os_wait_stats

@@ -1,7 +1,8 @@
--- Clustered indexes whose first key column is an IDENTITY column (every insert goes to the
--- last page), with whether OPTIMIZE_FOR_SEQUENTIAL_KEY is on and how many partitions the index
--- has.  These are the candidates for the fixes in this chapter.  SQL Server 2019 and later: on
--- older versions, which have no such option, leave out the optimize_for_sequential_key line.
+-- Clustered indexes whose first key column is an IDENTITY column (every insert goes
+-- to the last page), with whether OPTIMIZE_FOR_SEQUENTIAL_KEY is on and how many
+-- partitions the index has.  These are the candidates for the fixes in this
+-- chapter.  SQL Server 2019 and later: on older versions, which have no such
+-- option, leave out the optimize_for_sequential_key line.
 SELECT OBJECT_SCHEMA_NAME(i.object_id) AS schema_name,
        OBJECT_NAME(i.object_id) AS object_name,
        i.name AS index_name,
