@@ -405,6 +405,10 @@ def main(argv=None) -> int:
     """Run the command line; returns the exit status (2 on bad input)."""
     global _FROM_SHELL
     _FROM_SHELL = argv is None
+    if _FROM_SHELL:
+        import gc
+
+        gc.disable()  # a short-lived process: the collector only walked the interned frames again and again
     if _FROM_SHELL and "numpy" not in sys.modules:
         # numpy's OpenBLAS starts a thread per CPU that spins after each call; nothing here multiplies
         # matrices, and on 2 CPUs the spinning took 6% of a summary's CPU from the C core's two threads

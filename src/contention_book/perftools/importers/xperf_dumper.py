@@ -78,7 +78,10 @@ def load(path):
     try:
         return _load(path)
     except UnicodeDecodeError:
-        raise decode_error(path) from None
+        err = decode_error(path)  # the line and byte offset; None only for UTF-16, whose decoder says where
+        if err is None:
+            raise
+        raise err from None
 
 
 def _load(path):
