@@ -179,7 +179,7 @@ def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "ope
     from IPython.display import Markdown, display
 
     from .capacity import machine_costs
-    from .notebook import show_figure
+    from .notebook import show_figure, show_table
 
     model = importlib.import_module(f"{chapter.__name__}.model")
     preds = model.predictions(shown)
@@ -189,10 +189,10 @@ def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "ope
         display(Markdown("*No prediction: the recording shown lacks an input the models need.*"))
     else:
         display(Markdown(intro(preds)))
-        display(inputs_frame(preds).style.set_caption("The models' inputs: measured on this machine, or the "
-                                                      "article's own description of its workload.").hide(axis="index"))
-        display(results_frame(preds).style.set_caption("Each prediction against the number the article "
-                                                       "published.").hide(axis="index"))
+        show_table(inputs_frame(preds).set_index("input"), "The models' inputs: measured on this machine, or "
+                   "the article's own description of its workload.")
+        show_table(results_frame(preds).set_index("quantity"), "Each prediction against the number the article "
+                   "published.")
         fig = figure(preds)
         if fig is not None:
             show_figure(f"fig_{key}_predictions", fig)
@@ -207,7 +207,8 @@ def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "ope
         except Exception:  # the cache-line chapter's run is not there: no κ counterpart
             t_xfer = None
         display(Markdown(USL_WORDS))
-        display(usl_frame(fits, t_xfer).style.set_caption("USL fits to this recording's curves.").hide(axis="index"))
+        show_table(usl_frame(fits, t_xfer).set_index("curve"), "USL fits to this recording's curves (95% intervals "
+                   "in brackets).")
         cpus = getattr(getattr(shown, "measured", None), "logical_cpus", None)
         fig = usl_figure(fits, n_label, x_label, int(cpus) if isinstance(cpus, (int, float)) and cpus else None)
         show_figure(f"fig_{key}_usl", fig)
