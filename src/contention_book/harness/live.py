@@ -78,10 +78,12 @@ def measured_writer(target: Target, chapter: str, parameters: Mapping[str, Any],
     try:
         engine = server_version(conn, target.engine)
         host = server_host(conn, target.engine)
+        client = target.client_description(conn)  # which client ran: recordings made with each must say so
     finally:
         conn.close()
     return rec.RecordingWriter(dest, chapter=chapter, kind="measured", engine=engine, host=host,
-                               parameters=dict(parameters), title=title, measured=provenance(command))
+                               parameters=dict(parameters), title=title,
+                               measured={**provenance(command), "client": client})
 
 
 def provenance(command: str) -> dict[str, Any]:

@@ -103,11 +103,38 @@ class Target:
     source: str  # "env" or "dsn"
     engine: str | None = None
     _conn_str: str = field(default="", repr=False)
+    client: str | None = None  # PostgreSQL only: "odbc" or "psycopg"; None reads CONTENTION_BOOK_PG_CLIENT
 
     def connection_string(self, database: str | None = None) -> str:
         return with_database(self._conn_str, database)
 
+    def client_name(self) -> str:
+        """Which client connects: "psycopg" (libpq, harness.pg_client) only when asked for and the engine is
+        PostgreSQL; "odbc" (pyodbc) otherwise, and always for SQL Server, where the ODBC driver is the reader's."""
+        from .pg_client import CLIENT_ENV, CLIENTS
+
+        name = (self.client or os.environ.get(CLIENT_ENV) or "odbc").strip().lower()
+        if name not in CLIENTS:
+            raise TargetError(f"{CLIENT_ENV}={name!r}: expected one of {', '.join(CLIENTS)}")
+        return name if self.engine == "postgres" else "odbc"
+
+    def client_description(self, conn) -> str:
+        """The client that ran, for a recording's manifest: psycopg and libpq versions, or pyodbc and the driver."""
+        if self.client_name() == "psycopg":
+            from .pg_client import describe
+
+            return describe()
+        import pyodbc
+
+        try:
+            driver = f"{conn.getinfo(pyodbc.SQL_DRIVER_NAME)} {conn.getinfo(pyodbc.SQL_DRIVER_VER)}"
+        except Exception:  # noqa: BLE001 - a driver that does not say: the name alone
+            driver = "the ODBC driver"
+        return f"pyodbc {pyodbc.version} over {driver}"
+
     def connect(self, database: str | None = None, autocommit: bool = True, timeout: int = 15):
+        if self.client_name() == "psycopg":
+            return self._connect_libpq(database, autocommit, timeout)
         import pyodbc
 
         try:
@@ -122,6 +149,23 @@ class Target:
             ) from None
         if self.engine is None:
             self.engine = detect_engine(conn)
+        set_lock_timeout(conn, self.engine)
+        return conn
+
+    def _connect_libpq(self, database: str | None, autocommit: bool, timeout: int):
+        from . import pg_client
+
+        if self.source != "env":
+            raise TargetError(f"target {self.name!r} is an ODBC DSN, which libpq cannot read: with "
+                              f"{pg_client.CLIENT_ENV}=psycopg, name an environment variable holding the "
+                              "connection string (Server, Port, Database, Uid, Pwd)")
+        try:
+            conn = pg_client.connect(parse_connection_string(self.connection_string(database)),
+                                     autocommit=autocommit, timeout=timeout)
+        except pg_client.Error as exc:
+            message = redaction.redact(exc)
+            raise TargetError(f"target {self.name!r} (psycopg client): could not connect"
+                              f"{' to database ' + repr(database) if database else ''}: {message}") from None
         set_lock_timeout(conn, self.engine)
         return conn
 
