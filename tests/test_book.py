@@ -49,7 +49,7 @@ def glue_keys(nb_path):
 def referenced_glue(nb_path):
     nb = json.loads(nb_path.read_text())
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    return {m.split(":")[0] for m in re.findall(r"\{glue:(?:text|figure)\}`([^`]+)`", text)} | \
+    return {m.split(":")[0] for m in re.findall(r"\{glue:(?:text|figure|md)\}`([^`]+)`", text)} | \
            set(re.findall(r"```\{glue:figure\} (\S+)", text))
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..shared.claims import head
 from .claims import C, verdicts
+from .tables import Prose
 from .tables import key_numbers as table_numbers
 
 VERDICT_KEYS = {key: claim for key, claim in C.items()}
@@ -50,9 +51,9 @@ def key_numbers(shown) -> dict[str, Any]:
     n["lpi_in_short"] = in_short(n, shown.measured.engine)
     # the pieces the notebook's "In short" glues between its own words (so only the findings stand out)
     engine = shown.measured.engine
-    n["lpi_how"] = ("the same B-tree mechanism under PostgreSQL's buffer content lock, not SQL Server"
+    n["lpi_how"] = Prose("the same B-tree mechanism under PostgreSQL's buffer content lock, not SQL Server"
                     if engine == "postgres" else "the article's own tables and waits")
-    n["lpi_lesson"] = ("on few cores the queue is short and the fixes cost more than they save"
+    n["lpi_lesson"] = Prose("on few cores the queue is short and the fixes cost more than they save"
                        if n["v_hash_rate"] == "differs" else "spreading the inserts pays only where the queue is long")
     n["v_hash_rate_text"] = n["v_hash_rate"] + (f" ({n['q_hash_vs_seq']} the sequential key's rate)"
                                                  if n["q_hash_vs_seq"] != "not measured" else "")

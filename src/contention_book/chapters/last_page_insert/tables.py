@@ -481,6 +481,14 @@ def q_text(spreads: dict[str, Spread], name: str, full: bool = True) -> str:
     return s.text(fmt, unit) if full else f"{s.median:{fmt}}{unit}"
 
 
+class Prose(str):
+    """A glued sentence: plain text that also offers itself as Markdown, so the page pastes it with ``{glue:md}``
+    as ordinary prose (``{glue:text}`` would set a whole sentence in bold)."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
 def _ok(x) -> bool:
     return isinstance(x, (int, float)) and not np.isnan(x)
 
@@ -570,7 +578,7 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
             "for microseconds), or the recording sampled pages only at its largest, oversubscribed, session count.")
     else:
         out["m_pins_text"] = "This recording has no page-level samples."
-    return out
+    return {k: Prose(v) for k, v in out.items()}
 
 
 def published_numbers(published: Sequence[LpiRecording]) -> dict[str, Any]:
