@@ -631,7 +631,11 @@ def stack_section(shown, top: int = 10) -> StackSection:
     parts = []
     for variant, path in sorted(g.stacks.items()):
         prof = perftools.load(path)
-        out.tables.append(top_table(prof, SHORT.get(variant, variant), top).rename_axis(["setting", "function"]))
+        table = top_table(prof, SHORT.get(variant, variant), top).rename_axis(["setting", "function"])
+        table.attrs["caption"] = (f"The {top} functions with the most CPU samples of their own, "
+                                  f"{SHORT.get(variant, variant)} design, at the most sessions (perf, inserting "
+                                  "backends only)")
+        out.tables.append(table)
         incl = perftools.top_functions(prof, n=100000)
         lw = incl[incl["function"].str.contains("LWLockAcquire|LWLockWaitListLock|PGSemaphoreLock", regex=True)]
         share = float(lw["inclusive_pct"].max()) if len(lw) else 0.0
