@@ -37,7 +37,8 @@ def test_postgres_query_runs_on_the_embedded_cluster(pg_target, path):
         text = path.read_text()
         for ext in ("pg_wait_sampling", "pgstattuple"):
             if ext in text:
-                available = cur.execute("SELECT count(*) FROM pg_available_extensions WHERE name = ?", ext).fetchone()[0]
+                available = cur.execute("SELECT count(*) FROM pg_available_extensions WHERE name = ?",
+                                        ext).fetchone()[0]
                 preload = cur.execute("SELECT current_setting('shared_preload_libraries')").fetchone()[0]
                 if not available or (ext == "pg_wait_sampling" and ext not in preload):
                     pytest.skip(f"{ext} is not available on this cluster")

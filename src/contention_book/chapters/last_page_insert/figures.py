@@ -74,8 +74,8 @@ def plot_waits(measured) -> "object":
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of samples of the inserting sessions")
     ax.set_ylabel("")
-    ax.set_title(f"Wait samples of the inserting sessions (~{measured.runs.get('wait_sampler_hz', pd.Series([20])).median():.0f} "
-                 "a second)")
+    hz = measured.runs.get("wait_sampler_hz", pd.Series([20])).median()
+    ax.set_title(f"Wait samples of the inserting sessions (~{hz:.0f} a second)")
     ax.xaxis.set_major_formatter(PercentFormatter(1.0))
     legend_below(ax)
     return fig
