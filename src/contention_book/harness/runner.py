@@ -268,7 +268,7 @@ def leave_outcome(line: str) -> None:
     path = os.environ.get(OUTCOME_ENV)
     if path:
         try:
-            Path(path).write_text(redact(line) + "\n", encoding="utf-8")
+            Path(path).write_text(" ".join(redact(line).split()) + "\n", encoding="utf-8")  # one line
         except OSError:
             pass
 
