@@ -11,8 +11,8 @@ import pandas as pd
 
 from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import Spread, spread
-from .tables import (QUOTED, deciding, hot_wait, measured_numbers, per_repetition, q_text, quoted, sessions_label,
-                     share_words)
+from .tables import (QUOTED, cores_text, deciding, hot_wait, measured_numbers, per_repetition, published_numbers, q_text, quoted,
+                     sessions_label, share_words)
 
 C = {
     "queue": "Concurrent inserts with an ever-increasing key queue on the last page's latch",
@@ -104,8 +104,9 @@ def verdicts(shown) -> pd.DataFrame:
     pg = g.engine == "postgres"
     hot = hot_wait(g)
     pub = _published(shown.published)
-    analogue = (f"the sources measured SQL Server on 32 to 128 cores; here: {where}" if pg or (cpus or 0) < 16
-                else "")
+    span_of_sources = cores_text(published_numbers(shown.published))
+    analogue = (f"the sources measured SQL Server on {span_of_sources}; here: {where}"
+                if pg or (cpus or 0) < LAB_MIN_CPUS else "")
     rows = []
 
     def add(key, published, measured_text, direction, size: Size | None = None):
@@ -147,7 +148,7 @@ def verdicts(shown) -> pd.DataFrame:
     else:
         text, direction = "no wait samples at the deciding point", missing("wait samples of the sequential key")
     add("queue", pub.get("queue", "not printed in the sources"), text, direction,
-        Size.not_comparable("the sources give wait times in ms on 64 to 128 cores, not shares of samples"
+        Size.not_comparable(f"the sources give wait times in ms on {span_of_sources}, not shares of samples"
                             + (f"; here: {where}" if analogue else "")))
 
     # 2. which page

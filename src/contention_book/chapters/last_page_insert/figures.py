@@ -25,7 +25,7 @@ def plot_throughput(published: list, measured) -> "object":
         axes[0].axvline(1, color="grey", lw=0.8)
         axes[0].set_xlabel("throughput, × the source's own 'before'")
         axes[0].set_ylabel("")
-        axes[0].set_title("Published (other systems: 32-128 cores)")
+        axes[0].set_title(f"Published (other systems: {an.cores_text(an.published_numbers(published))})")
         legend_below(axes[0])
     else:
         _empty(axes[0], "no published points")

@@ -581,6 +581,12 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
     return {k: Prose(v) for k, v in out.items()}
 
 
+def cores_text(nums: dict[str, Any]) -> str:
+    """'32 to 128 cores': the span of the sources' machines, from the published recordings."""
+    lo, hi = nums.get("pub_cores_min", np.nan), nums.get("pub_cores_max", np.nan)
+    return f"{lo:.0f} to {hi:.0f} cores" if _ok(lo) and _ok(hi) else "many cores"
+
+
 def published_numbers(published: Sequence[LpiRecording]) -> dict[str, Any]:
     nums: dict[str, Any] = {}
     for g in published:
@@ -596,10 +602,16 @@ def published_numbers(published: Sequence[LpiRecording]) -> dict[str, Any]:
             for _, row in part.iterrows():
                 nums[f"{tag}_{key}_{row['variant']}_tp"] = float(row["throughput"])
                 nums[f"{tag}_{key}_{row['variant']}_rel"] = float(row["relative"])
+                if "cores" in row and pd.notna(row["cores"]):
+                    nums[f"{tag}_{key}_cores"] = float(row["cores"])
         if g.before_after is not None:
             for _, row in g.before_after.iterrows():
                 k = row["measurement"].lower().replace(" ", "_").replace("/", "_per_")
                 nums[f"{tag}_{k}_before"], nums[f"{tag}_{k}_after"] = float(row["before"]), float(row["after"])
+    cores = [v for k, v in nums.items() if k.endswith("_cores")] + [nums[k] for k in ("sqlcat_fact0", "sqlcat_fact1")
+                                                                     if k in nums]
+    nums["pub_cores_min"] = min(cores) if cores else np.nan
+    nums["pub_cores_max"] = max(cores) if cores else np.nan
     nums["sqlcat_gain_pct"] = (nums.get("sqlcat_customer_hash_partitioned_rel", np.nan) - 1) * 100
     nums["sqlcat_lab_gain_pct"] = (nums.get("sqlcat_lab32_hash_partitioned_rel", np.nan) - 1) * 100
     nums["wp_pos_x"] = nums.get("wp_pos_hash_partitioned_rel", np.nan)
