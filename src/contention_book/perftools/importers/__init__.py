@@ -13,7 +13,7 @@ from ..source import gzip_errors_named
 
 __all__ = ["load", "IMPORTERS", "folded", "perf_script", "wpa_csv", "wpa_tree", "xperf_dumper"]
 
-#: format -> its module here; imported on first use (wpa_csv brings pandas, which a perf pipe does not need)
+#: format -> its module here; imported on first use (the readers bring pyarrow, which the C cores do not need)
 IMPORTERS = {name: name for name in ("wpa_csv", "wpa_tree", "xperf_dumper", "perf_script", "folded")}
 
 
