@@ -73,3 +73,17 @@ def test_small_ratios_read_as_fractions():
     assert s.text("fraction") == "1/22,000 (95% interval 1/25,000–1/17,000, median of 5)"
     assert Spread(0.45, 0.3, 0.6, 3, "min-max").text("fraction") == "0.45 (range 0.3–0.6, median of 3)"
     assert Spread(2e-3, 2e-3, 2e-3, 1, "one run").text("fraction") == "1/500 (one run)"
+
+
+@pytest.mark.parametrize("n", [5, 6, 7, 8, 11, 20, 41])
+def test_bootstrap_draws_once_per_count_and_keeps_the_seeded_numbers(n):
+    """The resampled positions are drawn once per count of values; the interval must stay exactly the one of a
+    fresh rng.choice and np.median with the book's seed (ties, odd and even counts, any order)."""
+    from contention_book.chapters.shared.spread import RESAMPLES, SEED
+
+    gen = np.random.default_rng(n)
+    for values in (gen.lognormal(size=n), np.round(gen.normal(10, 2, size=n)), gen.permutation(n) * 1e-6):
+        medians = np.median(np.random.default_rng(SEED).choice(values, size=(RESAMPLES, n), replace=True), axis=1)
+        low, high = np.percentile(medians, [2.5, 97.5])
+        s = spread(values)
+        assert (s.low, s.high, s.median) == (low, high, np.median(values))
