@@ -277,7 +277,7 @@ def test_stacks_recorded_or_explained(pg, tmp_path, monkeypatch):
 def test_sqlserver_diagnose_queries_parse_and_name_documented_views():
     from contention_book.chapters.ghost_cleanup import diagnose
 
-    files = diagnose.query_files("sqlserver")
+    files = diagnose.files("sqlserver")
     assert len(files) >= 3
     text = "\n".join(f.read_text() for f in files)
     for f in files:
@@ -285,7 +285,7 @@ def test_sqlserver_diagnose_queries_parse_and_name_documented_views():
     for name in ("sys.dm_tran_active_snapshot_database_transactions", "version_ghost_record_count",
                  "Skipped Ghosted Records/sec"):
         assert name in text
-    assert "```tsql" in diagnose.queries_markdown("sqlserver")
+    assert "```tsql" in diagnose.markdown("sqlserver")
 
 
 def test_documented_parameters_parse():
@@ -314,7 +314,7 @@ def test_postgres_diagnose_queries_run_on_a_plain_database(pg_target):
         holder.cursor().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         holder.cursor().execute("SELECT count(*) FROM pg_class").fetchall()
         results = {}
-        for f in diagnose.query_files("postgres"):
+        for f in diagnose.files("postgres"):
             cur = conn.cursor()
             cur.execute(f.read_text())
             results[f.name] = ([d[0] for d in cur.description], cur.fetchall())

@@ -347,7 +347,7 @@ def test_diagnose_queries_parse_and_render():
     for engine in ("sqlserver", "postgres"):
         text = diagnose.markdown(engine)
         assert text.count("```" + diagnose.LANG[engine]) == len(diagnose.files(engine)) >= 3
-        assert all(len(diagnose.purpose(p).split()) >= 8 for p in diagnose.files(engine))
+        assert all(len(q.purpose.split()) >= 8 for q in diagnose.queries(engine))
 
 
 @pytest.mark.live

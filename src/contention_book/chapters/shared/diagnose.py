@@ -1,0 +1,68 @@
+"""The "On your own server" queries, read from ``workloads/<chapter>/diagnose/<engine>/NN-name.sql``.
+
+The page shows the files themselves, so the query a reader copies is the one
+the tests parse (T-SQL) or run on the embedded cluster (PostgreSQL).  The file
+name gives the order and the heading; the file's leading ``--`` comment, when
+it has one, is shown as the sentence that says what the query is for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from contention_book.harness.workloads import workload_dir
+
+ENGINES = {"sqlserver": "SQL Server", "postgres": "PostgreSQL"}
+LANG = {"sqlserver": "tsql", "postgres": "postgresql"}  # Pygments lexers (plain "sql" stops at $$)
+
+
+@dataclass(frozen=True)
+class Query:
+    path: Path
+    title: str    # "Waited page to index", from 02-waited-page-to-index.sql
+    purpose: str  # the leading comment, one paragraph ("" when the file has none)
+    text: str
+
+
+def _title(path: Path) -> str:
+    words = path.stem.split("-", 1)[-1].replace("-", " ")
+    return words[:1].upper() + words[1:]
+
+
+def _purpose(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        lines.append(line[2:].strip())
+    return " ".join(lines)
+
+
+def folder(chapter: str, engine: str) -> Path:
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    return Path(workload_dir(chapter, f"diagnose/{engine}"))
+
+
+def queries(chapter: str, engine: str) -> list[Query]:
+    """The engine's diagnose queries, in file-name order; an error naming the folder when there are none."""
+    where = folder(chapter, engine)
+    paths = sorted(where.glob("[0-9][0-9]-*.sql"))
+    if not paths:
+        raise FileNotFoundError(f"{where}: no NN-name.sql files; expected the chapter's {ENGINES[engine]} queries")
+    out = []
+    for p in paths:
+        text = p.read_text(encoding="utf-8").strip()
+        out.append(Query(p, _title(p), _purpose(text), text))
+    return out
+
+
+def markdown(chapter: str, engine: str) -> str:
+    """The queries as the page shows them: a small heading each, what it is for, then a code block to copy."""
+    parts = []
+    for q in queries(chapter, engine):
+        said = q.purpose.replace("*", "\\*")  # LCK_M_* would open an emphasis
+        head = f"**{ENGINES[engine]}: {q.title.lower()}**"
+        parts.append(f"{head}\n\n{said}\n\n```{LANG[engine]}\n{q.text}\n```" if said else
+                     f"{head}\n\n```{LANG[engine]}\n{q.text}\n```")
+    return "\n\n".join(parts)
