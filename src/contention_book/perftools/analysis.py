@@ -117,35 +117,13 @@ def _targets(p: Profile, function: str) -> np.ndarray:
 
 def _chains(p: Profile, function: str, direction: str, depth: int):
     """(chains of frame ids, weights, function's inclusive weight)."""
+    from .callgraph import chains_through
+
     if depth < 1:
         raise ValueError("depth must be at least 1")
     targets = _targets(p, function)
-    sw = p.stack_weights()
-    hit = np.isin(p.stack_frames, targets)
-    es = p.entry_stack()[hit]
-    pos = np.flatnonzero(hit)
-    chains, weights = [], []
-    if len(pos):
-        if direction == "callers":  # innermost occurrence: its real caller
-            last = np.r_[es[1:] != es[:-1], True]
-            stacks, at = es[last], pos[last]
-        else:  # outermost occurrence: all time below it, once
-            first = np.r_[True, es[1:] != es[:-1]]
-            stacks, at = es[first], pos[first]
-        frames = p.stack_frames
-        for s, i in zip(stacks.tolist(), at.tolist()):
-            w = sw[s]
-            if w == 0:
-                continue
-            if direction == "callers":
-                lo = max(int(p.stack_offsets[s]), i - depth)
-                chain = tuple(frames[lo:i][::-1].tolist())
-            else:
-                hi = min(int(p.stack_offsets[s + 1]), i + 1 + depth)
-                chain = tuple(frames[i + 1 : hi].tolist())
-            chains.append(chain)
-            weights.append(w)
-    return targets, chains, weights, float(sum(weights))
+    return (targets, *chains_through(targets, p.stack_weights(), p.entry_stack(), p.stack_frames, p.stack_offsets,
+                                     direction, depth))
 
 
 def _tree_rows(p: Profile, label: str, chains, weights, fn_weight: float, end_label: str, sep: str) -> pd.DataFrame:

@@ -55,7 +55,14 @@ def _chains(a, function: str, direction: str, depth: int):
     targets = _targets(a, function)
     sw = np.bincount(a.stack_id, weights=a.weight, minlength=a.n_stacks)
     entry_stack = np.repeat(np.arange(a.n_stacks, dtype=np.int64), np.diff(a.stack_offsets))
-    hit = np.isin(a.stack_frames, targets)
+    return (targets, *chains_through(targets, sw, entry_stack, a.stack_frames, a.stack_offsets, direction, depth))
+
+
+def chains_through(targets, stack_weights, entry_stack, frames, offsets, direction: str, depth: int):
+    """(chains of frame ids, their weights, the function's inclusive weight) for the stacks through ``targets``:
+    callers above the innermost occurrence, or callees below the outermost one (so each stack counts once).
+    Shared by the numpy path here and the pandas one in :mod:`analysis`."""
+    hit = np.isin(frames, targets)
     es = entry_stack[hit]
     pos = np.flatnonzero(hit)
     chains, weights = [], []
@@ -66,20 +73,19 @@ def _chains(a, function: str, direction: str, depth: int):
         else:  # outermost occurrence: all time below it, once
             first = np.r_[True, es[1:] != es[:-1]]
             stacks, at = es[first], pos[first]
-        frames = a.stack_frames
         for s, i in zip(stacks.tolist(), at.tolist()):
-            w = sw[s]
+            w = stack_weights[s]
             if w == 0:
                 continue
             if direction == "callers":
-                lo = max(int(a.stack_offsets[s]), i - depth)
+                lo = max(int(offsets[s]), i - depth)
                 chain = tuple(frames[lo:i][::-1].tolist())
             else:
-                hi = min(int(a.stack_offsets[s + 1]), i + 1 + depth)
+                hi = min(int(offsets[s + 1]), i + 1 + depth)
                 chain = tuple(frames[i + 1 : hi].tolist())
             chains.append(chain)
             weights.append(w)
-    return targets, chains, weights, float(sum(weights))
+    return chains, weights, float(sum(weights))
 
 
 def _pct(x: float, total: float) -> float:
