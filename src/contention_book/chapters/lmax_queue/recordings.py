@@ -42,8 +42,9 @@ def load(ref: str | Path) -> LmaxRecording:
     """Open a recording of this chapter by id or directory."""
     out = rec.load_view(CHAPTER, ref, LAYOUT, LmaxRecording)
     if out.runs.empty:
-        raise rec.RecordingError(f"recording {out.recording.path}: file {LAYOUT['runs'].path} has no rows; "
-                                 "expected one per run")
+        aside = [n for n in out.notes if n.startswith("set aside")]
+        why = ("; every point was set aside: " + " ".join(aside)) if aside else "; expected one per run"
+        raise rec.RecordingError(f"recording {out.recording.path}: file {LAYOUT['runs'].path} has no rows to show{why}")
     return out
 
 
