@@ -412,21 +412,32 @@ def main(argv=None) -> int:
             print(f"{client}: open-loop median p99 ratio at 50% load {at50:.2f} "
                   f"({'meets' if at50 <= 1.2 else 'misses'} the 1.2 goal); at 90%: {open_rows[(0.9, client)]:.2f}")
 
-        # -- each wait sampler's observer cost -------------------------------------------------
-        print(f"\nWait samplers at {n_obs} sessions, closed loop: throughput and observer cost (CPU s per s of run)")
-        for source, client in [(s, c) for s in ("pg_wait_sampling", "polling") for c in clients]:
+        # -- each wait sampler's observer cost, and how client-bound each client leaves the backends --------
+        print(f"\nWait samplers at {n_obs} sessions, closed loop: throughput, observer cost (CPU s per s of run), and "
+              "the workload backends' samples in the server or waiting for the client (ClientRead); this script's "
+              "own idle connection is left out")
+        own = {int(conn.cursor().execute("SELECT pg_backend_pid()").fetchone()[0])}
+        for source, client in [(s, c) for s in ("pg_wait_sampling", "polling") for c in ["pgbench", *clients]]:
             try:
                 w = pg_waits.sampler(lambda: target.connect(DATABASE), DATABASE, hz=20, source=source)
             except RuntimeError as exc:
                 print(f"  {source}: not available ({exc})")
-                continue
+                break
             truncate()
-            r = run_sessions(connector(client), lambda cur, _s, _o: cur.execute(insert), sessions=n_obs,
-                             duration_s=secs, warmup_s=0.5, progress=False, on_ready=w.start)
-            w.stop()
+            if client == "pgbench":
+                w.start()
+                try:
+                    throughput = pgbench(pg, exe, script, n_obs, secs)
+                finally:
+                    w.stop()
+            else:
+                r = run_sessions(connector(client), lambda cur, _s, _o: cur.execute(insert), sessions=n_obs,
+                                 duration_s=secs, warmup_s=0.5, progress=False, on_ready=w.start)
+                w.stop()
+                throughput = r.throughput
             frame = w.frame()
-            cb = pg_waits.client_bound(frame)
-            print(f"  {source:<17} {client:<8} {r.throughput:>9,.0f}/s  {w.cpu_per_s * 1e3:7.2f} ms CPU per s "
+            cb = pg_waits.client_bound(frame[~frame["pid"].isin(own)])
+            print(f"  {source:<17} {client:<8} {throughput:>9,.0f}/s  {w.cpu_per_s * 1e3:7.2f} ms CPU per s "
                   f"({w.cpu_per_s / (os.cpu_count() or 1) * 100:.2f}% of {os.cpu_count()} CPUs) at "
                   f"{w.achieved_hz:.0f} Hz; backends in the server {cb['server_share']:.0%}, waiting for the "
                   f"client {cb['client_share']:.0%}", flush=True)
