@@ -18,6 +18,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 if __name__ == "__main__" and sys.argv[1:2] == ["from-make"]:
@@ -139,6 +140,49 @@ def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
     nbformat.write(page, out)
 
 
+def kernel_manager_class(log=None):
+    """The notebook kernels' manager.  On POSIX the kernel talks over Unix sockets (IPC) in a folder of its own
+    that only this user can enter, rather than TCP on localhost, which every kernel warned about on the build's
+    output.  ``log``, an open file, takes the kernel process's own output (its log, not the cells' outputs, which
+    go to the notebook): the build prints it only for a chapter that failed."""
+    import shutil
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    # a Unix socket's path holds at most 104-108 bytes: <folder>/k-<port>
+    ipc = os.name == "posix" and len(tempfile.gettempdir()) < 64
+
+    class BookKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            self._sockets = None
+            if ipc:
+                self._sockets = tempfile.mkdtemp(prefix="contention-book-kernel-")  # mode 0700
+                kwargs.setdefault("transport", "ipc")
+                kwargs.setdefault("ip", os.path.join(self._sockets, "k"))
+            super().__init__(**kwargs)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if log is not None:
+                kw.setdefault("stdout", log)
+                kw.setdefault("stderr", log)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if self._sockets and not restart:
+                shutil.rmtree(self._sockets, ignore_errors=True)
+
+    return BookKernelManager
+
+
+def _kernel_said(log) -> str:
+    """The tail of a kernel's own output, for a chapter that failed ("" when it said nothing)."""
+    log.flush()
+    log.seek(0)
+    lines = [line for line in log.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    return "\n".join(f"[book]   {line}" for line in lines[-20:])
+
+
 def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = None) -> Path:
     """Execute a chapter's notebook with papermill; a live run has already written its recording."""
     import papermill
@@ -154,10 +198,15 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     print(f"[book] executing {source.relative_to(repo_root())} -> {out.relative_to(repo_root()) if out.is_relative_to(repo_root()) else out}"
           + (f" with {parameters}" if parameters else ""), flush=True)
     started = time.perf_counter()
+    kernel_log = tempfile.TemporaryFile()
     try:
         papermill.execute_notebook(
             str(source), str(out), parameters=parameters, kernel_name="python3",
             cwd=str(repo_root()), progress_bar=False, execution_timeout=RECORDED_TIMEOUT_S,
+            # written once at the end (and on an error): a save after every cell re-encoded and re-validated the
+            # growing notebook about 80 times, a second of CPU per chapter taken from the kernels
+            request_save_on_cell_execute=False,
+            kernel_manager_class=kernel_manager_class(kernel_log),
         )
     except papermill.PapermillExecutionError as exc:
         message = f"{exc.ename}: {redact(exc.evalue)}"
@@ -168,8 +217,16 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
             out.replace(failed)
             placeholder(chapter, source, out, message)
             where = f"the executed notebook with the error is {failed}"
-        raise ChapterFailed(f"[book] chapter {chapter} failed in cell {exc.exec_count}: {message}\n[book] {where}") \
-            from None
+        said = _kernel_said(kernel_log)
+        raise ChapterFailed(f"[book] chapter {chapter} failed in cell {exc.exec_count}: {message}\n[book] {where}"
+                            + (f"\n[book] the kernel's own output:\n{said}" if said else "")) from None
+    except BaseException:  # the kernel died or did not start: what it printed says why
+        said = _kernel_said(kernel_log)
+        if said:
+            print(f"[book] {chapter}: the kernel's own output:\n{said}", file=sys.stderr, flush=True)
+        raise
+    finally:
+        kernel_log.close()
     print(f"[book] {chapter} executed in {time.perf_counter() - started:.1f} s", flush=True)
     return out
 
