@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -231,19 +230,64 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     return out
 
 
+def _sources(folder: Path) -> dict[Path, tuple[int, bytes]]:
+    """Every page source under ``folder`` (not the build's output): its modification time and content hash."""
+    import hashlib
+
+    found = {}
+    for path in folder.rglob("*"):
+        if path.is_file() and not {"_build", "_failed"} & set(path.relative_to(folder).parts):
+            found[path] = (path.stat().st_mtime_ns, hashlib.sha256(path.read_bytes()).digest())
+    return found
+
+
+def _keep_unchanged(before: dict[Path, tuple[int, bytes]]) -> None:
+    """A generated page rewritten with the same content gets its old modification time back: Sphinx re-reads a
+    page (and every page that includes it) when the time changed, whatever the content."""
+    import hashlib
+
+    for path, (mtime, digest) in before.items():
+        try:
+            stat = path.stat()
+            if stat.st_mtime_ns != mtime and hashlib.sha256(path.read_bytes()).digest() == digest:
+                os.utime(path, ns=(stat.st_atime_ns, mtime))
+        except FileNotFoundError:
+            continue
+
+
+def sphinx_build(root: Path):
+    """``jupyter-book build book -W -n --keep-going`` in this process: the same configuration, without a second
+    Python start and its imports, and without the banner; Sphinx prints warnings only.  Sphinx keeps its
+    environment in ``book/_build/.doctrees`` and re-reads only pages whose source changed.  Returns Sphinx's
+    status (0: built without warnings) or the exception that stopped it."""
+    from contextlib import chdir
+
+    from jupyter_book.sphinx import build_sphinx
+
+    book_dir = root / "book"
+    with chdir(root):  # where the jupyter-book command ran
+        return build_sphinx(book_dir, book_dir / "_build" / "html", use_external_toc=True, noconfig=True,
+                            path_config=str(root / "_config.yml"),
+                            confoverrides={"external_toc_path": (book_dir / "_toc.yml").as_posix(),
+                                           "latex_individualpages": False, "nitpicky": True},
+                            builder="html", warningiserror=True, keep_going=True, quiet=True)
+
+
 def build_html() -> Path:
     from .book_pages import write_data_page, write_findings, write_perftools_pages, write_run_times, write_zips
 
     root = repo_root()
+    before = _sources(root / "book")
     write_findings(notebooks())
     write_data_page()
     write_run_times()
     write_perftools_pages()
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root / "book"), "--config", str(root / "_config.yml"),
-           "--toc", str(root / "book" / "_toc.yml"), "--path-output", str(root / "book"), "-W", "-n", "--keep-going", "--quiet"]
-    proc = subprocess.run(cmd, cwd=root)
-    if proc.returncode != 0:
-        raise SystemExit(f"[book] jupyter-book build failed (exit {proc.returncode})")
+    _keep_unchanged(before)
+    status = sphinx_build(root)
+    if isinstance(status, KeyboardInterrupt):
+        raise status
+    if status != 0:
+        raise SystemExit(f"[book] jupyter-book build failed ({status if isinstance(status, Exception) else 'warnings are errors'})")
     index = root / "book" / "_build" / "html" / "index.html"
     write_zips(index.parent)
     print(f"[book] HTML: {index}")
