@@ -103,10 +103,49 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
             "A verdict answers two questions: does the measurement point the article's way (the *direction*), and "
             "is its size comparable with the article's, within a stated factor (the *size*)?\n\n"
             "```{raw} html\n" + counts + "\n```\n\n"
-            "```{raw} html\n" + table + "\n```\n")
+            "```{raw} html\n" + table + "\n```\n" + predictions_section(notebooks))
     out = repo_root() / "book" / "findings.md"
     out.write_text(page, encoding="utf-8")
     return out
+
+
+PREDICTIONS_DIR = VERDICTS_DIR.parent / "predictions"   # written by each chapter's capacity section
+
+
+def predictions_section(notebooks: dict[str, Path]) -> str:
+    """Findings' second table: one row per capacity model, from the rows each chapter saved when it rendered its
+    "What this machine predicts" section (the verdict is the model's own rule: predicted, predicted as a bound,
+    missed, no model)."""
+    import html as html_
+
+    rows = []
+    for chapter, nb in notebooks.items():
+        saved = repo_root() / PREDICTIONS_DIR / f"{chapter}.json"
+        if saved.exists():
+            link = f'<a href="chapters/{nb.stem}.html">{html_.escape(_title(nb))}</a>'
+            rows += [{"chapter": link, **r} for r in json.loads(saved.read_text(encoding="utf-8"))]
+    if not rows:
+        return ""
+    cols = ("chapter", "quantity", "equation", "predicted", "published", "verdict")
+    body = "".join("<tr>" + "".join(f"<td>{r.get(c) if c == 'chapter' else html_.escape(str(r.get(c, '—')))}</td>"
+                                    for c in cols) + "</tr>" for r in rows)
+    head = "".join(f"<th>{c}</th>" for c in cols)
+    counts: dict[str, int] = {}
+    for r in rows:
+        word = str(r.get("verdict", "")).split(":")[0]
+        counts[word] = counts.get(word, 0) + 1
+    said = ", ".join(f"{n} {w}" for w, n in counts.items())
+    table = ('<div class="table-wrap"><table class="book-table text-table" id="predictions"><caption>What each '
+             "chapter's model predicts for the article's machine, from costs measured on the machine that built "
+             f"the book, against the number the article published</caption><thead><tr>{head}</tr></thead>"
+             f"<tbody>{body}</tbody></table></div>")
+    return ("\n## Predictions for the articles' machines\n\n"
+            "Each chapter ends with a small model that takes costs measured here (a cache-line transfer, a wake-up, "
+            "a per-version step) and the article's description of its workload, and predicts a number the article "
+            "published; the number being predicted is never an input. *Predicted*: the published number lies in "
+            "the 95% interval. *Predicted as a bound*: the model can only bound it, and the published number is on "
+            "the bound's side. *Missed*: outside, by the factor given. Each chapter's section says what its model "
+            f"leaves out. In this build: {said}.\n\n```{{raw}} html\n{table}\n```\n")
 
 
 def recordings() -> list[tuple[str, Path, dict]]:

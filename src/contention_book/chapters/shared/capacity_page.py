@@ -16,29 +16,16 @@ import pandas as pd
 from .capacity import Input, Prediction, UslFit, inputs_table, predictions_table, sweep, usl_row
 from .spread import Spread
 
-PREDICTIONS_DIR = "predictions"   # beside the verdicts the Findings page reads
-
-
 def save_predictions(chapter: str, rows: Sequence[Prediction | dict]) -> None:
     """Keep a chapter's prediction rows for the Findings page, when this execution is the book's own copy."""
-    from contention_book.harness.book_pages import VERDICTS_DIR, page_data_dir
+    from contention_book.harness.book_pages import PREDICTIONS_DIR, page_data_dir
     from contention_book.harness.recording import repo_root
 
     if page_data_dir() is None:
         return
-    out = repo_root() / VERDICTS_DIR.parent / PREDICTIONS_DIR / f"{chapter}.json"
+    out = repo_root() / PREDICTIONS_DIR / f"{chapter}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(predictions_table(rows).to_json(orient="records", force_ascii=False, indent=1), encoding="utf-8")
-
-
-def saved_predictions(root, chapters: Sequence[str]) -> pd.DataFrame:
-    """Every chapter's saved prediction rows (for the Findings page)."""
-    rows = []
-    for chapter in chapters:
-        path = root / PREDICTIONS_DIR / f"{chapter}.json"
-        if path.exists():
-            rows += json.loads(path.read_text(encoding="utf-8"))
-    return pd.DataFrame(rows)
 
 
 def intro(preds: Sequence[Prediction | dict]) -> str:
