@@ -154,3 +154,18 @@ def test_a_failed_chapter_leaves_a_warning_page_not_a_broken_copy(tmp_path, monk
         page.cells[0].source
     assert page.cells[0].source.startswith("# A broken chapter")
     assert (tmp_path / "book" / "_failed" / "99-broken.ipynb").exists()
+
+
+def test_a_failed_chapters_page_keeps_its_title_not_its_glued_opening(tmp_path, monkeypatch):
+    """The page that stands in for a failed chapter has no glue: its values were never computed."""
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A chapter\n\n*Source: an article.*\n\n```{admonition} In short\n"
+                                              "It ran {glue:text}`speedup` times faster.\n```"),
+                nbformat.v4.new_code_cell("raise ValueError('broken')")]
+    nbformat.write(nb, tmp_path / "notebooks" / "98-glued.ipynb")
+    monkeypatch.setenv("CONTENTION_BOOK_ROOT", str(tmp_path))
+    out = tmp_path / "page.ipynb"
+    book.placeholder("glued", tmp_path / "notebooks" / "98-glued.ipynb", out, "ValueError: broken")
+    text = nbformat.read(out, as_version=4).cells[0].source
+    assert text.startswith("# A chapter\n\n*Source: an article.*") and "{glue" not in text and "In short" not in text

@@ -124,6 +124,13 @@ def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
     import json
 
     first = next((c.source for c in nb.cells if c.cell_type == "markdown"), title)
+    kept = []  # the title and source line only: an opening admonition or a glued value has nothing to show here
+    for line in first.splitlines():
+        if line.lstrip().startswith(("```", ":::")):
+            break
+        if "{glue" not in line:
+            kept.append(line)
+    first = "\n".join(kept).rstrip() or title
     sources = []
     for manifest in sorted((repo_root() / "data" / chapter).glob("published-*/manifest.json")):
         c = json.loads(manifest.read_text(encoding="utf-8")).get("citation") or {}
