@@ -125,8 +125,9 @@ def recordings_note(measured, published) -> str:
         ours = r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
         where = (f' (<a href="../data.html#{anchor(r.chapter, r.id)}-made">how it was made</a>)' if ours else
                  "; a recording from outside this book's data: its manifest.json says how it was made")
-        lines.append(f"- {html_.escape(label)}: `{r.id}`, {engine_words(m)} on {machine_words(m)}, recorded {date}"
-                     f"{where}")
+        folder = f" (folder `{r.path.name}`)" if r.path.name != r.id else ""
+        lines.append(f"- {html_.escape(label)}: `{r.id}`{folder}, {engine_words(m)} on {machine_words(m)}, recorded "
+                     f"{date}{where}")
         if not ours:
             lines += [f"  - note: {public_text(n, r.chapter, r.id)}" for n in m.get("notes") or []]
     for r in published:
