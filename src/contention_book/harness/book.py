@@ -76,7 +76,7 @@ def up_to_date(chapter: str, notebook: Path) -> bool:
             and stamp.read_text().strip() == content_stamp(chapter, notebook))
 
 
-def execute_if_changed(chapter: str, *, force: bool = False) -> bool:
+def execute_if_changed(chapter: str, *, force: bool = False, kernel=None) -> bool:
     """Execute a chapter's notebook unless its stamp says nothing it depends on changed; True if executed."""
     nb = notebooks()[chapter]
     if not force and up_to_date(chapter, nb):
@@ -85,7 +85,7 @@ def execute_if_changed(chapter: str, *, force: bool = False) -> bool:
     stamp = stamp_path(nb)
     stamp.unlink(missing_ok=True)
     before = content_stamp(chapter, nb)
-    execute(chapter, {})
+    execute(chapter, {}, kernel=kernel)
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(before + "\n")
     return True
@@ -160,12 +160,17 @@ def kernel_manager_class(log=None):
 
     class BookKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
-            self._sockets = None
+            self._sockets, self.book_clients = None, []
             if ipc:
                 self._sockets = tempfile.mkdtemp(prefix="contention-book-kernel-")  # mode 0700
                 kwargs.setdefault("transport", "ipc")
                 kwargs.setdefault("ip", os.path.join(self._sockets, "k"))
             super().__init__(**kwargs)
+
+        def client(self, **kwargs):
+            kc = super().client(**kwargs)
+            self.book_clients.append(kc)  # papermill leaves a kernel it did not start connected: stop_kernel ends it
+            return kc
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             if log is not None:
@@ -181,6 +186,35 @@ def kernel_manager_class(log=None):
     return BookKernelManager
 
 
+# imported by every chapter's setup cell: a kernel started ahead of its chapter has them loaded when the chapter starts
+WARM_IMPORTS = "__import__(\"contention_book.chapters.shared.notebook\") and None  # binds no name"
+
+
+def start_kernel():
+    """A kernel for a chapter not yet running, started now so that its start and the imports every chapter needs
+    (:data:`WARM_IMPORTS`, run at its start-up, hidden from the notebook's names) overlap the chapter before it.
+    A fresh process per chapter still: nothing one chapter leaves behind reaches the next."""
+    from jupyter_core.utils import run_sync
+
+    log = tempfile.TemporaryFile()
+    km = kernel_manager_class(log)(kernel_name="python3")
+    km.book_log = log
+    run_sync(km.start_kernel)(cwd=str(repo_root()), extra_arguments=[f"--IPKernelApp.exec_lines={[WARM_IMPORTS]!r}"])
+    return km
+
+
+def stop_kernel(km) -> None:
+    """Stop a kernel at once (its chapter is written; nothing is left to finish cleanly)."""
+    from jupyter_core.utils import run_sync
+
+    try:
+        for kc in km.book_clients:
+            kc.stop_channels()
+        run_sync(km.shutdown_kernel)(now=True)
+    finally:
+        km.book_log.close()
+
+
 def _kernel_said(log) -> str:
     """The tail of a kernel's own output, for a chapter that failed ("" when it said nothing)."""
     log.flush()
@@ -189,8 +223,9 @@ def _kernel_said(log) -> str:
     return "\n".join(f"[book]   {line}" for line in lines[-20:])
 
 
-def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = None) -> Path:
-    """Execute a chapter's notebook with papermill; a live run has already written its recording."""
+def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = None, kernel=None) -> Path:
+    """Execute a chapter's notebook with papermill; a live run has already written its recording.  ``kernel``: a
+    kernel started for it (:func:`start_kernel`), which the caller stops; else papermill starts and stops one."""
     import papermill
 
     books = notebooks()
@@ -204,7 +239,8 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     print(f"[book] executing {source.relative_to(repo_root())} -> {out.relative_to(repo_root()) if out.is_relative_to(repo_root()) else out}"
           + (f" with {parameters}" if parameters else ""), flush=True)
     started = time.perf_counter()
-    kernel_log = tempfile.TemporaryFile()
+    kernel_log = kernel.book_log if kernel is not None else tempfile.TemporaryFile()
+    given = {"km": kernel} if kernel is not None else {"kernel_manager_class": kernel_manager_class(kernel_log)}
     try:
         papermill.execute_notebook(
             str(source), str(out), parameters=parameters, kernel_name="python3",
@@ -212,7 +248,7 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
             # written once at the end (and on an error): a save after every cell re-encoded and re-validated the
             # growing notebook about 80 times, a second of CPU per chapter taken from the kernels
             request_save_on_cell_execute=False,
-            kernel_manager_class=kernel_manager_class(kernel_log),
+            **given,
         )
     except papermill.PapermillExecutionError as exc:
         message = f"{exc.ename}: {redact(exc.evalue)}"
@@ -232,7 +268,8 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
             print(f"[book] {chapter}: the kernel's own output:\n{said}", file=sys.stderr, flush=True)
         raise
     finally:
-        kernel_log.close()
+        if kernel is None:
+            kernel_log.close()
     print(f"[book] {chapter} executed in {time.perf_counter() - started:.1f} s", flush=True)
     return out
 
@@ -433,17 +470,42 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ[PAGE_DATA_ENV] = str(repo_root() / "book" / "chapters")
     if args.command == "build":
+        import queue
         from concurrent.futures import ThreadPoolExecutor
 
-        def one(chapter: str) -> None:  # one failed chapter does not stop the others
+        todo: queue.Queue[str] = queue.Queue()
+        for chapter, nb in notebooks().items():
+            if args.force or not up_to_date(chapter, nb):
+                todo.put(chapter)
+            else:
+                print(f"[book] {chapter}: unchanged, not re-executed", flush=True)
+
+        def lane() -> None:
+            """Chapters one after another, each in a kernel started while the one before it ran."""
+            spare = None
             try:
-                execute_if_changed(chapter, force=args.force)
-            except ChapterFailed as exc:
-                print(exc, flush=True)
-                failures.append(chapter)
+                while True:
+                    try:
+                        chapter = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    kernel, spare = spare or start_kernel(), None
+                    try:
+                        if not todo.empty():
+                            spare = start_kernel()
+                        execute_if_changed(chapter, force=True, kernel=kernel)
+                    except ChapterFailed as exc:  # one failed chapter does not stop the others
+                        print(exc, flush=True)
+                        failures.append(chapter)
+                    finally:
+                        stop_kernel(kernel)
+            finally:
+                if spare is not None:
+                    stop_kernel(spare)
 
         with ThreadPoolExecutor(max_workers=PARALLEL_CHAPTERS) as pool:
-            list(pool.map(one, notebooks()))
+            for done in [pool.submit(lane) for _ in range(PARALLEL_CHAPTERS)]:
+                done.result()
     else:
         params: dict[str, Any] = {}
         if args.recording:

@@ -1,0 +1,119 @@
+"""The book build's speed work keeps what a page shows: kernels started ahead, figures cut from their drawing,
+pages Sphinx need not re-read, and a build output without the kernels' own chatter."""
+from __future__ import annotations
+
+import io
+import os
+import stat
+import time
+
+import nbformat
+import numpy as np
+import pytest
+
+from contention_book.harness import book
+
+
+def _notebook(tmp_path, name: str, *cells: str):
+    (tmp_path / "notebooks").mkdir(exist_ok=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# {name}")] + [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "notebooks" / f"98-{name}.ipynb")
+
+
+def _outputs(path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    return ["".join(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+            for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+
+
+@pytest.mark.slow
+def test_a_kernel_started_ahead_runs_a_chapter_as_a_fresh_one_would(tmp_path, monkeypatch, capfd):
+    """Same outputs and execution counts as papermill's own kernel; the warm imports are loaded but not among the
+    notebook's names; no 'Kernel is running over TCP' line; the kernel's socket folder is private and removed."""
+    _notebook(tmp_path, "probe", "import sys\nprint('contention_book.chapters.shared.notebook' in sys.modules)",
+              "print(sorted(k for k in get_ipython().user_ns if k == 'contention_book'))", "21 * 2")
+    monkeypatch.setenv("CONTENTION_BOOK_ROOT", str(tmp_path))
+    fresh = book.execute("probe", {}, output=tmp_path / "fresh.ipynb")
+    kernel = book.start_kernel()
+    folder = os.path.dirname(kernel.ip)
+    try:
+        if os.name == "posix":
+            assert kernel.transport == "ipc" and stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        ahead = book.execute("probe", {}, output=tmp_path / "ahead.ipynb", kernel=kernel)
+    finally:
+        book.stop_kernel(kernel)
+    assert _outputs(fresh) == ["False\n", "[]\n", "42"]
+    assert _outputs(ahead) == ["True\n", "[]\n", "42"]  # imported ahead, yet no name the notebook did not make
+    counts = [[c.execution_count for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"]
+              for p in (fresh, ahead)]
+    assert counts[0] == counts[1]
+    assert os.name != "posix" or not os.path.exists(folder)
+    said = capfd.readouterr()
+    assert "TCP" not in said.out + said.err and "KeyboardInterrupt" not in said.out + said.err
+
+
+def test_a_page_rewritten_unchanged_keeps_its_time_and_a_changed_one_does_not(tmp_path):
+    (tmp_path / "_build").mkdir()
+    same, changed, built = tmp_path / "same.md", tmp_path / "changed.md", tmp_path / "_build" / "x.html"
+    for f in (same, changed, built):
+        f.write_text("one\n")
+        os.utime(f, ns=(1_000_000_000, 1_000_000_000))
+    before = book._sources(tmp_path)
+    assert built not in before
+    time.sleep(0.01)
+    same.write_text("one\n")
+    changed.write_text("two\n")
+    book._keep_unchanged(before)
+    assert same.stat().st_mtime_ns == 1_000_000_000
+    assert changed.stat().st_mtime_ns > 1_000_000_000
+
+
+def _figure(legend_outside: bool):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.6, 3.5), layout=None if legend_outside else "constrained")
+    for k in range(3):
+        ax.plot(np.arange(10), np.arange(10) ** (1 + k / 3), marker="o", label=f"series {k}")
+    ax.set(title="A title", xlabel="threads", ylabel="rate")
+    if legend_outside:  # drawn past the canvas's right edge: only savefig(bbox_inches="tight") shows it
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    else:
+        fig.legend(loc="outside lower center", ncol=3)
+    return fig, plt
+
+
+def test_a_figure_cut_from_its_drawing_is_the_picture_savefig_makes():
+    from PIL import Image
+
+    from contention_book.chapters.shared.notebook import _drawn_png
+
+    fig, plt = _figure(legend_outside=False)
+    saved = io.BytesIO()
+    fig.savefig(saved, format="png", bbox_inches="tight", facecolor=fig.get_facecolor(), dpi=fig.dpi)
+    assert _drawn_png(fig) is None, "not drawn yet: nothing to cut"
+    fig.canvas.draw()
+    cut = _drawn_png(fig)
+    plt.close(fig)
+    a = np.asarray(Image.open(saved)).astype(int)
+    b = np.asarray(Image.open(io.BytesIO(cut))).astype(int)
+    assert a.shape == b.shape
+    # the same picture up to a sub-pixel shift: each pixel matches one of its neighbours' in the other picture
+    near = np.min([np.abs(a[1:-1, 1:-1] - b[1 + dy:b.shape[0] - 1 + dy, 1 + dx:b.shape[1] - 1 + dx]).max(axis=2)
+                   for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
+    assert near.mean() < 1.0 and (near > 64).mean() < 0.002, (near.mean(), (near > 64).mean())
+    empty = np.full_like(b, 255)
+    assert (np.abs(a - empty).max(axis=2) > 64).mean() > 0.02  # the picture is not blank (else nothing is tested)
+
+
+def test_a_figure_drawing_outside_its_canvas_is_left_to_savefig():
+    from contention_book.chapters.shared.notebook import _drawn_png
+
+    fig, plt = _figure(legend_outside=True)
+    fig.canvas.draw()
+    assert _drawn_png(fig) is None
+    plt.close(fig)
