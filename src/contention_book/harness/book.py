@@ -91,6 +91,17 @@ def execute_if_changed(chapter: str, *, force: bool = False, kernel=None) -> boo
     return True
 
 
+def last_duration(notebook: Path) -> float:
+    """Seconds the chapter's last execution took (papermill's record in the executed copy); infinite if unknown."""
+    import json
+
+    try:
+        meta = json.loads(executed_path(notebook).read_text(encoding="utf-8"))["metadata"]
+        return float(meta["papermill"]["duration"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return float("inf")
+
+
 def notebooks() -> dict[str, Path]:
     """chapter name -> source notebook, from the file names ``NN-<chapter>.ipynb``."""
     out = {}
@@ -474,9 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         from concurrent.futures import ThreadPoolExecutor
 
         todo: queue.Queue[str] = queue.Queue()
-        for chapter, nb in notebooks().items():
+        for chapter, nb in sorted(notebooks().items(), key=lambda item: -last_duration(item[1])):
             if args.force or not up_to_date(chapter, nb):
-                todo.put(chapter)
+                todo.put(chapter)  # the longest first: the two lanes then end close together
             else:
                 print(f"[book] {chapter}: unchanged, not re-executed", flush=True)
 
