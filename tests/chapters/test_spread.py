@@ -87,3 +87,21 @@ def test_bootstrap_draws_once_per_count_and_keeps_the_seeded_numbers(n):
         low, high = np.percentile(medians, [2.5, 97.5])
         s = spread(values)
         assert (s.low, s.high, s.median) == (low, high, np.median(values))
+
+
+def test_paired_ratios_are_pivot_tables_medians():
+    """The ratios are those of pandas' pivot_table of the medians per repetition and variant, NaN and missing
+    repetitions included."""
+    gen = np.random.default_rng(7)
+    frame = pd.DataFrame({"variant": np.repeat(["a", "b", "c"], 24), "repetition": np.tile(np.repeat(range(6), 4), 3),
+                          "sessions": np.tile([1, 2, 4, 8], 18), "throughput": gen.lognormal(size=72)})
+    frame.loc[gen.choice(72, 9, replace=False), "throughput"] = np.nan
+    frame = frame.drop(index=[3, 30, 31])
+    frame.loc[frame.variant == "c", "throughput"] = np.nan  # a variant with nothing measured
+    for where in ({"sessions": 2}, {"sessions": 8}, None):
+        part = frame if where is None else frame[frame.sessions == where["sessions"]]
+        wide = part.pivot_table(index="repetition", columns="variant", values="throughput", aggfunc="median")
+        expected = (wide["a"] / wide["b"]).dropna()
+        got = paired_ratios(frame, "throughput", "a", "b", where)
+        assert list(got.index) == list(expected.index) and list(got) == list(expected)
+        assert paired_ratios(frame, "throughput", "a", "c", where).empty

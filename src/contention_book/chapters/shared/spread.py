@@ -117,7 +117,9 @@ def paired_ratios(frame: pd.DataFrame, value: str, numerator: str, denominator: 
         part = part[part[col] == want]
     if pair not in part.columns:
         part = part.assign(**{pair: 0})
-    wide = part.pivot_table(index=pair, columns=variant, values=value, aggfunc="median")
+    # pivot_table(index=pair, columns=variant, values=value, aggfunc="median"), without its all-NaN columns,
+    # at a quarter of its cost (a chapter asks for dozens of ratios)
+    wide = part.groupby([pair, variant])[value].median().unstack(variant).dropna(axis=1, how="all")
     if numerator not in wide.columns or denominator not in wide.columns:
         return pd.Series(dtype=float)
     out = wide[numerator] - wide[denominator] if difference else wide[numerator] / wide[denominator]
