@@ -197,8 +197,9 @@ def kernel_manager_class(log=None):
     return BookKernelManager
 
 
-# imported by every chapter's setup cell: a kernel started ahead of its chapter has them loaded when the chapter starts
-WARM_IMPORTS = "__import__(\"contention_book.chapters.shared.notebook\") and None  # binds no name"
+# imported by every chapter's setup cell: a kernel started ahead of its chapter has them loaded when the chapter
+# starts (an expression, so that it binds no name in the notebook's namespace)
+WARM_IMPORTS = "__import__(\"contention_book.chapters.shared.notebook\") and None"
 
 
 def start_kernel():
