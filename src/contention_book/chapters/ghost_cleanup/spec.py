@@ -40,9 +40,9 @@ RUNS_COLUMNS = ("variant", "sessions", "elapsed_s", "operations", "throughput")
 # adds 1), and the table must still hold exactly one row.
 UPDATES_BALANCE = Identity("updates done (the key read back) = updates asked",
                            lambda f: f["updates_done"] == f["updates_asked"], ("updates_done", "updates_asked"),
-                           engines=("postgres", "sqlserver"), required=False)
+                           engines=("postgres", "sqlserver"))
 ONE_ROW = Identity("the table holds exactly one row after the run", lambda f: f["live_rows"] == 1, ("live_rows",),
-                   engines=("postgres", "sqlserver"), required=False)
+                   engines=("postgres", "sqlserver"))
 # What the holding session pins, read from pg_stat_activity before and after the loop.
 HOLDER_COLUMNS = ("variant", "phase", "isolation", "state", "xmin_held", "xid_held", "xmin_age")
 CURVE_COLUMNS = ("variant", "updates_done", "elapsed_s", "us_per_update")

@@ -34,7 +34,7 @@ NATIVE_COLUMNS = ("kind", "threads", "repetition", "duration_s", "records", "rec
                   "waits", "parks", "handoffs", "spins", "backoffs", "queue_spins", "wait_p50_ns", "wait_p99_ns",
                   "wait_p999_ns", "wait_max_ns", "voluntary_cs", "involuntary_cs", "cpu_s", "jain_index",
                   "min_share")
-# Written by latch_convoy since it prints its own accounting; recordings made before lack them.
+# latch_convoy prints its own accounting; a measured native recording without these columns is refused.
 NATIVE_ACCOUNTING = ("records_under_lock", "acquisitions")
 
 # What each native point must balance (what went in = what came out): the threads' own record counts, summed, are
@@ -43,7 +43,7 @@ NATIVE_ACCOUNTING = ("records_under_lock", "acquisitions")
 NATIVE_IDENTITIES = (
     Identity("records counted by the threads = records appended under the lock = acquisitions timed",
              lambda f: (f["records"] == f["records_under_lock"]) & (f["records"] == f["acquisitions"]),
-             ("records", "records_under_lock", "acquisitions"), engines=("native",), required=False),
+             ("records", "records_under_lock", "acquisitions"), engines=("native",)),
     Identity("hand-offs ≤ waits ≤ parks ≤ records + parks (every hand-off went to a queued waiter)",
              lambda f: (f["handoffs"] <= f["waits"]) & (f["waits"] <= f["parks"]) & (f["waits"] <= f["records"]),
              ("handoffs", "waits", "parks", "records"), engines=("native",)),

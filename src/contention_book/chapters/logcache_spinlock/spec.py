@@ -35,17 +35,16 @@ LABELS = {
 # workers a CPU of its own, and a PostgreSQL walwriter pinned alone takes too large a share of the machine.
 MIN_CPUS_FOR_ALONE = 4
 
-# What each point must balance.  Recordings made before the programs printed these columns lack them, so the
-# identities are checked where the columns are (and the live runners always write them).
+# What each point must balance (the live runners write these columns; a measured recording without them is
+# refused, naming the column and the identity it is needed for).
 RUN_IDENTITIES = (
     Identity("bytes appended under the lock = records × record size = bytes flushed + bytes left in the buffer",
              lambda f: (f["bytes_appended"] == f["records"] * f["record_bytes"])
              & (f["bytes_appended"] == f["bytes_flushed"] + f["bytes_left"]),
-             ("records", "record_bytes", "bytes_appended", "bytes_flushed", "bytes_left"), engines=("native",),
-             required=False),
+             ("records", "record_bytes", "bytes_appended", "bytes_flushed", "bytes_left"), engines=("native",)),
     Identity("rows the driver counted = rows of the measured calls found in the table afterwards",
              lambda f: (f["errors"] > 0) | (f["rows"] == f["rows_counted"]),
-             ("rows", "rows_counted", "errors"), engines=("postgres",), required=False),
+             ("rows", "rows_counted", "errors"), engines=("postgres",)),
 )
 
 LAYOUT = {
