@@ -24,7 +24,7 @@ def test_propagation_interval_contains_the_median_and_follows_the_inputs():
 def test_a_published_value_inside_is_predicted_and_outside_is_missed():
     assert predict(10.2).verdict == "predicted"
     missed = predict(30.0).verdict
-    assert missed.startswith("missed") and "3× the predicted" in missed
+    assert missed.startswith("missed") and "lies above the predicted" in missed and "(3× the prediction)" in missed
 
 
 def test_contrary_costs_make_a_prediction_miss():

@@ -123,8 +123,11 @@ def judge_prediction(p: Prediction) -> str:
     lo, hi = s.low, s.high
 
     def miss(ref: float) -> str:
-        factor = pub / ref if ref else float("inf")
-        return f"missed: the published {_fmt(pub)} is {_fmt(factor)}× the predicted {_fmt(ref)}"
+        side = "above" if pub > hi else "below"
+        shown = f"the published {_fmt(pub)} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)}"
+        if ref > 0 and np.isfinite(ref):
+            return f"missed: {shown} ({pub / ref:.3g}× the prediction)"
+        return f"missed: {shown}"
 
     if p.kind == "at least":  # the model says the quantity is at least L
         if p.published_kind == "at most" and pub < lo:
