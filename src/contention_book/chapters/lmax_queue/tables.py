@@ -360,6 +360,29 @@ def _py(v: Any) -> Any:
     return v
 
 
+SPLIT = 2.0  # repetitions of one point this far apart are two regimes, not noise around one
+
+
+def split_sentence(runs: pd.DataFrame, variant: str = "ring", sessions: int = 1) -> str:
+    """A sentence for the page when the repetitions of the ring's 1-producer point fall into two groups (the
+    slowest under 1/SPLIT of the fastest): how many ran slow, by how much, and what the latency says; else ""."""
+    part = runs[(runs["variant"] == variant) & (runs["sessions"] == sessions)]
+    if len(part) < 3:
+        return ""
+    rate = part["throughput"].astype(float)
+    if rate.min() * SPLIT > rate.max():
+        return ""
+    slow = part[rate < rate.max() / SPLIT]
+    fast = part[rate >= rate.max() / SPLIT]
+    lat = slow["p50_ns"].median() / fast["p50_ns"].median() if "p50_ns" in part else float("nan")
+    return (f"{len(slow)} of the {len(part)} repetitions of the ring with one producer ran at "
+            f"{slow['throughput'].median() / fast['throughput'].median():.2f} of the others' rate, with a median "
+            f"enqueue-to-dequeue time {lat:.1f}× as long: the hand-off between the two CPUs itself got slower for "
+            "those repetitions, which is why the interval of that ratio is wide. On a virtual machine the host "
+            "decides which physical cores run the vCPUs and may move them; the cache-line chapter measures the "
+            "transfer between this machine's CPUs, and a reader's own run shows whether it holds still.")
+
+
 def key_numbers(shown) -> dict[str, Any]:
     """Every number the prose quotes, each taken from a recording."""
     adkin, lmax, native, db = shown.adkin, shown.lmax, shown.native, shown.db
@@ -411,6 +434,7 @@ def key_numbers(shown) -> dict[str, Any]:
         for p in ("p50", "p99"):
             n[f"nat_{q}_1p_{p}_us"] = _at(t, q, 1, f"{p}_us")
             n[f"nat_{q}_maxp_{p}_us"] = _at(t, q, maxp, f"{p}_us")
+    n["nat_split_sentence"] = split_sentence(runs)
     n["nat_ring_maxp_batch"] = _at(t, "ring", maxp, "mean_batch")
     n["nat_ring_1p_batch"] = _at(t, "ring", 1, "mean_batch")
     fs = false_sharing(native).set_index("layout")["ns_per_increment"]
