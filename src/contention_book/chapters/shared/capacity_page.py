@@ -37,6 +37,11 @@ def intro(preds: Sequence[Prediction | dict]) -> str:
              "the published number lies inside the interval, *predicted as a bound* when the model can only bound "
              "the quantity and the published number is on the bound's side, and *missed* otherwise, with by how "
              "much.", ""]
+    verdicts = [(p.verdict if isinstance(p, Prediction) else p["verdict"]).split(":")[0] for p in preds]
+    missed = verdicts.count("missed")
+    if missed and missed * 2 >= len(verdicts):
+        lines += [f"**{missed} of the {len(verdicts)} predictions below miss.** That is a finding too: each says what "
+                  "its model leaves out, and the size of the miss measures how much that is.", ""]
     for p in preds:
         if isinstance(p, Prediction):
             lines.append(f"- **{p.model[0].upper() + p.model[1:]}**: ${_tex(p.equation)}$. "
