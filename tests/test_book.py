@@ -109,7 +109,7 @@ def test_live_chapter_run_renders_and_leaks_no_password(pg, tmp_path, capfd):
                        output=tmp_path / "live.ipynb")
     made = [p for p in record_to.iterdir() if p.is_dir()]
     assert len(made) == 1 and (made[0] / "manifest.json").exists()
-    assert f"{made[0].name}: measured" in out.read_text()  # the chapter shows the new recording
+    assert f"`{made[0].name}`" in out.read_text()  # the chapter's Recordings section names the new recording
     captured = capfd.readouterr()
     outputs = {"stdout": captured.out, "stderr": captured.err, str(out): out.read_text()}
     for f in made[0].rglob("*"):

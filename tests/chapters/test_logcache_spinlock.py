@@ -313,7 +313,10 @@ def fake_native(tmp_path, cpus=4, topo=None):
             "writer_flushes_per_s": [100.0, 5000.0, 120.0, 5100.0, 110.0, 5050.0],
             "writer_wait_p50_ns": [1e7, 100.0, 1e7, 90.0, 1e7, 95.0], "writer_wait_p99_ns": [1e8, 1e4] * 3,
             # where each variant ran its 2 workers: B gives them a CPU each only when there are 3 CPUs besides the writer's
-            "writer_cpu": [0] * 6, "worker_cpus": ["0 1", "1 2" if cpus >= 3 else "1"] * 3}))
+            "writer_cpu": [0] * 6, "worker_cpus": ["0 1", "1 2" if cpus >= 3 else "1"] * 3,
+            # the accounting every measured point must balance: appended = records x size = flushed + left
+            "records": [1000] * 6, "record_bytes": [64] * 6, "bytes_appended": [64000] * 6,
+            "bytes_flushed": [60000] * 6, "bytes_left": [4000] * 6}))
     return lc.load(dest)
 
 

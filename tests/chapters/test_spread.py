@@ -50,7 +50,7 @@ def test_summarize_gives_one_row_per_group():
     ([0.8, 0.9, 0.85, 0.95, 0.7], "differs"),            # the contrary data: the claim is false
     ([0.9, 1.3, 1.0, 1.2, 1.1, 0.95, 1.25], "inconclusive"),  # straddles the threshold
     ([1.5, 1.6], "inconclusive"),                        # too few repetitions to decide
-    ([], "not testable here"),
+    ([], "not testable with this recording"),          # no deciding point in the recording
 ])
 def test_the_verdict_rule_can_fail(values, verdict):
     assert above(spread(values), 1.1).split(":")[0] == verdict

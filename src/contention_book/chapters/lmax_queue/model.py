@@ -46,7 +46,7 @@ def predictions(shown, native=None) -> list[Prediction]:
         fs = native.recording.csv("results/false_sharing.csv")
     if paper is not None and fs is not None:
         inc = open_chapter(SPEC.chapter, paper.recording.id).csv("published/increment_costs.csv").set_index("method")
-        src = f"measured: {native.recording.id}, results/false_sharing.csv"
+        src = f"measured: {native.recording.id}, the false-sharing runs"
         private = Input.measured("one thread incrementing a private counter", "t_private",
                                  fs.loc[fs["layout"] == "single", "ns_per_increment"], "ns", src)
         shared = Input.measured("two threads adding atomically to one counter", "t_shared",
