@@ -53,4 +53,7 @@ def usl_fits(shown):
     """USL fits to the native sweep's records/s per lock kind (threads as the concurrency)."""
     from ..shared.capacity_page import usl_curves
 
-    return usl_curves(shown.measured.runs, "threads", "records_per_s", "kind", f"measured: {shown.measured.id}")
+    from .spec import KIND_LABELS
+
+    return usl_curves(shown.measured.runs, "threads", "records_per_s", "kind", f"measured: {shown.measured.id}",
+                      KIND_LABELS)

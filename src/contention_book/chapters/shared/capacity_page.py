@@ -6,7 +6,7 @@ so the page and Findings never disagree.
 """
 from __future__ import annotations
 
-import json
+import textwrap
 from typing import Sequence
 
 import matplotlib.pyplot as plt
@@ -40,20 +40,17 @@ def intro(preds: Sequence[Prediction | dict]) -> str:
     verdicts = [(p.verdict if isinstance(p, Prediction) else p["verdict"]).split(":")[0] for p in preds]
     missed = verdicts.count("missed")
     if missed and missed * 2 >= len(verdicts):
-        lines += [f"**{missed} of the {len(verdicts)} predictions below miss.** That is a finding too: each says what "
-                  "its model leaves out, and the size of the miss measures how much that is.", ""]
+        head = ("The prediction below misses." if len(verdicts) == 1 else
+                f"{missed} of the {len(verdicts)} predictions below miss.")
+        lines += [f"**{head}** That is a finding too: each model says what it leaves out, and the size of the miss "
+                  "measures how much that is.", ""]
     for p in preds:
         if isinstance(p, Prediction):
-            lines.append(f"- **{p.model[0].upper() + p.model[1:]}**: ${_tex(p.equation)}$. "
+            lines.append(f"- **{p.model[0].upper() + p.model[1:]}**: *{p.equation}*. "
                          f"Verdict: *{p.verdict}*. What it leaves out: {p.lacks}.")
         else:
             lines.append(f"- {p['quantity'][0].upper() + p['quantity'][1:]}: *{p['verdict']}*.")
     return "\n".join(lines)
-
-
-def _tex(eq: str) -> str:
-    return (eq.replace("·", r" \cdot ").replace("≥", r" \geq ").replace("≤", r" \leq ").replace("−", "-")
-            .replace("t₀", "t_0").replace("√", r"\sqrt"))
 
 
 def inputs_frame(preds: Sequence[Prediction | dict]) -> pd.DataFrame:
@@ -94,8 +91,8 @@ def figure(preds: Sequence[Prediction | dict]):
                 label="the article's number" + ("" if p.published_kind == "value" else f" ({p.published_kind})"))
         symbol = next(i for i in p.inputs if i.symbol == p.vary)
         ax.set_xlabel(f"{symbol.name} ({symbol.symbol})")
-        ax.set_ylabel(f"{p.quantity} ({p.unit})")
-        ax.set_title(p.model, loc="left", fontsize=8, wrap=True)
+        ax.set_ylabel(p.unit)
+        ax.set_title("\n".join(textwrap.wrap(p.quantity[0].upper() + p.quantity[1:], 42)), loc="left", fontsize=8)
         if p.vary == "P":
             ax.xaxis.get_major_locator().set_params(integer=True)
     handles, labels = axes[0][0].get_legend_handles_labels()
