@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from contention_book.chapters.shared import display, style  # noqa: E402
+from contention_book.chapters.shared import style  # noqa: E402
+from contention_book.harness import display  # noqa: E402
 
 
 @pytest.mark.parametrize("value, text", [

@@ -349,7 +349,7 @@ SCROLLED_JS = """
 
 
 def test_no_table_is_hidden_in_a_scroll_box(site):
-    """A table too wide for the column is split or turned on its side (shared.display), never left to scroll."""
+    """A table too wide for the column is split or turned on its side (harness.display), never left to scroll."""
     base, page = site
     bad = {}
     for path in pages():
@@ -398,10 +398,10 @@ def prose(site):
 
 def book_ids() -> set[str]:
     """The book's own code names a reader should never see: every chapter's variant ids (walwriter_alone,
-    cannot_retry) and the column ids shared.display renames.  Engine names (backend_xmin, pg_wait_sampling)
+    cannot_retry) and the column ids harness.display renames.  Engine names (backend_xmin, pg_wait_sampling)
     and C functions are real names, not these."""
     from contention_book.chapters import PACKAGES, package
-    from contention_book.chapters.shared.display import NAMES
+    from contention_book.harness.display import NAMES
 
     ids = {n for n in NAMES if "_" in n}
     for chapter in PACKAGES:

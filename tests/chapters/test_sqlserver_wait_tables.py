@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from contention_book.chapters.shared import sqlserver_waits as W
-from contention_book.chapters.shared.display import human, table_html
+from contention_book.harness.display import human, table_html
 from contention_book.harness.sqlserver_waits import classify
 from sqlserver_sim import run as R
 from sqlserver_sim import server as S

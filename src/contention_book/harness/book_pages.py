@@ -75,7 +75,7 @@ def findings_frame(notebooks: dict[str, Path]) -> pd.DataFrame:
 def write_findings(notebooks: dict[str, Path]) -> Path:
     import html as html_
 
-    from contention_book.chapters.shared.verdict_table import VOCABULARY, totals, verdict_table_html
+    from .verdict_table import VOCABULARY, totals, verdict_table_html
 
     frame = findings_frame(notebooks)
     counted = totals(frame["verdict"])
@@ -171,7 +171,7 @@ def _rows_html(rows: list[dict], columns: list[str], caption: str, table_id: str
     """A captioned table whose rows carry ids (``_id``), so a chapter can link to one recording's row."""
     import html as html_
 
-    from contention_book.chapters.shared.display import MISSING, number_text
+    from .display import MISSING, number_text
 
     def cell(col, value):
         if value is None or value == "" or (isinstance(value, float) and value != value):

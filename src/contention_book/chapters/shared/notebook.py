@@ -27,7 +27,7 @@ from myst_nb import glue
 from contention_book.harness import load_record
 from contention_book.harness.params import is_empty
 
-from . import display as book_display
+from contention_book.harness import display as book_display
 from . import style
 from .stacks import StackSection
 
@@ -304,7 +304,7 @@ def show_verdicts(chapter, shown) -> None:
 
     from contention_book.harness.book_pages import claims_anchor, save_verdicts
 
-    from .verdict_table import verdict_table_html
+    from contention_book.harness.verdict_table import verdict_table_html
 
     rows = chapter.verdicts(shown)
     save_verdicts(chapter.SPEC.chapter, rows)
