@@ -127,30 +127,13 @@ def _chains(p: Profile, function: str, direction: str, depth: int):
 
 
 def _tree_rows(p: Profile, label: str, chains, weights, fn_weight: float, end_label: str, sep: str) -> pd.DataFrame:
-    names = p.frame_names()
-    total = p.total_weight
-    agg: dict[tuple, float] = {}
-    for chain, w in zip(chains, weights):
-        if not chain:
-            chain = (-1,)
-        for k in range(1, len(chain) + 1):
-            agg[chain[:k]] = agg.get(chain[:k], 0.0) + w
-    kids: dict[tuple, list[tuple]] = {}
-    for path in agg:
-        kids.setdefault(path[:-1], []).append(path)
-    rows = [(0, label, label, fn_weight)]
+    """The call tree as a frame: the rows :func:`callgraph._tree` builds (one tree builder for both paths)."""
+    from dataclasses import asdict
 
-    def walk(prefix):
-        for path in sorted(kids.get(prefix, []), key=lambda q: (-agg[q], q)):
-            text = [end_label if f < 0 else names[f] for f in path]
-            rows.append((len(path), text[-1], sep.join([label] + text), agg[path]))
-            walk(path)
+    from .callgraph import TreeRow, _tree
 
-    walk(())
-    df = pd.DataFrame(rows, columns=["depth", "frame", "path", "weight"])
-    df["pct"] = _pct(df["weight"].to_numpy(), total)
-    df["pct_of_function"] = _pct(df["weight"].to_numpy(), fn_weight)
-    return df
+    rows = _tree(p, label, chains, weights, fn_weight, end_label, sep)
+    return pd.DataFrame([asdict(r) for r in rows], columns=list(TreeRow.__dataclass_fields__))
 
 
 def callers(p: Profile, function: str, depth: int = 3) -> pd.DataFrame:
