@@ -26,9 +26,15 @@ users ask for:
 - Ctrl-C stops the sessions cleanly and re-raises, so the recording writer
   marks the recording incomplete.
 
-pyodbc releases the GIL while a statement runs, so threads are enough to
-keep N server sessions busy; the hot loop only appends to arrays, and
-everything else is computed after the window.
+Two ways to run the sessions.  A call given as a :class:`Statement` (one SQL
+text, its parameters, what to do with its first row) on PostgreSQL through
+libpq (harness.pg_client) runs as pgbench does: every connection
+non-blocking, multiplexed by min(sessions, CPUs) threads
+(:mod:`.pg_loop`), so a finished call is answered without waking a thread
+of its own.  Any other call (a Python function; pyodbc, as for SQL Server)
+runs one thread per session: pyodbc releases the GIL while a statement
+runs.  Either way the hot loop only appends to arrays, and everything else
+is computed after the window.
 """
 from __future__ import annotations
 
@@ -323,6 +329,48 @@ class SessionsFailed(RuntimeError):
     """Every call of a run failed: there is nothing to measure."""
 
 
+def _pause(returned: Any) -> float:
+    """The pause a call asked for: a number of seconds it returned (anything else, e.g. a cursor, is none)."""
+    return float(returned) if isinstance(returned, (int, float)) and not isinstance(returned, bool) \
+        and returned > 0 else 0.0
+
+
+class SessionDone(Exception):
+    """Raised by a call (or by a :class:`Statement`'s ``args``) when its session has no more calls to make: the
+    session stops there, and nothing is counted as an error."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A call that is one SQL statement: run by either way of running sessions, with the same meaning.
+
+    ``sql`` is one text (``?`` parameters), or one text per session.
+    ``args`` is a tuple, or ``args(session, op)`` returning one (it may
+    raise :class:`SessionDone`).  ``on_result(session, op, row)`` gets the
+    first row (None when there is none) and may return a pause in seconds:
+    the session waits that long before its next call, outside the call's
+    latency (a consumer that found its queue empty backs off).
+    """
+
+    sql: str | tuple[str, ...]
+    args: tuple | Callable[[int, int], tuple] = ()
+    on_result: Callable[[int, int, Any], float | None] | None = None
+
+    def text(self, session: int) -> str:
+        return self.sql if isinstance(self.sql, str) else self.sql[session]
+
+    def values(self, session: int, op: int) -> tuple:
+        return tuple(self.args(session, op)) if callable(self.args) else self.args
+
+    def __call__(self, cur, session: int, op: int) -> float | None:
+        """The thread-per-session way: execute, read the first row, return the pause."""
+        cur.execute(self.text(session), *self.values(session, op))
+        if self.on_result is None:
+            return None
+        row = cur.fetchone() if cur.description else None
+        return self.on_result(session, op, row)
+
+
 def run_sessions(
     connect: Callable[[], Any],
     operation: Callable[[Any, int, int], None],
@@ -419,6 +467,7 @@ def run_sessions(
     def worker(i: int) -> None:
         st = stats[i]
         conn = None
+        finished = False  # the session said it has no more calls (SessionDone)
         try:
             try:
                 conn = connect()
@@ -428,8 +477,12 @@ def run_sessions(
                     setup_session(cur, i)
                 w, until = 0, time.perf_counter() + warmup_s
                 while w < warmup_operations or time.perf_counter() < until:
-                    operation(cur, i, -1 - w)
+                    pause = _pause(operation(cur, i, -1 - w))
                     w += 1
+                    if pause:
+                        time.sleep(pause)
+            except SessionDone:
+                finished = True
             except Exception as exc:  # noqa: BLE001 - reported to the caller below
                 ready_errors.append(f"session {i}: {redact(exc)}")
                 stop.set()
@@ -438,7 +491,7 @@ def run_sessions(
                 barrier.wait()
             except threading.BrokenBarrierError:
                 return
-            if stop.is_set():
+            if stop.is_set() or finished:
                 return
             if schedule is not None:
                 precise_sleeps()
@@ -459,9 +512,13 @@ def run_sessions(
                     start = origin = perf()
                 tries = 0
                 failed = None
+                pause = None
                 while True:
                     try:
-                        operation(cur, i, op)
+                        pause = _pause(operation(cur, i, op))
+                        break
+                    except SessionDone:
+                        finished = True
                         break
                     except Exception as exc:  # noqa: BLE001 - classified and counted
                         code = classify(exc)
@@ -474,6 +531,8 @@ def run_sessions(
                         failed = (code, exc)
                         break
                 end = perf()
+                if finished:
+                    break
                 if failed is not None:
                     code, exc = failed
                     st.errors += 1
@@ -501,6 +560,8 @@ def run_sessions(
                 if keep_timeline:
                     st.timeline.append((op, end / 1e9, (end - origin) / 1e9))
                 op += 1
+                if pause and stop.wait(pause):
+                    break
         finally:
             if conn is not None:
                 try:

@@ -139,6 +139,27 @@ def _text(data: bytes) -> str:
     return data.decode()
 
 
+def rows(res) -> list[tuple]:
+    """A result's rows, each value typed as psqlODBC would return it (see _LOADERS)."""
+    loaders = [_LOADERS.get(res.ftype(i), _text) for i in range(res.nfields)]
+    get = res.get_value
+    return [tuple(None if (v := get(r, c)) is None else f(v) for c, f in enumerate(loaders))
+            for r in range(res.ntuples)]
+
+
+def first_row(res) -> tuple | None:
+    """The first row of a result that has rows (typed as :func:`rows` types them), else None."""
+    if res is None or res.status != 2 or res.ntuples == 0:  # TUPLES_OK
+        return None
+    loaders = [_LOADERS.get(res.ftype(i), _text) for i in range(res.nfields)]
+    return tuple(None if (v := res.get_value(0, c)) is None else f(v) for c, f in enumerate(loaders))
+
+
+def dump(params: Sequence[Any]) -> list[bytes | None] | None:
+    """Parameter values as libpq takes them (text format), None for none."""
+    return [_dump(p) for p in params] if params else None
+
+
 # -- cursor and connection --------------------------------------------------------------
 class Cursor:
     """One statement's results at a time; ``execute`` returns the cursor, as pyodbc's does."""
@@ -176,10 +197,7 @@ class Cursor:
             res = self._current()
             if res is None or res.status != 2:
                 raise Error("HY010", "no results: the previous statement returned no rows")
-            loaders = [_LOADERS.get(res.ftype(i), _text) for i in range(res.nfields)]
-            get = res.get_value
-            self._rows = [tuple(None if (v := get(r, c)) is None else f(v) for c, f in enumerate(loaders))
-                          for r in range(res.ntuples)]
+            self._rows = rows(res)
         return self._rows
 
     def fetchone(self):
@@ -270,6 +288,28 @@ class Connection:
     def _begin(self) -> None:
         if not self.autocommit and self.pgconn.transaction_status == self._pq.TransactionStatus.IDLE:
             self._check(self.pgconn.exec_(b"BEGIN"))
+
+    def prepared(self, sql: str, params: Sequence[Any]) -> bytes:
+        """The name of a server-side prepared statement for ``sql`` on this connection (prepared now if it is
+        not yet), for a caller that sends it itself (harness.pg_loop); ``params`` are a call's values, whose
+        types the server is told where it cannot infer them.  A text that cannot be prepared is an error."""
+        if self.closed:
+            raise Error("08003", "the connection is closed")
+        text, count = numbered(sql)
+        if count != len(params):
+            raise Error("07002", f"[07002] the statement has {count} parameter marker(s) but {len(params)} "
+                                 "value(s) were given")
+        entry = self._statements.setdefault(sql, [None, text.encode(), 0])
+        if entry[0] is None:
+            name = f"cb{self._prepared}".encode()
+            res = self.pgconn.prepare(name, entry[1], None)
+            if res.status != 1 and params and _state(res) in (b"42P18", b"42725"):
+                res = self.pgconn.prepare(name, entry[1], [_oid(p) for p in params])
+            if res.status != 1:
+                raise self._fail(res)
+            self._prepared += 1
+            entry[0] = name
+        return entry[0]
 
     def _run(self, sql: str, params: Sequence[Any]) -> list:
         if self.closed:
