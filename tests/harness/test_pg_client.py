@@ -35,6 +35,7 @@ def test_conninfo_refuses_an_unknown_key_by_name():
     with pytest.raises(Error) as err:
         conninfo([("Server", "h"), ("Sslrootcertx", "y")])
     assert err.value.args[0] == "08001" and "'Sslrootcertx'" in err.value.args[1] and "ODBC client" in err.value.args[1]
+    assert f"{CLIENT_ENV}=odbc" in err.value.args[1]
 
 
 def test_values_dump_as_postgresql_text():
@@ -56,22 +57,40 @@ def test_loaders_return_what_psqlodbc_returns():
 def test_client_choice(monkeypatch):
     t = Target(name="X", source="env", engine="postgres", _conn_str="Server=h;")
     monkeypatch.delenv(CLIENT_ENV, raising=False)
-    assert t.client_name() == "odbc"  # the default stays the ODBC driver
-    monkeypatch.setenv(CLIENT_ENV, "psycopg")
-    assert t.client_name() == "psycopg"
+    assert t.client_name() == "psycopg"  # PostgreSQL's default is libpq
     assert Target(name="X", source="env", engine="sqlserver").client_name() == "odbc"  # SQL Server: always ODBC
+    assert Target(name="X", source="env", engine=None).client_name() == "odbc"  # engine unknown: ODBC detects it
+    monkeypatch.setenv(CLIENT_ENV, "odbc")
+    assert t.client_name() == "odbc"  # psqlODBC on request
+    monkeypatch.setenv(CLIENT_ENV, " PSYCOPG ")
+    assert t.client_name() == "psycopg"
+    assert Target(name="X", source="env", engine="sqlserver").client_name() == "odbc"
     assert Target(name="X", source="env", engine="postgres", client="odbc").client_name() == "odbc"  # explicit wins
     monkeypatch.setenv(CLIENT_ENV, "libpq")
     with pytest.raises(TargetError, match="CONTENTION_BOOK_PG_CLIENT='libpq': expected one of odbc, psycopg"):
         t.client_name()
 
 
-def test_a_dsn_cannot_be_read_by_libpq(monkeypatch):
-    t = Target(name="MYDSN", source="dsn", engine="postgres", _conn_str="DSN=MYDSN", client="psycopg")
-    with pytest.raises(TargetError, match="ODBC DSN, which libpq cannot read"):
+def test_a_dsn_cannot_be_read_by_libpq_and_the_error_names_both_ways_out(monkeypatch):
+    monkeypatch.delenv(CLIENT_ENV, raising=False)
+    t = Target(name="MYDSN", source="dsn", engine="postgres", _conn_str="DSN=MYDSN")  # the default client
+    with pytest.raises(TargetError, match="ODBC DSN, which libpq cannot read") as err:
         t.connect()
+    assert "environment variable" in str(err.value) and f"{CLIENT_ENV}=odbc" in str(err.value)
 
 
 def test_describe_names_psycopg_and_libpq():
     text = pg_client.describe()
     assert text.startswith("psycopg 3.") and "libpq " in text
+
+
+def test_a_failed_libpq_connect_names_the_target_and_the_client_never_the_password(monkeypatch):
+    monkeypatch.delenv(CLIENT_ENV, raising=False)
+    monkeypatch.setenv("PG_NOWHERE_LIBPQ", "Server=127.0.0.1;Port=1;Database=x;Uid=u;Pwd=never-print-this-pw;")
+    from contention_book.harness.targets import resolve_target
+
+    with pytest.raises(TargetError) as err:
+        resolve_target("PG_NOWHERE_LIBPQ", "postgres").connect(timeout=2)
+    text = str(err.value)
+    assert "'PG_NOWHERE_LIBPQ' (psycopg client, libpq): could not connect" in text, text
+    assert "never-print-this-pw" not in text

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Sequence
 
 CLIENTS = ("odbc", "psycopg")
 CLIENT_ENV = "CONTENTION_BOOK_PG_CLIENT"
+DEFAULT_CLIENT = "psycopg"  # PostgreSQL's client unless CLIENT_ENV (or Target.client) says "odbc"
 MAX_STATEMENTS = 500  # statement texts remembered (and prepared) per connection; beyond, each runs unprepared
 
 # ODBC connection-string keys (psqlODBC's spellings, any case) -> libpq keywords
@@ -49,7 +50,8 @@ def conninfo(pairs: Iterable[tuple[str, str]], timeout: int | None = None) -> by
             out.setdefault(ODBC_TO_LIBPQ[low], value)  # the first key wins, as in ODBC
         elif low not in ODBC_ONLY:
             raise Error("08001", f"connection string key {key!r}: the psycopg client does not know it (expected "
-                                 f"one of {', '.join(sorted(ODBC_TO_LIBPQ))}); use the ODBC client for this target")
+                                 f"one of {', '.join(sorted(ODBC_TO_LIBPQ))}); use the ODBC client for this target "
+                                 f"({CLIENT_ENV}=odbc)")
     if timeout and "connect_timeout" not in out:
         out["connect_timeout"] = str(int(timeout))
     out["client_encoding"] = "UTF8"

@@ -103,17 +103,18 @@ class Target:
     source: str  # "env" or "dsn"
     engine: str | None = None
     _conn_str: str = field(default="", repr=False)
-    client: str | None = None  # PostgreSQL only: "odbc" or "psycopg"; None reads CONTENTION_BOOK_PG_CLIENT
+    client: str | None = None  # PostgreSQL only: "psycopg" (the default) or "odbc"; None reads CONTENTION_BOOK_PG_CLIENT
 
     def connection_string(self, database: str | None = None) -> str:
         return with_database(self._conn_str, database)
 
     def client_name(self) -> str:
-        """Which client connects: "psycopg" (libpq, harness.pg_client) only when asked for and the engine is
-        PostgreSQL; "odbc" (pyodbc) otherwise, and always for SQL Server, where the ODBC driver is the reader's."""
-        from .pg_client import CLIENT_ENV, CLIENTS
+        """Which client connects.  PostgreSQL: "psycopg" (libpq, harness.pg_client) unless "odbc" (pyodbc over
+        psqlODBC) is asked for, because psqlODBC's per-call CPU is taken from the server on a small machine.
+        SQL Server, and a target whose engine is not known yet: always "odbc", the reader's own driver."""
+        from .pg_client import CLIENT_ENV, CLIENTS, DEFAULT_CLIENT
 
-        name = (self.client or os.environ.get(CLIENT_ENV) or "odbc").strip().lower()
+        name = (self.client or os.environ.get(CLIENT_ENV) or DEFAULT_CLIENT).strip().lower()
         if name not in CLIENTS:
             raise TargetError(f"{CLIENT_ENV}={name!r}: expected one of {', '.join(CLIENTS)}")
         return name if self.engine == "postgres" else "odbc"
@@ -156,15 +157,16 @@ class Target:
         from . import pg_client
 
         if self.source != "env":
-            raise TargetError(f"target {self.name!r} is an ODBC DSN, which libpq cannot read: with "
-                              f"{pg_client.CLIENT_ENV}=psycopg, name an environment variable holding the "
-                              "connection string (Server, Port, Database, Uid, Pwd)")
+            raise TargetError(f"target {self.name!r} is an ODBC DSN, which libpq cannot read. PostgreSQL is "
+                              "reached through libpq (psycopg) by default: name an environment variable holding "
+                              "the connection string (Server, Port, Database, Uid, Pwd) instead, or set "
+                              f"{pg_client.CLIENT_ENV}=odbc to connect through psqlODBC and keep the DSN")
         try:
             conn = pg_client.connect(parse_connection_string(self.connection_string(database)),
                                      autocommit=autocommit, timeout=timeout)
         except pg_client.Error as exc:
             message = redaction.redact(exc)
-            raise TargetError(f"target {self.name!r} (psycopg client): could not connect"
+            raise TargetError(f"target {self.name!r} (psycopg client, libpq): could not connect"
                               f"{' to database ' + repr(database) if database else ''}: {message}") from None
         set_lock_timeout(conn, self.engine)
         return conn
