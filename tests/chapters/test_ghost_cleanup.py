@@ -216,6 +216,51 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
 
 
 @pytest.mark.live
+def test_load_check_counts_the_driven_session_not_the_idle_holder(pg, tmp_path, monkeypatch):
+    """Each point's load_points row carries the wait sampler and the driven backend's server/client shares; the
+    holder, idle in its transaction and so waiting for its client the whole run, is sampled but not counted."""
+    from conftest import TEST_ENV_VAR
+    from contention_book.chapters.ghost_cleanup import run_postgres
+    from contention_book.harness.pg_waits import client_bound
+
+    seen = {"holder": [], "record": []}
+    real_holder, real_record = run_postgres._holder_state, run_postgres.record
+
+    def holder_state(run, conn, variant, pid, phase):
+        seen["holder"].append(int(pid))
+        return real_holder(run, conn, variant, pid, phase)
+
+    def record(writer, result, **kw):
+        seen["record"].append(kw)
+        return real_record(writer, result, **kw)
+
+    monkeypatch.setattr(run_postgres, "_holder_state", holder_state)
+    monkeypatch.setattr(run_postgres, "record", record)
+    path = run_live(target=TEST_ENV_VAR, engine="postgres", updates=6000, chunk=500, repetitions=1,
+                    variants=["baseline", "idle_read_committed"], record_to=str(tmp_path / "rec"),
+                    database="contention_test", stacks=False, log=lambda *_: None)
+    points = ghost.load(path).by_repetition("load_points").set_index("variant")
+    assert {"wait_source", "server_share", "client_share", "observer_cpu_per_s"} <= set(points.columns)
+    assert points["wait_source"].isin(["pg_wait_sampling", "polling"]).all()
+    assert points["client_share"].between(0, 1).all()
+    assert (points["server_share"] + points["client_share"]).round(9).eq(1).all()
+
+    kw = seen["record"][1]
+    assert kw["variant"] == "idle_read_committed"
+    holder = set(seen["holder"])
+    assert len(holder) == 1 and not holder & kw["pids"] and len(kw["pids"]) == 1
+    frame = kw["frame"]
+    driven = frame[frame["pid"].isin(kw["pids"])]
+    assert driven["samples"].sum() > 0  # the driven backend was sampled
+    held = frame[frame["pid"].isin(holder)]
+    # the holder was sampled too, waiting for its client: counting it would have raised the client share
+    assert held.loc[held["wait_event"] == "ClientRead", "samples"].sum() > 0
+    recorded = points.loc["idle_read_committed", "client_share"]
+    assert recorded == pytest.approx(client_bound(frame, kw["pids"])["client_share"])
+    assert recorded < client_bound(frame, kw["pids"] | holder)["client_share"]
+
+
+@pytest.mark.live
 def test_interrupted_live_run_leaves_an_incomplete_recording(pg, tmp_path, monkeypatch):
     from conftest import TEST_ENV_VAR
     from contention_book.harness.recording import Recording, RecordingError

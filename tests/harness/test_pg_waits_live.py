@@ -114,3 +114,17 @@ def test_client_bound_counts_clientread_not_the_idle_state():
                       (0.0, 2, "walwriter", "", "Activity", "WalWriterMain", 9)], columns=pg_waits.COLUMNS)
     assert pg_waits.client_bound(f) == {"server_share": 0.625, "client_share": 0.375}
     assert pg_waits.client_bound(f, pids=[2])["client_share"] != pg_waits.client_bound(f, pids=[2])["client_share"]
+
+
+def test_in_server_frame_counts_a_backend_that_never_waited_when_named_alive():
+    """pg_wait_sampling 1.1.4 keeps no row for a backend it never saw waiting; one the caller names as connected
+    through the window was on CPU at every tick (the checkpointer's waits give the ticks)."""
+    s = pg_waits.InServerWaitSampler(lambda: None, "x")
+    s._types = {7: "checkpointer", 8: "client backend", 9: "client backend"}
+    s._before = {(7, "Activity", "CheckpointerMain"): 100, (8, "Client", "ClientRead"): 5}
+    s._after = {(7, "Activity", "CheckpointerMain"): 150, (8, "Client", "ClientRead"): 15}
+    assert 9 not in set(s.frame()["pid"])  # unnamed: nothing says it was there
+    f = s.frame(alive={9})
+    assert s.ticks == 50
+    assert pg_waits.client_bound(f, {9}) == {"server_share": 1.0, "client_share": 0.0}
+    assert pg_waits.client_bound(f, {8}) == {"server_share": 0.8, "client_share": 0.2}

@@ -77,7 +77,8 @@ class WaitSampler(PollingSampler):
         span = self._ended - self._started
         return self.cpu_s / span if self.cpu_s is not None and span > 0 else float("nan")
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self, alive=()) -> pd.DataFrame:
+        """Every poll's rows; ``alive`` is accepted for the in-server sampler's sake (a poll sees every backend)."""
         return pd.DataFrame([(*r, 1) for r in self.rows], columns=COLUMNS)
 
 
@@ -188,7 +189,9 @@ class InServerWaitSampler:
         span = self._ended - self._started
         return self.cpu_s / span if self.cpu_s is not None and span > 0 else float("nan")
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self, alive=()) -> pd.DataFrame:
+        """The samples between start and stop.  ``alive``: client backends the caller knows were connected through
+        the whole window; one the profile never saw waiting was on CPU at every tick (it has no row otherwise)."""
         delta = {k: v - self._before.get(k, 0) for k, v in self._after.items()}
         delta = {k: v for k, v in delta.items() if v > 0}
         per_pid: dict[int, int] = {}
@@ -199,6 +202,8 @@ class InServerWaitSampler:
         for (pid, etype, event), n in delta.items():
             state = "idle" if (etype, event) == ("Client", "ClientRead") else "active"
             rows.append((0.0, pid, self._types.get(pid, "client backend"), state, etype, event, n))
+        for pid in alive:
+            per_pid.setdefault(int(pid), 0)
         for pid, waited in per_pid.items():  # on CPU: the ticks at which the backend had no wait event
             bt = self._types.get(pid, "client backend")
             if bt == "client backend" and self.ticks > waited:

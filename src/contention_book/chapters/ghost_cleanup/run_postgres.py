@@ -4,6 +4,8 @@ Four variants: nothing held; nothing held with VACUUM after every chunk; an idle
 after one SELECT (the article's open RCSI transaction); an idle REPEATABLE READ transaction after one SELECT
 (SNAPSHOT isolation's analogue).  Each run reads back the key (the updates done) and what the holder pins
 (``pg_stat_activity``), and counts the heap's line pointers and the index's entries by state (pageinspect).
+Wait events are sampled during each run (``harness.pg_waits``), for the load check: how much of the driven
+session's time went to waiting for its client (ClientRead) rather than to the server's work.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import contextlib
 import numpy as np
 import pandas as pd
 
-from contention_book.harness import workloads
+from contention_book.harness import pg_waits, workloads
 from contention_book.harness.live import finish_stacks, start_stacks
 from contention_book.harness.load_record import record
 from contention_book.harness.schedule import interleaved
@@ -68,6 +70,17 @@ def _pageinspect(run: Run, conn) -> bool:
         return False
 
 
+def driven_pids(backend: dict) -> set[int]:
+    """The backend pid(s) whose wait samples make the load check: the driven session's, recorded as it set up.
+
+    Never empty: a run whose session never reported its pid would otherwise count every backend, the idle
+    holder among them."""
+    if "pid" not in backend:
+        raise RuntimeError("the driven session never reported its backend pid, so its wait samples cannot be "
+                           "told from the holder's")
+    return {int(backend["pid"])}
+
+
 def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None:
     with contextlib.closing(run.connect()) as conn:
         holder = None
@@ -89,21 +102,39 @@ def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None
 
             def session(cur, _i):
                 workloads.run_script(cur.connection, CHAPTER, "postgres", "session")
-                backend["pid"] = cur.execute("SELECT pg_backend_pid()").fetchone()[0]
+                backend["pid"] = int(cur.execute("SELECT pg_backend_pid()").fetchone()[0])
 
-            def start_capture():
+            waits = pg_waits.sampler(run.connect, run.db, hz=run.ctx.params.get("wait_hz") or 20.0,
+                                     source=run.ctx.params.get("wait_source") or "auto",
+                                     log=run.log if run.repetition == 0 and variant == run.ctx.variants[0] else None)
+
+            def before_window():
                 nonlocal capture
+                waits.start()
                 if run.stacks and run.repetition == 0:  # one profile per variant is enough
                     capture = start_stacks(run.w, variant, [backend["pid"]])
 
             after_chunk = workloads.load(CHAPTER, "postgres", "cleanup") if variant == "vacuum_each_chunk" else ()
-            result, curve = run.drive(variant, session, start_capture, after_chunk=after_chunk)
+            try:
+                result, curve = run.drive(variant, session, before_window, after_chunk=after_chunk)
+            finally:
+                waits.stop()
             finish_stacks(run.w, variant, capture, run.log)
             capture = None
             if holder is not None:
                 holder_rows.append(_holder_state(run, conn, variant, holder_pid, "after_run"))
             run.record_run(variant, result, curve, query(conn, "row_state", "postgres"))
-            record(run.w, result, variant=variant, sessions=1, repetition=run.repetition)
+            if waits.error:
+                run.w.add_note(f"wait sampler, {variant}, repetition {run.repetition + 1}: stopped early: "
+                               f"{waits.error}")
+            # Only the driven session's backend counts.  The holder sits idle in its transaction, waiting for its
+            # client (ClientRead) on purpose: that wait is the experiment, not a client too slow to keep the
+            # server busy; this run's own connection (conn) idles the same way between its queries.
+            # The driven backend is connected through the window and often on CPU at every tick: pg_wait_sampling
+            # keeps no row for a backend it never saw waiting, so it is named as alive (harness.pg_waits).
+            pids = driven_pids(backend)
+            record(run.w, result, log=run.log, sampler=waits, frame=waits.frame(alive=pids), pids=pids,
+                   variant=variant, sessions=1, repetition=run.repetition)
             stats = [_pg_stats(run, conn, variant, "after_run", pages_inspected)]
         finally:
             if capture is not None:

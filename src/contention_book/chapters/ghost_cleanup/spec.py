@@ -77,6 +77,10 @@ PARAMS = (
     P.Param("chunk", "int", "updates per call (empty: a hundredth of the updates)", default=None, minimum=1),
     P.Param("cleanup_wait_s", "float", "seconds to wait for the ghost cleanup task after each variant",
             default=10.0, minimum=0, maximum=3600),
+    # the load check: how much of the driven session's time went to waiting for its client
+    P.wait_source(),
+    P.Param("wait_hz", "float", "wait-event samples per second where they are polled (no pg_wait_sampling)",
+            default=20.0, minimum=0.1, maximum=1000, engines=("postgres",)),
 )
 
 # What each SQL Server variant needs (harness.sqlserver_preflight): the database options change the recovery
