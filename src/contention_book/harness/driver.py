@@ -203,6 +203,7 @@ class RunResult:
     lost_connections: dict[str, int] = field(default_factory=dict)  # class -> calls that lost their connection
     reconnects: int = 0
     lost_noted: bool = False  # load_record.record wrote its note
+    driver: str = ""  # how the sessions were run: an event loop on n threads, or a thread per session
 
     @property
     def attempts(self) -> int:
@@ -325,6 +326,32 @@ def take_lost_points() -> list[tuple[str, "RunResult"]]:
     return out
 
 
+def _loop_connection(connect: Callable[[], Any], operation: Any):
+    """Session 0's connection when the event loop can run these sessions (a Statement, on a libpq connection
+    in autocommit), else None: any other call, or client, runs a thread per session."""
+    if not isinstance(operation, Statement):
+        return None
+    try:
+        conn = connect()
+    except Exception as exc:  # noqa: BLE001 - as a session that cannot connect is reported
+        raise SessionsFailed(f"sessions could not start: session 0: {redact(exc)}") from None
+    from .pg_client import Connection
+
+    if isinstance(conn, Connection) and conn.autocommit:
+        return conn
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - a probe connection: nothing depends on its close
+        pass
+    return None
+
+
+def _loop_threads(sessions: int) -> int:
+    from .pg_loop import threads_for
+
+    return threads_for(sessions)
+
+
 class SessionsFailed(RuntimeError):
     """Every call of a run failed: there is nothing to measure."""
 
@@ -415,8 +442,10 @@ def run_sessions(
     if arrival not in ARRIVALS:
         raise ValueError(f"run_sessions: arrival={arrival!r}: expected one of {', '.join(ARRIVALS)}")
     stats = [SessionStats(i) for i in range(sessions)]
-    ready = threading.Barrier(sessions + 1)  # everyone connected and warmed up
-    barrier = threading.Barrier(sessions + 1)  # released together: the measured window starts
+    first = _loop_connection(connect, operation)  # a libpq connection: the event loop runs the sessions
+    serving = _loop_threads(sessions) if first is not None else sessions
+    ready = threading.Barrier(serving + 1)  # everyone connected and warmed up
+    barrier = threading.Barrier(serving + 1)  # released together: the measured window starts
     stop = threading.Event()
     ready_errors: list[str] = []
     window = {"start": 0.0}
@@ -569,7 +598,24 @@ def run_sessions(
                 except Exception:  # noqa: BLE001 - closing a broken connection
                     pass
 
-    threads = [threading.Thread(target=worker, args=(i,), name=f"session-{i}", daemon=True) for i in range(sessions)]
+    if first is not None:
+        from . import pg_loop
+
+        ctx = pg_loop.LoopContext(
+            connect=connect, statement=operation, setup_session=setup_session, stats=stats, ready=ready,
+            barrier=barrier, stop=stop, schedule=schedule, operations_per_session=operations_per_session,
+            warmup_operations=warmup_operations, warmup_s=warmup_s, retryable=retryable, max_retries=max_retries,
+            max_errors_per_session=max_errors_per_session, keep_timeline=keep_timeline, cursors=cursors,
+            ready_errors=ready_errors, classify=classify, lost_connection=lost_connection,
+            reconnect_first_s=RECONNECT_FIRST_S, reconnect_max_s=RECONNECT_MAX_S, precise_sleeps=precise_sleeps)
+        threads = [threading.Thread(target=pg_loop.serve, args=(ctx, list(range(t, sessions, serving)),
+                                                                {0: first} if t == 0 else {}),
+                                    name=f"sessions-loop-{t}", daemon=True) for t in range(serving)]
+        how = f"event loop: {sessions} non-blocking libpq session(s) on {serving} thread(s)"
+    else:
+        threads = [threading.Thread(target=worker, args=(i,), name=f"session-{i}", daemon=True)
+                   for i in range(sessions)]
+        how = f"thread per session: {sessions} thread(s)"
     for t in threads:
         t.start()
     live = None
@@ -630,7 +676,7 @@ def run_sessions(
                      latency=merged.summary(), per_session=stats, window_start=window["start"], histogram=merged,
                      lag=lag, retries=sum(st.retries for st in stats), errors_by_code=by_code, rate=rate,
                      arrival=arrival if rate else "closed", warmup_s=warmup_s, lost_connections=lost,
-                     reconnects=sum(st.reconnects for st in stats))
+                     reconnects=sum(st.reconnects for st in stats), driver=how)
     if lost:
         LOST_POINTS.append((progress if isinstance(progress, str) else f"{sessions} sessions", result))
     return result

@@ -9,7 +9,8 @@ runner fills through :func:`record`:
 - ``results/load_points.csv``: one row per point: loop (closed, or open with
   its rate and arrival), latency percentiles, the point's HDR histogram
   encoded (:mod:`.latency`; any percentile can be read later), the schedule
-  lag's, errors by class, calls tried, calls that lost their connection (by
+  lag's, how the driver ran the sessions (an event loop, or a thread each), errors by class, calls tried,
+  calls that lost their connection (by
   class; such a point is noted as failed and set aside on load), the wait sampler used and its observer cost (CPU
   seconds per second of run), and the share of the workload backends'
   samples spent in the server against waiting for the client.
@@ -36,7 +37,8 @@ POINTS = Table("results/load_points.csv",
                 "histogram"),
                description="per point: loop, latency HDR histogram (encoded), errors by class, sampler cost",
                unique=("variant", "sessions", "repetition"),
-               text=("histogram", "lag_histogram", "loop", "arrival", "error_classes", "wait_source", "lost_classes"))
+               text=("histogram", "lag_histogram", "loop", "arrival", "error_classes", "wait_source", "lost_classes",
+                     "driver"))
 LOAD_TABLES = {"intervals": INTERVALS, "load_points": POINTS}
 
 
@@ -53,7 +55,7 @@ def point_row(result: RunResult, **keys: Any) -> dict[str, Any]:
             "lag_p99_ms": lag.percentile_ms(99) if lag else math.nan, "histogram": h.encode(),
             "lag_histogram": lag.encode() if lag else "", "error_classes": result.errors_text(),
             "attempts": result.attempts, "lost_connections": result.lost, "lost_classes": result.lost_text(),
-            "reconnects": result.reconnects}
+            "reconnects": result.reconnects, "driver": result.driver}
 
 
 def sampler_columns(sampler, frame=None, pids=None) -> dict[str, Any]:
