@@ -8,7 +8,7 @@ import time
 import pytest
 
 from contention_book.harness.driver import classify, lost_connection, run_sessions
-from contention_book.harness.pg_client import Connection
+from contention_book.harness.pg_client import CLIENT_ENV, Connection
 
 pytestmark = pytest.mark.live
 DB = "contention_test"
@@ -34,6 +34,7 @@ def test_cursor_surface(libpq):
         assert [d[0] for d in cur.description] == ["id", "note", "ok", "doc"]
         assert rows == [(1, "n1", "0", '{"k": 1}'), (2, "n2", "1", '{"k": 1}')]
         assert cur.execute("SELECT 1 WHERE false").fetchone() is None
+        assert conn.execute("SELECT ?::int + 1", 1).fetchone() == (2,)  # pyodbc's Connection.execute
         cur.execute("SELECT 1; SELECT 2")
         assert cur.fetchall() == [(1,)] and cur.nextset() and cur.fetchall() == [(2,)] and not cur.nextset()
         prepared = cur.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'INSERT INTO pgc_t%'")
@@ -80,10 +81,13 @@ def test_cancel_from_another_thread_stops_a_running_statement(libpq):
         conn.close()
 
 
-def test_a_terminated_session_is_classed_as_a_lost_connection(libpq):
+@pytest.mark.parametrize("runs_before", [0, 2])  # simple protocol; a prepared statement (PQexecPrepared)
+def test_a_terminated_session_is_classed_as_a_lost_connection(libpq, runs_before):
     conn, admin = libpq.connect(DB), libpq.connect(DB)
     try:
         pid = conn.cursor().execute("SELECT pg_backend_pid()").fetchone()[0]
+        for _ in range(runs_before):
+            conn.execute("SELECT 1")
         admin.cursor().execute("SELECT pg_terminate_backend(?)", pid)
         time.sleep(0.2)
         codes = []
@@ -101,11 +105,21 @@ def test_the_sessions_driver_runs_on_it_and_the_manifest_names_it(libpq, pg_targ
     result = run_sessions(lambda: libpq.connect(DB), lambda cur, _s, _o: cur.execute("SELECT ?", 1), sessions=2,
                           duration_s=0.5, warmup_operations=5, progress=False)
     assert result.operations > 100 and result.errors == 0
-    opened = libpq.connect(DB)
-    other = pg_target.connect(DB)
+    odbc = dataclasses.replace(pg_target, client="odbc")
+    opened, other = libpq.connect(DB), odbc.connect(DB)
     try:
+        assert isinstance(opened, Connection) and not isinstance(other, Connection)
         assert libpq.client_description(opened).startswith("psycopg 3.")
-        assert pg_target.client_description(other).startswith("pyodbc ")  # the default client still ODBC
+        assert odbc.client_description(other).startswith("pyodbc ")  # psqlODBC on request, and the manifest says so
     finally:
         opened.close()
         other.close()
+
+
+def test_the_default_postgresql_client_is_libpq(pg_target, monkeypatch):
+    monkeypatch.delenv(CLIENT_ENV, raising=False)
+    conn = pg_target.connect(DB)  # the session's target, with no client chosen
+    try:
+        assert isinstance(conn, Connection) and pg_target.client_description(conn).startswith("psycopg 3.")
+    finally:
+        conn.close()

@@ -272,15 +272,24 @@ class Connection:
             raise Error("08003", "the connection is closed")
         return Cursor(self)
 
+    def execute(self, sql: str, *params: Any) -> Cursor:
+        """A new cursor with the statement run on it, as pyodbc's ``Connection.execute``."""
+        return self.cursor().execute(sql, *params)
+
     def _fail(self, res) -> Error:
         pq = self._pq
         if res is not None and res.status == pq.ExecStatus.FATAL_ERROR:
-            state = (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode() or "HY000"
+            state = (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
             message = (res.error_message or b"").decode("utf-8", "replace").strip()
         else:
-            state = "08006" if self.pgconn.status != pq.ConnStatus.OK else "HY000"
+            state = ""
             message = (self.pgconn.error_message or b"").decode("utf-8", "replace").strip() or "no result"
-        return Error(state, f"[{state}] {message}")
+        if not state and self.pgconn.status != pq.ConnStatus.OK:
+            # the connection is gone: libpq's own words carry no SQLSTATE, and PQexec* return only the last result,
+            # so the server's FATAL (why it closed) is in the connection's message, read by driver.classify
+            state = "08006"
+            message = (self.pgconn.error_message or b"").decode("utf-8", "replace").strip() or message
+        return Error(state or "HY000", f"[{state or 'HY000'}] {message}")
 
     def _check(self, res):
         if res is None or res.status not in (1, 2, 0):  # COMMAND_OK, TUPLES_OK, EMPTY_QUERY
