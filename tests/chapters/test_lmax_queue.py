@@ -168,7 +168,7 @@ def test_parameters_are_checked():
 def test_pop_loop_results_are_parsed():
     assert lp.parse_ages("0.5,1.25") == [0.5, 1.25]
     assert lp.parse_ages("") == [] and lp.parse_ages(None) == []
-    assert lp.truthy("1") and lp.truthy(True) and lp.truthy("t") and not lp.truthy("0") and not lp.truthy(False)
+    assert lp.parse_ages("0.001") == [0.001]
 
 
 # -- recordings and analysis ------------------------------------------------------------------------
@@ -234,6 +234,13 @@ def test_call_notes_follow_the_recording():
     g.runs["pushes_per_call"] = 50
     new = analysis.call_notes(g)
     assert new["db_pushes_per_call"] == 50 and "50 messages" in new["db_call_how"] and "per call" in new["db_call_how"]
+    assert not new["db_call_how"].endswith(".")  # the page's sentence goes on after it
+    # where the sessions backed off follows the recording: older ones returned and slept in the client
+    assert "returned at once and the client backed off" in new["db_client_note"]
+    g.recording.parameters = {"back_off": "in the server (pg_sleep 1 ms) in the loops"}
+    moved = analysis.call_notes(g)["db_client_note"]
+    assert "backed off in the server (pg_sleep 1 ms) in the loops" in moved and "Timeout:PgSleep" in moved
+    assert "waiting for messages (server-side back-off)" in moved and "client backed off" not in moved
     t = analysis.scaling(g)
     assert analysis.one_session_note(t, analysis.label).index("INSERT") < analysis.one_session_note(t, analysis.label).index("ring")
     g.runs["pushes_per_call"] = [50, 10]
@@ -273,6 +280,13 @@ def test_spinlock_shares_and_wait_summaries():
                        waits=pd.DataFrame({"variant": ["ring"] * 2, "sessions": [2, 2], "wait": ["CPU", "LWLock:WALWrite"],
                                            "samples": [9, 1], "share": [0.9, 0.1]}))
     assert analysis.top_waits(w, "ring") == "LWLock:WALWrite (10%)"
+    slept = fake_recording("postgres", {"variant": ["ring"], "sessions": [2], "throughput": [1.0]},
+                           waits=pd.DataFrame({"variant": ["ring"] * 3, "sessions": [2] * 3,
+                                               "wait": ["CPU", "Timeout:PgSleep", "Lock:transactionid"],
+                                               "samples": [5, 4, 1], "share": [0.5, 0.4, 0.1]}))
+    # the loops' back-off is named as waiting for messages, not as the server's work
+    assert analysis.top_waits(slept, "ring") == \
+        "waiting for messages (server-side back-off) (40%), Lock:transactionid (10%)"
 
 
 # -- native smoke -----------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 import json
+import threading
+import time
 
 import pandas as pd
 import pytest
@@ -118,24 +120,92 @@ def _ring(conn, size):
     workloads.run_script(conn, "lmax-queue", "postgres", "loops")
 
 
+PUSH = "CALL lmax_push_ring_loop('m', ?, ?, ?, ?, NULL, NULL)"  # size, pushes, back-off, budget
+POP = "CALL lmax_pop_ring_loop(?, ?, ?, ?, NULL, NULL, NULL)"  # pops, size, back-off, budget
+
+
 @pytest.mark.live
 def test_a_full_ring_holds_its_producers_back_instead_of_overwriting(pg_target):
     conn = pg_target.connect("contention_test")
     try:
         _ring(conn, 4)
         cur = conn.cursor()
-        push = "CALL lmax_push_ring_loop('m', 4, ?, NULL, NULL)"
-        pop = "CALL lmax_pop_ring_loop(?, 4, NULL, NULL, NULL)"
-        pushed, full = cur.execute(push, 10).fetchone()
-        assert (int(pushed), run_postgres.truthy(full)) == (4, True)  # four slots, then the ring is full
-        ages, missed, lost = cur.execute(pop, 3).fetchone()
-        assert len(run_postgres.parse_ages(ages)) == 3 and not run_postgres.truthy(missed) and int(lost) == 0
-        pushed, full = cur.execute(push, 10).fetchone()
-        assert (int(pushed), run_postgres.truthy(full)) == (3, True)  # only the three slots taken off are free
-        ages, missed, lost = cur.execute(pop, 10).fetchone()
-        assert len(run_postgres.parse_ages(ages)) == 4 and run_postgres.truthy(missed) and int(lost) == 0
+        # a budget of 0: the call returns at its first miss, with the miss counted
+        pushed, full = cur.execute(PUSH, 4, 10, 0.001, 0.0).fetchone()
+        assert (int(pushed), int(full)) == (4, 1)  # four slots, then the ring is full
+        ages, empty, lost = cur.execute(POP, 3, 4, 0.001, 0.0).fetchone()
+        assert len(run_postgres.parse_ages(ages)) == 3 and int(empty) == 0 and int(lost) == 0
+        pushed, full = cur.execute(PUSH, 4, 10, 0.001, 0.0).fetchone()
+        assert (int(pushed), int(full)) == (3, 1)  # only the three slots taken off are free
+        ages, empty, lost = cur.execute(POP, 10, 4, 0.001, 0.0).fetchone()
+        assert len(run_postgres.parse_ages(ages)) == 4 and int(empty) == 1 and int(lost) == 0
     finally:
         conn.close()
+
+
+def _wait_until_sleeping(pg_target, pid, limit_s=3.0):
+    """The wait events a backend showed inside a statement, polled until it is seen in pg_sleep (or limit_s)."""
+    seen = set()
+    watch = pg_target.connect("contention_test")
+    try:
+        cur = watch.cursor()
+        until = time.perf_counter() + limit_s
+        while "Timeout:PgSleep" not in seen and time.perf_counter() < until:
+            row = cur.execute("SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE pid = ?",
+                              pid).fetchone()
+            if row is not None and row[0] == "active":
+                seen.add(f"{row[1]}:{row[2]}")
+            time.sleep(0.002)
+    finally:
+        watch.close()
+    return seen
+
+
+@pytest.mark.live
+def test_an_empty_ring_or_a_full_one_is_waited_for_inside_the_server_within_the_budget(pg_target):
+    """A miss backs off with pg_sleep in the same call (Timeout:PgSleep, not ClientRead), takes the message
+    that arrives meanwhile, and a call with nothing to do returns once its budget is spent."""
+    conn, other = pg_target.connect("contention_test"), pg_target.connect("contention_test")
+    try:
+        _ring(conn, 2)
+        cur = conn.cursor()
+        t0 = time.perf_counter()
+        ages, empty, lost = cur.execute(POP, 1, 2, 0.001, 0.05).fetchone()
+        took = time.perf_counter() - t0
+        # nothing arrived: it looked again after each ~1 ms wait, and returned once 50 ms had passed
+        assert run_postgres.parse_ages(ages) == [] and 5 <= int(empty) <= 51 and int(lost) == 0
+        assert 0.05 <= took < 0.5, took
+        pid = int(cur.execute("SELECT pg_backend_pid()").fetchone()[0])
+        out = {}
+
+        def pop():
+            out["row"] = conn.cursor().execute(POP, 1, 2, 0.001, 5.0).fetchone()
+
+        waiter = threading.Thread(target=pop)
+        t0 = time.perf_counter()
+        waiter.start()
+        assert "Timeout:PgSleep" in _wait_until_sleeping(pg_target, pid)  # the consumer waits in the server
+        other.cursor().execute(PUSH, 2, 1, 0.001, 0.0)  # one message, while the consumer's call waits
+        waiter.join(timeout=10)
+        took = time.perf_counter() - t0
+        ages, empty, lost = out["row"]
+        # it took the message in the same call, long before its 5 s budget
+        assert len(run_postgres.parse_ages(ages)) == 1 and int(empty) >= 1 and took < 2.5, (out, took)
+
+        # the same for a producer at a full ring, and the wait it shows meanwhile
+        other.cursor().execute(PUSH, 2, 2, 0.001, 0.0)  # the ring's two slots are taken
+        waiter = threading.Thread(target=lambda: out.update(row=conn.cursor().execute(PUSH, 2, 1, 0.001, 5.0)
+                                                            .fetchone()))
+        waiter.start()
+        waits = _wait_until_sleeping(pg_target, pid)
+        other.cursor().execute(POP, 1, 2, 0.001, 0.0)  # a slot frees up
+        waiter.join(timeout=10)
+        pushed, full = out["row"]
+        assert int(pushed) == 1 and int(full) >= 1
+        assert "Timeout:PgSleep" in waits, waits  # the backend waits in the server, inside its statement
+    finally:
+        conn.close()
+        other.close()
 
 
 @pytest.mark.live
@@ -148,7 +218,7 @@ def test_consumers_racing_for_the_cursor_never_see_a_full_ring_as_empty(pg_targe
     size = 4000
     try:
         _ring(setup, size)
-        setup.cursor().execute("CALL lmax_push_ring_loop('m', ?, ?, NULL, NULL)", size, size)
+        setup.cursor().execute(PUSH, size, size, 0.001, 0.0)
     finally:
         setup.close()
     results = {}
@@ -158,9 +228,9 @@ def test_consumers_racing_for_the_cursor_never_see_a_full_ring_as_empty(pg_targe
         try:
             cur, got, missed = conn.cursor(), 0, 0
             for _ in range(200):
-                ages, empty, _lost = cur.execute("CALL lmax_pop_ring_loop(1, ?, NULL, NULL, NULL)", size).fetchone()
+                ages, empty, _lost = cur.execute(POP, 1, size, 0.001, 0.0).fetchone()
                 got += len(run_postgres.parse_ages(ages))
-                missed += run_postgres.truthy(empty)
+                missed += int(empty)
             results[i] = (got, missed)
         finally:
             conn.close()

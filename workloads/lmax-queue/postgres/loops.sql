@@ -5,29 +5,49 @@
 -- its whole loop as one atomic block, which has no analogue here.  Needs PostgreSQL 11.
 -- Tables and the sequence are looked up when a loop first runs, so this file can be
 -- created after either setup script.
+--
+-- Back-off inside the server: a consumer that finds nothing (or a producer that finds the
+-- ring full) rolls back, waits p_backoff seconds with pg_sleep (the wait event
+-- Timeout:PgSleep, not a client round trip) and tries again in the same call.  It stops
+-- trying once the call has run p_budget seconds, so a call always returns soon after that
+-- and the driver's end of the window holds.  p_budget 0 returns at the first miss.
+-- pg_sleep waits whole milliseconds at least (it rounds its timeout up).
+
+-- The signatures before the back-off moved into the server: dropped, so a database that
+-- holds them has one procedure per name and every CALL below resolves to this file's.
+DROP PROCEDURE IF EXISTS lmax_push_ring_loop(text, bigint, integer, integer, boolean);
+DROP PROCEDURE IF EXISTS lmax_pop_loop(integer, boolean, text, boolean);
+DROP PROCEDURE IF EXISTS lmax_pop_ring_loop(integer, bigint, text, boolean, integer);
+
 
 -- Push up to p_pushes messages into the ring, each its own transaction: lock the producers'
 -- cursor, check the slot it names is free (the consumers have taken the message a lap
 -- before), write the slot, advance the cursor, commit.  Claim and publish commit together,
--- so no claimed sequence is ever left unwritten.  A full ring ends the call early
--- (was_full) and writes nothing; pushed counts the messages committed.
+-- so no claimed sequence is ever left unwritten.  A full ring writes nothing: the producer
+-- rolls back (releasing the cursor), backs off and looks again, as a Disruptor producer
+-- waits for a free slot.  pushed: the messages committed; full_polls: the looks that found
+-- the ring full (the last one ends the call when the budget is spent).
 CREATE OR REPLACE PROCEDURE lmax_push_ring_loop(p_message text, p_size bigint, p_pushes integer,
+                                                p_backoff double precision, p_budget double precision,
                                                 INOUT pushed integer DEFAULT NULL,
-                                                INOUT was_full boolean DEFAULT NULL)
+                                                INOUT full_polls integer DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
     w bigint;
     r bigint;
+    deadline timestamptz := clock_timestamp() + make_interval(secs => p_budget);
 BEGIN
     pushed := 0;
-    was_full := false;
-    FOR i IN 1 .. p_pushes LOOP
+    full_polls := 0;
+    WHILE pushed < p_pushes LOOP
         SELECT next INTO w FROM lmax_ring_write WHERE id = 1 FOR UPDATE;
         SELECT next INTO r FROM lmax_ring_read WHERE id = 1;
         IF w >= r + p_size THEN
             ROLLBACK;
-            was_full := true;
-            EXIT;
+            full_polls := full_polls + 1;
+            EXIT WHEN clock_timestamp() >= deadline;
+            PERFORM pg_sleep(p_backoff);
+            CONTINUE;
         END IF;
         UPDATE lmax_ring
         SET message_id = w, pushed_at = clock_timestamp(), message = p_message,
@@ -40,7 +60,7 @@ BEGIN
 END
 $$;
 
--- Push p_pushes messages onto the insert/delete queue.
+-- Push p_pushes messages onto the insert/delete queue (it is never full: no back-off).
 CREATE OR REPLACE PROCEDURE lmax_push_queue_loop(p_message text, p_pushes integer)
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -51,18 +71,21 @@ BEGIN
 END
 $$;
 
--- Pop up to p_pops messages, each in its own transaction; stop at the first pop that finds
--- nothing (an empty queue, or a naive consumer that lost the race for the oldest row).
--- Returns the messages' ages in seconds, comma-separated, and whether the last pop missed.
+-- Pop up to p_pops messages, each in its own transaction.  A pop that finds nothing (an
+-- empty queue, or a naive consumer that lost the race for the oldest row) backs off and
+-- pops again, until the budget is spent.  ages: the messages' ages in seconds,
+-- comma-separated; empty_polls: the pops that found nothing.
 CREATE OR REPLACE PROCEDURE lmax_pop_loop(p_pops integer, p_skip_locked boolean,
-                                          INOUT ages text DEFAULT NULL, INOUT missed boolean DEFAULT NULL)
+                                          p_backoff double precision, p_budget double precision,
+                                          INOUT ages text DEFAULT NULL, INOUT empty_polls integer DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
     age double precision;
     got double precision[] := '{}';
+    deadline timestamptz := clock_timestamp() + make_interval(secs => p_budget);
 BEGIN
-    missed := false;
-    FOR i IN 1 .. p_pops LOOP
+    empty_polls := 0;
+    WHILE cardinality(got) < p_pops LOOP
         age := NULL;
         IF p_skip_locked THEN
             DELETE FROM lmax_queue
@@ -75,8 +98,10 @@ BEGIN
         END IF;
         COMMIT;
         IF age IS NULL THEN
-            missed := true;
-            EXIT;
+            empty_polls := empty_polls + 1;
+            EXIT WHEN clock_timestamp() >= deadline;
+            PERFORM pg_sleep(p_backoff);
+            CONTINUE;
         END IF;
         got := got || age;
     END LOOP;
@@ -88,11 +113,14 @@ $$;
 -- cursor (consumers share it, as the Disruptor's work-sharing consumers share a sequence),
 -- read the slot it names, and if a producer has published that sequence, advance the
 -- cursor and commit.  Locking the cursor first means a consumer that waited for another
--- one re-reads the advanced cursor, never a stale slot.  ages: the messages' ages in
--- seconds; missed: the ring ran empty; lost: slots found overwritten by a later lap (a
--- producer that broke the gating; zero unless the design is broken).
+-- one re-reads the advanced cursor, never a stale slot.  An empty ring: roll back
+-- (releasing the cursor), back off and look again, until the budget is spent.  ages: the
+-- messages' ages in seconds; empty_polls: the looks that found the ring empty; lost: slots
+-- found overwritten by a later lap (a producer that broke the gating; zero unless the
+-- design is broken).
 CREATE OR REPLACE PROCEDURE lmax_pop_ring_loop(p_pops integer, p_size bigint,
-                                               INOUT ages text DEFAULT NULL, INOUT missed boolean DEFAULT NULL,
+                                               p_backoff double precision, p_budget double precision,
+                                               INOUT ages text DEFAULT NULL, INOUT empty_polls integer DEFAULT NULL,
                                                INOUT lost integer DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -100,16 +128,19 @@ DECLARE
     mid bigint;
     at timestamptz;
     got double precision[] := '{}';
+    deadline timestamptz := clock_timestamp() + make_interval(secs => p_budget);
 BEGIN
-    missed := false;
+    empty_polls := 0;
     lost := 0;
-    FOR i IN 1 .. p_pops LOOP
+    WHILE cardinality(got) + lost < p_pops LOOP
         SELECT c.next INTO n FROM lmax_ring_read AS c WHERE c.id = 1 FOR UPDATE;
         SELECT r.message_id, r.pushed_at INTO mid, at FROM lmax_ring AS r WHERE r.slot = n % p_size;
         IF mid IS NULL OR mid < n THEN
             ROLLBACK;
-            missed := true;
-            EXIT;
+            empty_polls := empty_polls + 1;
+            EXIT WHEN clock_timestamp() >= deadline;
+            PERFORM pg_sleep(p_backoff);
+            CONTINUE;
         END IF;
         UPDATE lmax_ring_read SET next = n + 1 WHERE id = 1;
         COMMIT;

@@ -5,20 +5,26 @@ With ``pushes_per_call`` above 1 every call runs a server-side loop (workloads
 transaction.  One message per call leaves the run bound by the client's round
 trips, which hides the difference between queue designs on a small machine.
 The ring always runs through the loops (with one message per call at
-``pushes_per_call=1``): its producers must see a full ring and stop, which one
-plain statement cannot do.  Every point is checked against the chapter's
+``pushes_per_call=1``): its producers must see a full ring and wait, which one
+plain statement cannot do.  A loop that finds nothing to pop (or a full ring)
+backs off inside the server (pg_sleep, the wait event Timeout:PgSleep) within a
+short budget per call, so the backend does not sit idle waiting for its client
+(Client:ClientRead) while the client sleeps; only the one-statement queue path
+still backs off in the client.  Every point is checked against the chapter's
 accounting identities (spec ``RUNS_IDENTITIES``) before it is recorded.
 """
 from __future__ import annotations
 
 import contextlib
 import time
+from array import array
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from contention_book.harness import workloads
-from contention_book.harness.driver import RETRYABLE, LatencyHistogram, run_sessions
+from contention_book.harness.driver import RETRYABLE, LatencyHistogram, SessionDone, Statement, run_sessions
 from contention_book.harness.load_record import driver_options, record
 from contention_book.harness.pg_waits import sampler as wait_sampler, shares
 from contention_book.harness.recording import RecordingWriter
@@ -34,19 +40,22 @@ SETUP = {"ring": "setup_ring", "ring_durable": "setup_ring", "ring_unlogged": "s
 # shows what taking durability off the commit path (the article's delayed durability) is worth
 DURABLE = {"ring_durable"}
 POP = {"naive": "pop_naive", "skip_locked": "pop_skip_locked"}
-PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?, NULL, NULL)", "queue": "CALL lmax_push_queue_loop(?, ?)"}
-BACKOFF_S = 0.0005  # a producer facing a full ring, or a consumer an empty one, sleeps this long before trying again
-POP_LOOP = {"ring": "CALL lmax_pop_ring_loop(?, ?, NULL, NULL, NULL)", "queue": "CALL lmax_pop_loop(?, ?, NULL, NULL)"}
+PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?, ?, ?, NULL, NULL)", "queue": "CALL lmax_push_queue_loop(?, ?)"}
+POP_LOOP = {"ring": "CALL lmax_pop_ring_loop(?, ?, ?, ?, NULL, NULL, NULL)",
+            "queue": "CALL lmax_pop_loop(?, ?, ?, ?, NULL, NULL)"}
+# The loops back off in the server: pg_sleep this long after a pop that found nothing (or a full ring), then look
+# again, until the call has run CALL_BUDGET_S (then it returns, so the end of the window is kept to within that).
+# pg_sleep waits whole milliseconds (it rounds its timeout up), so 1 ms is its shortest wait.
+SERVER_BACKOFF_S = 0.001
+CALL_BUDGET_S = 0.02
+# One statement per message (the queue designs at pushes_per_call=1): a pop that found nothing ends the call, and
+# the client sleeps this long before the next one; its backend waits for the client (ClientRead) meanwhile.
+BACKOFF_S = 0.0005
 
 
 def parse_ages(text) -> list[float]:
     """The pop loop's comma-separated ages in seconds ('' or NULL when it took nothing)."""
     return [float(a) for a in str(text).split(",") if a.strip()] if text not in (None, "") else []
-
-
-def truthy(value) -> bool:
-    """A boolean OUT parameter as the ODBC driver returns it (True, 1, '1', 't', 'true')."""
-    return str(value).strip().lower() in ("1", "t", "true")
 
 
 def _statement(name: str) -> str:
@@ -65,6 +74,84 @@ def relation_stats(conn) -> pd.DataFrame:
     upd = out["n_tup_upd"].astype(float)
     out["hot_share"] = (out["n_tup_hot_upd"].astype(float) / upd).where(upd > 0)
     return out
+
+
+class QueueCalls:
+    """One point's calls as a driver :class:`Statement`, and what they counted.
+
+    Sessions ``0 .. producers-1`` push, the rest pop.  Counters are kept per
+    session and each is touched only by its own session's calls, so the
+    Statement counts the same whether the driver runs a thread per session or
+    one event loop.  Warm-up calls (``op < 0``) count nothing: their messages
+    are in the backlog the window starts with.
+    """
+
+    def __init__(self, variant: str, producers: int, consumers: int, per_call: int, queue_size: int,
+                 cap: int | None = None, message: str = MESSAGE):
+        self.variant, self.producers, self.consumers = variant, int(producers), int(consumers)
+        self.per_call, self.queue_size = int(per_call), int(queue_size)
+        self.ring = variant.startswith("ring")
+        self.single = self.per_call == 1 and not self.ring  # one statement per message: the client backs off
+        if self.ring:  # the ring's loops at every per_call: a producer must be able to see a full ring and wait
+            push = (PUSH_LOOP["ring"], (message, self.queue_size, self.per_call, SERVER_BACKOFF_S, CALL_BUDGET_S))
+            pop = (POP_LOOP["ring"], (self.per_call, self.queue_size, SERVER_BACKOFF_S, CALL_BUDGET_S))
+        elif self.single:  # one statement per call: a client round trip per message
+            push = (_statement("push_queue"), (message,))
+            pop = (_statement(POP[variant]), ())
+        else:  # a server-side loop per call, each message its own transaction
+            push = (PUSH_LOOP["queue"], (message, self.per_call))
+            pop = (POP_LOOP["queue"], (self.per_call, variant == "skip_locked", SERVER_BACKOFF_S, CALL_BUDGET_S))
+        (self.push_sql, self.push_args), (self.pop_sql, self.pop_args) = push, pop
+        self.calls_cap = -(-int(cap) // self.per_call) if cap else None  # calls a producer makes (None: no cap)
+        self.pushed = [0] * self.producers
+        self.full = [0] * self.producers  # looks at a full ring
+        self.taken = [0] * self.consumers
+        self.empty = [0] * self.consumers  # pops that found nothing
+        self.lost = [0] * self.consumers
+        self.ages = [array("q") for _ in range(self.consumers)]  # ns; a histogram is made once, in totals()
+
+    def statement(self) -> Statement:
+        return Statement(sql=(self.push_sql,) * self.producers + (self.pop_sql,) * self.consumers,
+                         args=self.args, on_result=self.on_result)
+
+    def args(self, session: int, op: int) -> tuple:
+        if session < self.producers:
+            if self.calls_cap is not None and op >= self.calls_cap:
+                raise SessionDone(f"producer {session} pushed its {self.calls_cap} call(s)")
+            return self.push_args
+        return self.pop_args
+
+    def on_result(self, session: int, op: int, row) -> float | None:
+        """Count one call's messages from its first row; the pause the client must take, if any."""
+        if session < self.producers:
+            if self.ring:  # (pushed, full_polls)
+                n, full = int(row[0] or 0), int(row[1] or 0)
+            else:  # the queue is never full: the call pushed all its messages (no row)
+                n, full = self.per_call, 0
+            if op >= 0:
+                self.pushed[session] += n
+                self.full[session] += full
+            return None
+        c = session - self.producers
+        if self.single:  # the pop's RETURNING row, or none when nothing was deleted
+            got, empty, gone = ([] if row is None else [float(row[0])]), int(row is None), 0
+        else:  # (ages, empty_polls[, lost])
+            got, empty = parse_ages(row[0]), int(row[1] or 0)
+            gone = int(row[2] or 0) if self.ring else 0
+        if op >= 0:
+            self.empty[c] += empty
+            self.taken[c] += len(got)
+            self.lost[c] += gone
+            self.ages[c].extend(int(a * 1e9) for a in got)
+        return BACKOFF_S if self.single and empty else None
+
+    def totals(self) -> dict:
+        """The window's counts for the point's row."""
+        age = LatencyHistogram().record_many(np.concatenate([np.frombuffer(a, dtype=np.int64) for a in self.ages]))
+        return {"pushed": sum(self.pushed), "dequeued": sum(self.taken), "full_polls": sum(self.full),
+                "empty_polls": sum(self.empty), "idle_consumers": sum(1 for n in self.taken if n == 0),
+                "lost": sum(self.lost), "age_p50_ms": age.percentile_ms(50) if age.total else float("nan"),
+                "age_p99_ms": age.percentile_ms(99) if age.total else float("nan")}
 
 
 class PostgresQueueRun:
@@ -110,24 +197,7 @@ class PostgresQueueRun:
         self.prepare(variant)
         consumers = sessions  # every PostgreSQL design is measured with as many consumers as producers
         ring = variant.startswith("ring")
-        per_call = self.per_call
-        if ring:  # the ring's loops at every per_call: a producer must be able to see a full ring and stop
-            push_sql, push_args = PUSH_LOOP["ring"], (MESSAGE, self.queue_size, per_call)
-            pop_sql, pop_args = POP_LOOP["ring"], (per_call, self.queue_size)
-        elif per_call == 1:  # one statement per call: a client round trip per message
-            push_sql, push_args = _statement("push_queue"), (MESSAGE,)
-            pop_sql, pop_args = _statement(POP[variant]), ()
-        else:  # a server-side loop per call, each message its own transaction
-            push_sql, push_args = PUSH_LOOP["queue"], (MESSAGE, per_call)
-            pop_sql, pop_args = POP_LOOP["queue"], (per_call, variant == "skip_locked")
-        calls_cap = -(-self.cap // per_call) if self.cap is not None else None
-        ages = [LatencyHistogram() for _ in range(consumers)]
-        taken = [0] * consumers
-        empty = [0] * consumers
-        lost = [0] * consumers
-        pushed = [0] * sessions
-        full = [0] * sessions
-        capped = [0] * sessions
+        calls = QueueCalls(variant, sessions, consumers, self.per_call, self.queue_size, self.cap)
         start = {}
 
         def setup(cur, _i):
@@ -135,88 +205,48 @@ class PostgresQueueRun:
             if variant in DURABLE:
                 cur.execute("SET synchronous_commit = on")
 
-        def operation(cur, i, op):
-            if i < sessions:
-                if calls_cap is not None and op >= calls_cap:
-                    capped[i] += 1
-                    time.sleep(0.001)  # this producer is done; the window runs on for the others
-                    raise _Done("producer done")
-                cur.execute(push_sql, *push_args)
-                if ring:
-                    row = cur.fetchone()
-                    n, was_full = int(row[0] or 0), truthy(row[1])
-                else:
-                    n, was_full = per_call, False
-                if op >= 0:  # warm-up pushes are in the backlog the window starts with
-                    pushed[i] += n
-                    full[i] += was_full
-                if was_full:
-                    time.sleep(BACKOFF_S)
-                return
-            c = i - sessions
-            cur.execute(pop_sql, *pop_args)
-            row = cur.fetchone() if cur.description else None  # psqlODBC: no result set when nothing was deleted
-            if per_call == 1 and not ring:
-                got, missed, gone = ([] if row is None else [float(row[0])]), row is None, 0
-            else:
-                got, missed = parse_ages(row[0]), truthy(row[1])
-                gone = int(row[2] or 0) if ring else 0
-            if op >= 0:  # warm-up pops are in the backlog the window starts with
-                empty[c] += missed
-                taken[c] += len(got)
-                lost[c] += gone
-                for age in got:
-                    ages[c].record(int(age * 1e9))
-            if missed:
-                time.sleep(BACKOFF_S)
-
         sampler = wait_sampler(self.connect, self.db, hz=20, source=self.wait_source)
 
         def ready():  # every session warmed up and waiting at the start line: the backlog the window starts with
             start["backlog"] = self.backlog(ring)
             sampler.start()
 
-        result = run_sessions(self.connect, operation, sessions=sessions + consumers, duration_s=self.duration_s,
-                              warmup_operations=5, setup_session=setup, on_ready=ready,
+        result = run_sessions(self.connect, calls.statement(), sessions=sessions + consumers,
+                              duration_s=self.duration_s, warmup_operations=5, setup_session=setup, on_ready=ready,
                               retry_on=RETRYABLE, **self.load,
-                              progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}",
-                              max_errors_per_session=10**9)
+                              progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}")
         sampler.stop()
         producers = result.per_session[:sessions]
-        error_count = result.errors - sum(capped)
-        real_errors = [e for s in result.per_session for e in s.error_samples if "producer done" not in e]
-        calls = sum(s.operations for s in producers)
+        error_count = result.errors
+        errors = [e for s in result.per_session for e in s.error_samples]
         push_hist = LatencyHistogram()
         for s in producers:
             push_hist.merge(s.histogram)
-        age = LatencyHistogram()
-        for h in ages:
-            age.merge(h)
         backlog = self.backlog(ring)
         time.sleep(1.0)  # let the sessions' statistics reach the cumulative views
         with contextlib.closing(self.connect()) as conn:
             stats = relation_stats(conn)
         elapsed = result.elapsed_s
+        counts = calls.totals()
         row = {"variant": variant, "sessions": sessions, "consumers": consumers, "repetition": repetition,
-               "elapsed_s": elapsed, "pushes_per_call": per_call, "queue_size": self.queue_size, "calls": calls,
-               "operations": sum(pushed), "pushed": sum(pushed), "throughput": sum(pushed) / elapsed,
-               **push_hist.summary(), "dequeued": sum(taken), "dequeue_per_s": sum(taken) / elapsed,
-               "full_polls": sum(full), "empty_polls": sum(empty), "idle_consumers": sum(1 for n in taken if n == 0),
-               "lost": sum(lost), "backlog_start": start.get("backlog", 0), "backlog": backlog,
-               "age_p50_ms": age.percentile_ms(50) if age.total else float("nan"),
-               "age_p99_ms": age.percentile_ms(99) if age.total else float("nan"),
+               "elapsed_s": elapsed, "pushes_per_call": self.per_call, "queue_size": self.queue_size,
+               "calls": sum(s.operations for s in producers), "operations": counts["pushed"],
+               "pushed": counts["pushed"], "throughput": counts["pushed"] / elapsed, **push_hist.summary(),
+               "dequeued": counts["dequeued"], "dequeue_per_s": counts["dequeued"] / elapsed,
+               "full_polls": counts["full_polls"], "empty_polls": counts["empty_polls"],
+               "idle_consumers": counts["idle_consumers"], "lost": counts["lost"],
+               "backlog_start": start.get("backlog", 0), "backlog": backlog,
+               "age_p50_ms": counts["age_p50_ms"], "age_p99_ms": counts["age_p99_ms"],
                "errors": error_count, "wait_sample_hz": sampler.achieved_hz}
         if self.check is not None:
             self.check(row)  # a point that does not balance fails the run here, before it is recorded
         if error_count:
             self.w.add_note(f"{variant} at {sessions} sessions: {error_count} failed call(s), e.g. "
-                            f"{real_errors[0] if real_errors else 'no sample kept'}")
+                            f"{errors[0] if errors else 'no sample kept'}")
         if sampler.error:
             self.w.add_note(f"wait sampling for {variant} at {sessions} sessions stopped: {sampler.error}")
         self.w.append_csv(FILES["runs"], pd.DataFrame([row]))
         frame = sampler.frame()
-        result.errors_by_code.pop("_Done", None)  # producers that reached their cap, not failures
-        result.errors = error_count
         record(self.w, result, log=self.log, sampler=sampler, frame=frame, variant=variant, sessions=sessions,
                repetition=repetition)
         waits = shares(frame)
@@ -225,15 +255,12 @@ class PostgresQueueRun:
         self.w.append_csv(FILES["relation"], stats.assign(variant=variant, sessions=sessions, repetition=repetition))
         top = waits.head(2)
         self.log(f"[{CHAPTER}] {variant} {sessions}P/{consumers}C, repetition {repetition + 1}: "
-                 f"{row['pushed']:,} pushed ({per_call} per call), {row['throughput']:,.0f} pushed/s, "
+                 f"{row['pushed']:,} pushed ({self.per_call} per call), {row['throughput']:,.0f} pushed/s, "
                  f"{row['dequeue_per_s']:,.0f} popped/s, backlog {row['backlog_start']:,} -> {backlog:,}, "
-                 f"{row['full_polls']:,} full, lost {row['lost']:,}, p99 age {row['age_p99_ms']:.1f} ms; waits: "
+                 f"{row['full_polls']:,} full, {row['empty_polls']:,} empty polls, lost {row['lost']:,}, "
+                 f"p99 age {row['age_p99_ms']:.1f} ms; waits: "
                  + ", ".join(f"{w} {s:.0%}" for w, s in zip(top["wait"], top["share"])))
         return row
-
-
-class _Done(Exception):
-    """A producer that reached messages_per_session: counted as an error by the driver, dropped here."""
 
 
 def run_postgres(ctx) -> None:
@@ -244,6 +271,9 @@ def run_postgres(ctx) -> None:
     writer.update(parameters={**writer.manifest["parameters"],
                               "synchronous_commit": "off (session); on for ring_durable",
                               "fillfactor_ring": 50, "latency": "per call (of pushes_per_call messages)",
+                              "back_off": f"in the server (pg_sleep {SERVER_BACKOFF_S * 1e3:g} ms, looks again "
+                                          f"until the call has run {CALL_BUDGET_S * 1e3:g} ms) in the loops; "
+                                          f"in the client ({BACKOFF_S * 1e3:g} ms) with one statement per message",
                               "throughput": "messages per second"})
     with contextlib.closing(target.connect(database)) as conn:
         settings = dict(conn.cursor().execute(

@@ -135,11 +135,16 @@ def finding(adkin: LmaxRecording, topic: str, variant: str | None = None) -> pd.
     return part.iloc[0] if len(part) else None
 
 
+# Waits the chapter's own loops make, named for what they are: a loop that found nothing to pop (or a full ring)
+# sleeps in the server before it looks again; that is a session waiting for messages, not the server working.
+WAIT_WORDS = {"Timeout:PgSleep": "waiting for messages (server-side back-off)"}
+
+
 def db_pressure(g: LmaxRecording) -> pd.DataFrame:
     """Where the database's time went: wait-event shares (PostgreSQL) or spinlock spins (SQL Server)."""
     if g.waits is not None:
         w = g.waits.copy()
-        w["what"] = w["wait"]
+        w["what"] = [WAIT_WORDS.get(x, x) for x in w["wait"]]
         w["value"] = w["share"]
         return w[["variant", "sessions", "what", "value"]]
     if g.spinlocks is not None:
@@ -201,6 +206,7 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
                 "(the recording's push_chunk)", "db_client_note": "The PostgreSQL analogue is not in this recording."}
     cpus = g.recording.host.get("logical_cpus") or "its"
     share, of_what = client_wait_share(g)
+    back_off = back_off_sentence(g)
     waited = "" if math.isnan(share) else (
         f" Across all runs, {share:.0%} {of_what} were spent waiting for the client's next statement "
         "(Client:ClientRead; the load check below gives it per point).")
@@ -222,8 +228,19 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
                 f"transactions and the rates measure the server's work per message.{waited} The client and every "
                 f"session still share the same {cpus} CPUs, so beyond {cpus} producers the sessions take turns "
                 "rather than run side by side, and the absolute rates are this small machine's.")
-    return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": read,
+    return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": f"{read} {back_off}",
             "db_wait_sampler": load_record.wait_sampler_text(g)}
+
+
+def back_off_sentence(g: LmaxRecording) -> str:
+    """What a PostgreSQL session did when it found nothing to pop or a full ring, as its recording says (prose)."""
+    how = g.recording.parameters.get("back_off")
+    if how:
+        return (f"A call that found nothing to pop, or a full ring, backed off {how}. A backend sleeping in the "
+                f"server shows the wait event Timeout:PgSleep, named here \"{WAIT_WORDS['Timeout:PgSleep']}\": it "
+                "is waiting for work, not doing any, and it is not waiting for its client.")
+    return ("In this recording a call that found nothing to pop, or a full ring, returned at once and the client "
+            "backed off before its next call, so its backend waited for the client (ClientRead) meanwhile.")
 
 
 def one_session_note(d: pd.DataFrame, label_of) -> str:

@@ -1,0 +1,119 @@
+"""The PostgreSQL point's calls as a driver Statement: which SQL each session runs, when a producer is done,
+and how the rows its calls return are counted (no server: rows are made up here, the live tests run the SQL).
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from contention_book.chapters.lmax_queue import run_postgres as rp
+from contention_book.chapters.lmax_queue.run_postgres import QueueCalls
+from contention_book.harness.driver import SessionDone, Statement, run_sessions
+
+
+def test_producers_come_first_and_every_loop_carries_the_server_back_off():
+    calls = QueueCalls("ring", producers=2, consumers=2, per_call=50, queue_size=100)
+    st = calls.statement()
+    assert isinstance(st, Statement)
+    assert [st.text(i) for i in range(4)] == [rp.PUSH_LOOP["ring"]] * 2 + [rp.POP_LOOP["ring"]] * 2
+    assert st.values(0, 0) == (rp.MESSAGE, 100, 50, rp.SERVER_BACKOFF_S, rp.CALL_BUDGET_S)
+    assert st.values(3, 0) == (50, 100, rp.SERVER_BACKOFF_S, rp.CALL_BUDGET_S)
+    queue = QueueCalls("skip_locked", 1, 1, per_call=5, queue_size=100)
+    assert queue.statement().values(0, 0) == (rp.MESSAGE, 5)
+    assert queue.statement().values(1, 0) == (5, True, rp.SERVER_BACKOFF_S, rp.CALL_BUDGET_S)
+    assert QueueCalls("naive", 1, 1, 5, 100).statement().values(1, 0)[1] is False
+    single = QueueCalls("naive", 1, 1, per_call=1, queue_size=100)  # one statement per message: no loop
+    assert "INSERT" in single.statement().text(0) and "DELETE" in single.statement().text(1)
+    assert single.statement().values(0, 0) == (rp.MESSAGE,) and single.statement().values(1, 0) == ()
+    # the ring runs its loops even at one message per call, so its producers can wait at a full ring
+    assert QueueCalls("ring_unlogged", 1, 1, per_call=1, queue_size=10).statement().text(0) == rp.PUSH_LOOP["ring"]
+    assert 0 < rp.CALL_BUDGET_S <= 0.05 and rp.SERVER_BACKOFF_S >= 0.001  # pg_sleep waits whole milliseconds
+
+
+def test_a_producer_that_reached_its_cap_ends_its_session():
+    calls = QueueCalls("ring", 2, 2, per_call=50, queue_size=100, cap=120)  # 120 messages: 3 calls of 50
+    assert calls.calls_cap == 3
+    for op in (-5, -1, 0, 2):  # warm-up calls and the capped window's first three
+        calls.args(1, op)
+    with pytest.raises(SessionDone):
+        calls.args(1, 3)
+    assert calls.args(2, 10**6) == calls.pop_args  # consumers have no cap
+    uncapped = QueueCalls("ring", 1, 1, 50, 100, cap=None)
+    assert uncapped.calls_cap is None and uncapped.args(0, 10**6) == uncapped.push_args
+
+
+def test_ring_rows_are_counted_in_the_window_only_and_need_no_client_pause():
+    calls = QueueCalls("ring", producers=2, consumers=2, per_call=50, queue_size=100)
+    assert calls.on_result(1, -1, (50, 0)) is None  # warm-up: in the backlog the window starts with
+    assert calls.on_result(1, 0, (37, 4)) is None  # the ring filled; the call waited in the server
+    assert calls.on_result(0, 3, (50, 0)) is None
+    assert calls.on_result(3, -2, ("0.5", 0, 0)) is None
+    assert calls.on_result(3, 0, ("0.001,0.002", 3, 0)) is None  # found the ring empty three times, in the server
+    assert calls.on_result(2, 1, ("", 20, 0)) is None  # nothing within the call's budget: call again at once
+    assert calls.pushed == [50, 37] and calls.full == [0, 4]
+    assert calls.taken == [0, 2] and calls.empty == [20, 3] and calls.lost == [0, 0]
+    t = calls.totals()
+    assert (t["pushed"], t["dequeued"], t["full_polls"], t["empty_polls"], t["idle_consumers"], t["lost"]) == \
+        (87, 2, 4, 23, 1, 0)
+    assert 1.0 <= t["age_p50_ms"] <= t["age_p99_ms"] <= 2.1
+    calls.on_result(2, 2, ("0.003", 0, 2))  # slots overwritten by a later lap: counted as lost, not taken
+    assert calls.totals()["lost"] == 2 and calls.taken == [1, 2]
+
+
+def test_queue_loops_and_single_statements_are_counted_and_only_the_single_pop_backs_off_in_the_client():
+    loop = QueueCalls("naive", 1, 1, per_call=5, queue_size=100)
+    assert loop.on_result(0, 0, None) is None  # the queue's push loop returns no row: it pushed all five
+    assert loop.on_result(1, 0, ("0.1,0.2", 7)) is None
+    assert loop.totals()["pushed"] == 5 and loop.taken == [2] and loop.empty == [7]
+    single = QueueCalls("skip_locked", 1, 1, per_call=1, queue_size=100)
+    assert single.on_result(0, 0, None) is None and single.pushed == [1]
+    assert single.on_result(1, 0, None) == rp.BACKOFF_S  # nothing deleted: the client backs off
+    assert single.on_result(1, 1, (0.25,)) is None
+    assert single.on_result(1, -1, None) == rp.BACKOFF_S and single.empty == [1]  # warm-up: paused, not counted
+    assert single.taken == [1] and single.totals()["dequeued"] == 1
+
+
+class _Cursor:
+    """Answers each call as the loops would: producers push per_call minus one, consumers take one of two."""
+
+    def __init__(self, conn):
+        self.connection, self.description, self.row = conn, None, None
+
+    def execute(self, sql, *params):
+        if "push" in sql:
+            self.description, self.row = [("pushed",), ("full_polls",)], (params[2] - 1, 1)
+        else:
+            self.description, self.row = [("ages",), ("empty_polls",), ("lost",)], ("0.001", 1, 0)
+        return self
+
+    def fetchone(self):
+        return self.row
+
+
+class _Conn:
+    def cursor(self):
+        return _Cursor(self)
+
+    def rollback(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_the_driver_runs_the_statement_and_keeps_each_sessions_counts_apart():
+    calls = QueueCalls("ring", producers=2, consumers=3, per_call=10, queue_size=100, cap=40)
+    seen = set()
+
+    def on_result(session, op, row):  # every session's rows arrive on that session's own thread
+        seen.add((session, threading.current_thread().name))
+        return calls.on_result(session, op, row)
+
+    st = Statement(sql=calls.statement().sql, args=calls.args, on_result=on_result)
+    result = run_sessions(_Conn, st, sessions=5, operations_per_session=6, warmup_operations=2, progress=False)
+    assert result.errors == 0
+    assert [s.operations for s in result.per_session] == [4, 4, 6, 6, 6]  # producers stop at 40 messages
+    assert calls.pushed == [4 * 9, 4 * 9] and calls.full == [4, 4]
+    assert calls.taken == [6, 6, 6] and calls.empty == [6, 6, 6]
+    assert len({name for _, name in seen}) == 5
