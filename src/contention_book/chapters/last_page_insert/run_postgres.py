@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from contention_book.harness import pg_waits, workloads
-from contention_book.harness.driver import RETRYABLE, RunResult, run_sessions
+from contention_book.harness.driver import RETRYABLE, RunResult, Statement, run_sessions
 from contention_book.harness.load_record import driver_options, record
 from contention_book.harness.live import finish_stacks, start_stacks
 from contention_book.harness.recording import RecordingWriter
@@ -104,7 +104,7 @@ class PostgresRun:
                 recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
 
         try:
-            result = run_sessions(self.connect, lambda cur, _s, _op: cur.execute(insert, *args), sessions=n,
+            result = run_sessions(self.connect, Statement(insert, args), sessions=n,
                                   operations_per_session=calls_per_session(self.rows, self.per_call),
                                   duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
                                   setup_session=setup, on_ready=ready, retry_on=RETRYABLE, **self.load,

@@ -87,7 +87,8 @@ PARAMS = (
     P.Param("rows_per_session", "int", "stop a point once every session inserted this many rows (empty: no cap)",
             default=None, minimum=1),
     P.Param("rows_per_call", "int", "rows one call inserts (1: one INSERT per round trip; more: a server-side "
-            "loop, each row its own transaction)", default=100, minimum=1, maximum=10_000),
+            "loop, each row its own transaction)", default={"postgres": 1000, "sqlserver": 100}, minimum=1,
+            maximum=10_000),
     P.Param("partitions", "int", "hash partitions of the hash-partitioned variant", default=8, minimum=2,
             maximum=64),
     P.Param("wait_hz", "float", "wait samples per second", default=20.0, minimum=0.1, maximum=1000),

@@ -26,7 +26,7 @@ import pandas as pd
 
 from contention_book.harness import pg_waits, workloads
 from contention_book.harness.live import finish_stacks, start_stacks
-from contention_book.harness.driver import RETRYABLE, run_sessions
+from contention_book.harness.driver import RETRYABLE, Statement, run_sessions
 from contention_book.harness.load_record import driver_options, record
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
@@ -184,9 +184,8 @@ class PostgresRun:
                     pids = sorted(backends.values()) + ([ww] if ww else [])
                     holder["recorder"] = start_stacks(self.w, variant, pids)
 
-            def insert(cur, i, op):
-                base = (i + 1) * KEY_SPAN + (op + 2) * batch  # warm-up ops are -1: still inside the session's range
-                cur.execute(call, base, batch)
+            # warm-up ops are -1: still inside the session's range
+            insert = Statement(call, args=lambda i, op: ((i + 1) * KEY_SPAN + (op + 2) * batch, batch))
 
             try:
                 result = run_sessions(self.connect, insert, sessions=n,

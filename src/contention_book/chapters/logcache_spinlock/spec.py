@@ -106,7 +106,7 @@ PARAMS = (
     P.Param("rows_per_session", "int", "most rows one session inserts per point",
             default={"postgres": 2_000_000, "sqlserver": 200_000}, minimum=1, engines=("postgres", "sqlserver")),
     P.Param("batch", "int", "rows one procedure call inserts, each committed",
-            default={"postgres": 200, "sqlserver": 10_000}, minimum=1, engines=("postgres", "sqlserver")),
+            default={"postgres": 1000, "sqlserver": 10_000}, minimum=1, engines=("postgres", "sqlserver")),
     P.Param("seed_rows", "int", "rows in the table before each point",
             default={"postgres": 10_000, "sqlserver": 100_000}, minimum=0, engines=("postgres", "sqlserver")),
     P.Param("wait_hz", "float", "wait-event samples per second", default=20.0, minimum=0.1, maximum=1000,
