@@ -110,9 +110,11 @@ def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None
 
             def before_window():
                 nonlocal capture
-                waits.start()
                 if run.stacks and run.repetition == 0:  # one profile per variant is enough
                     capture = start_stacks(run.w, variant, [backend["pid"]])
+                # last, as the window opens: the session idles in ClientRead while perf starts (a quarter of a
+                # one-second run's samples when the sampler started first)
+                waits.start()
 
             after_chunk = workloads.load(CHAPTER, "postgres", "cleanup") if variant == "vacuum_each_chunk" else ()
             try:
