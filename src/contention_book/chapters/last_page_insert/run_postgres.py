@@ -97,11 +97,12 @@ class PostgresRun:
             # every session has warmed up and waits at the barrier: the rows now are the rows before the window
             with contextlib.closing(self.connect()) as conn:
                 counted["before"] = count_rows(conn, "postgres")
-            waits.start()
-            if pins is not None:
-                pins.start()
             if deepest and self.stacks and self.repetition == 0:  # one profile per variant is enough
                 recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
+            if pins is not None:
+                pins.start()
+            # last: the sessions wait at the barrier (ClientRead) while perf starts, and that is not the window
+            waits.start()
 
         try:
             result = run_sessions(self.connect, Statement(insert, args), sessions=n,

@@ -177,12 +177,13 @@ class PostgresRun:
                     pins.pin(ww, pin_cpus[0], "walwriter alone")
                     for pid in backends.values():
                         pins.pin(pid, pin_cpus[1], "backend")
-                sampler = pg_waits.sampler(self.connect, self.db, hz=self.wait_hz, source=self.wait_source,
-                                           log=self.log if self.point == 0 else None)
-                holder["sampler"] = sampler.start()
                 if stacks:
                     pids = sorted(backends.values()) + ([ww] if ww else [])
                     holder["recorder"] = start_stacks(self.w, variant, pids)
+                # last: the sessions wait at the barrier (ClientRead) while perf starts, and that is not the window
+                sampler = pg_waits.sampler(self.connect, self.db, hz=self.wait_hz, source=self.wait_source,
+                                           log=self.log if self.point == 0 else None)
+                holder["sampler"] = sampler.start()
 
             # warm-up ops are -1: still inside the session's range
             insert = Statement(call, args=lambda i, op: ((i + 1) * KEY_SPAN + (op + 2) * batch, batch))
