@@ -319,7 +319,7 @@ def _native_collapse(path: str, output: str | None, opts: dict) -> bool:
 
     from . import native_collapse
 
-    kw = {"weight": opts["weight"], "event": opts["event"]}
+    kw = {"weight": opts["weight"], "event": opts["event"], "strict": opts.get("strict", False)}
     if not output or output == "-":
         try:
             sys.stdout.flush()

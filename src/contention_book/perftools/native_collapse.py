@@ -33,6 +33,32 @@ def _declare(lib) -> None:
     lib.pc_folded.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int, ctypes.c_int]
     lib.pc_folded.restype = ctypes.c_int64
     lib.pc_free.argtypes = [ctypes.c_void_p]
+    lib.pc_bad_text.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64]
+    lib.pc_bad_text.restype = ctypes.c_int64
+
+
+#: perf_script's FRAME_EXPECTED and ORPHAN_EXPECTED (that module loads pyarrow; a test keeps them equal)
+FRAME_EXPECTED = "a stack frame line 'ADDRESS SYMBOL+OFFSET (DSO)'"
+ORPHAN_EXPECTED = "a sample header 'comm [pid/]tid [[cpu]] [time:] [period] event:' before the stack frames"
+
+
+def _skipped(lib, handle, name: str) -> tuple[int, list[int], str | None]:
+    """Frame lines the core skipped inside samples: how many, the first three line numbers, and the
+    warning perf_script's reader gives for them (None when there are none)."""
+    from .errors import FormatError
+
+    count = lib.pc_count(handle, 8)
+    if not count:
+        return 0, [], None
+    first = [lib.pc_count(handle, 9 + i) for i in range(min(count, 3))]
+    n = lib.pc_bad_text(handle, None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    lib.pc_bad_text(handle, buf, n + 1)
+    expected = ORPHAN_EXPECTED if lib.pc_count(handle, 12) else FRAME_EXPECTED
+    err = FormatError(name, first[0], expected, buf.raw[:n].decode("utf-8"))
+    where = ", ".join(map(str, first)) + (", ..." if count > 3 else "")
+    return count, first, (f"{name}: skipped {count:,} malformed line(s), at line {where} (line {err.line}: expected "
+                          f"{err.expected}; found {err.found!r}); --strict makes this an error")
 
 
 def _events(lib, handle) -> list[tuple[str, int, int]]:
@@ -43,14 +69,15 @@ def _events(lib, handle) -> list[tuple[str, int, int]]:
         n = lib.pc_event(handle, i, None, 0, ctypes.byref(samples), ctypes.byref(noperiod))
         buf = ctypes.create_string_buffer(n + 1)
         lib.pc_event(handle, i, buf, n + 1, ctypes.byref(samples), ctypes.byref(noperiod))
-        out.append((buf.raw[:n].decode("ascii"), samples.value, noperiod.value))  # the core reads ASCII only
+        out.append((buf.raw[:n].decode("ascii"), samples.value, noperiod.value))  # headers with other bytes go to Python
     return out
 
 
-def write(path, fd: int, *, weight: str | None = None, event: str | None = None) -> dict | None:
+def write(path, fd: int, *, weight: str | None = None, event: str | None = None, strict: bool = False) -> dict | None:
     """Write the folded lines of ``path`` to the open file descriptor ``fd`` and return the meta
     :func:`.importers.perf_script.collapse` gives, or None (nothing written) when the C core does not
-    read this file.  A closed pipe raises BrokenPipeError."""
+    read this file (or, ``strict``, skipped a malformed line: the Python reader raises at it).  A closed
+    pipe raises BrokenPipeError."""
     from .errors import FormatError
     from .source import display_name
 
@@ -64,6 +91,9 @@ def write(path, fd: int, *, weight: str | None = None, event: str | None = None)
         status = lib.pc_parse(os.fsencode(path), ctypes.byref(handle))
         if status != native_build.OK or lib.pc_count(handle, 0) == 0:
             return None  # another shape, or nothing read: the Python reader says what
+        skipped, skipped_first, skipped_warning = _skipped(lib, handle, display_name(path))
+        if skipped and strict:
+            return None
         events = _events(lib, handle)
         counts = {name: n for name, n, _ in events}
         listing = ", ".join(f"{k} ({v:,} samples)" for k, v in counts.items())
@@ -77,6 +107,8 @@ def write(path, fd: int, *, weight: str | None = None, event: str | None = None)
             others = ", ".join(f"{k} ({v:,} samples)" for k, v in counts.items() if k != event)
             warnings.append(f"{display_name(path)}: kept event {event} ({counts[event]:,} samples); "
                             f"left out {others}; choose one with --event NAME")
+        if skipped_warning:
+            warnings.append(skipped_warning)
         has_period = events[index][2] == 0
         how = weight or ("period" if has_period else "samples")
         if how == "period" and not has_period:
@@ -92,19 +124,20 @@ def write(path, fd: int, *, weight: str | None = None, event: str | None = None)
             raise OSError(code, os.strerror(code))
         return {"format": "perf_script", "source": display_name(path),
                 "weight_unit": f"{event} period" if how == "period" else "samples", "event": event,
-                "events": list(counts), "event_samples": counts, "skipped_lines": 0, "skipped_first_lines": [],
+                "events": list(counts), "event_samples": counts, "skipped_lines": skipped, "skipped_first_lines": skipped_first,
                 "warnings": warnings, "lines": int(written)}
     finally:
         if handle:
             lib.pc_free(handle)
 
 
-def collapse(path, *, weight: str | None = None, event: str | None = None) -> tuple[list[str], dict] | None:
+def collapse(path, *, weight: str | None = None, event: str | None = None,
+             strict: bool = False) -> tuple[list[str], dict] | None:
     """What :func:`.importers.perf_script.collapse` returns for this file (without a process root), or
     None when the C core does not read it: :func:`write` into a temporary file, read back (for tests and
     callers that want the lines in hand)."""
     with tempfile.TemporaryFile() as tmp:
-        meta = write(path, tmp.fileno(), weight=weight, event=event)
+        meta = write(path, tmp.fileno(), weight=weight, event=event, strict=strict)
         if meta is None:
             return None
         tmp.seek(0)

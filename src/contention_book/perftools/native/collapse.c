@@ -2,18 +2,21 @@
  * output written directly.
  *
  * perf_script.py reads the same shape with Arrow arrays; this reads it at memory speed and must give
- * exactly the same folded lines (tests/perftools/test_perftools_native.py compares both on every
- * fixture).  It accepts only the shape it is sure of:
+ * exactly the same folded lines and warnings (tests/perftools/test_perftools_native.py compares both
+ * on every fixture and on look-alikes of public captures).  It reads the shapes real captures have:
  *
- *   header   comm [pid/]tid [[cpu]] [time:] [period] event:        (HEADER_PATTERN in perf_script.py)
- *   frame    <TAB>... ADDRESS SYMBOL[+0xOFF] (DSO)                   (parse_frame's rules)
+ *   header   [blanks] comm [pid/]tid [[cpu]] [time:] [period] event: [FRAME]   (HEADER_PATTERN)
+ *   frame    [tabs or spaces] ADDRESS SYMBOL[+0xOFF] (DSO)                    (parse_frame's rules)
  *   blank    ends a sample;  '#' lines are comments
  *
- * and gives up (PC_FALLBACK) on anything else -- a space-led or unparseable line, a header with text
- * after its event, a frame outside a sample, a carriage return, a byte that is not ASCII, a number
- * out of range (pid or tid beyond 64 bits, cpu beyond 32, an infinite time or period) -- so Python
- * reads that file its own way, with its line-numbered warnings.  Nothing here decides what the Python
- * reader would decide differently.
+ * frames led by a tab, by spaces (perf 5.x), by spaces then a tab (simpleperf) or not indented; a
+ * header whose tail is its one frame (perf without -g); UTF-8 in frame lines; a frame line that does
+ * not parse inside a sample, or a readable one after a blank line, skipped and counted as Python
+ * counts them.  Where Python's own readers could disagree, or the core is not sure, it gives up
+ * (PC_FALLBACK) and Python reads the file its own way: a carriage return, a byte that is not ASCII
+ * in a header or is not UTF-8, Unicode blanks, a line of blanks only, a tab-led header, frames under
+ * a header with a tail, an unreadable line outside a sample, a number out of range (pid or tid beyond
+ * 64 bits, cpu beyond 32, an infinite time or period).
  *
  * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (two threads for a
  * big file), frames are interned as module\0function, stacks as root-first frame id sequences, and each
@@ -47,6 +50,11 @@ typedef struct {
     int in_sample, cur_event;
     double cur_period;
     int64_t line_no, fallback_line;
+    /* frame lines skipped inside a sample (perf_script's FRAME_EXPECTED): how many, the first three
+     * line numbers (of this part; the merge shifts the second part's), the first one's text */
+    int64_t bad_count, bad_first[3], bad_kind;  /* kind: 0 a bad frame line, 1 an orphan frame */
+    bytes_t bad_text;
+    bytes_t tail;          /* the sample header's text after its event (perf without -g: the frame) */
 } pc_result;
 
 void pc_free(pc_result *r);
@@ -78,7 +86,7 @@ static int event_ok(const char *p, const char *q) {
 /* HEADER_PATTERN, tried the way its backtracking tries it: the shortest comm first, and every optional
  * group present before absent.  Sets the event span and the period; 0 when the line is a header. */
 static int rest_of_header(const char *p, const char *e, int stage, const char **ev, size_t *evn, double *period,
-                          int *has_period) {
+                          int *has_period, const char **tail) {
     const char *q;
     switch (stage) {
     case 0:  /* [cpu] */
@@ -89,12 +97,12 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
                 const char *digits_end = q;
                 q++;
                 while (q < e && is_ws(*q)) q++;
-                int g = rest_of_header(q, e, 1, ev, evn, period, has_period);
+                int g = rest_of_header(q, e, 1, ev, evn, period, has_period, tail);
                 if (g == 0 && !fits(p + 1, digits_end, INT32_LIMIT)) return 2;  /* Python names it */
                 if (g != 1) return g;  /* the regex takes the first branch that matches, tail or not */
             }
         }
-        return rest_of_header(p, e, 1, ev, evn, period, has_period);
+        return rest_of_header(p, e, 1, ev, evn, period, has_period, tail);
     case 1:  /* time: \d+\.\d+:\s* */
         q = p;
         while (q < e && is_digit(*q)) q++;
@@ -104,19 +112,19 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
             if (r > q + 1 && r < e && *r == ':') {
                 r++;
                 while (r < e && is_ws(*r)) r++;
-                int g = rest_of_header(r, e, 2, ev, evn, period, has_period);
+                int g = rest_of_header(r, e, 2, ev, evn, period, has_period, tail);
                 if (g == 0 && !fits(p, q, FINITE_DIGITS)) return 2;  /* an infinite time */
                 if (g != 1) return g;
             }
         }
-        return rest_of_header(p, e, 2, ev, evn, period, has_period);
+        return rest_of_header(p, e, 2, ev, evn, period, has_period, tail);
     case 2:  /* period: \d+\s+ */
         q = p;
         while (q < e && is_digit(*q)) q++;
         if (q > p && q < e && is_ws(*q)) {
             const char *r = q;
             while (r < e && is_ws(*r)) r++;
-            int g = rest_of_header(r, e, 3, ev, evn, period, has_period);
+            int g = rest_of_header(r, e, 3, ev, evn, period, has_period, tail);
             if (g == 0) {
                 if (!fits(p, q, FINITE_DIGITS)) return 2;  /* an infinite period */
                 *has_period = 1;
@@ -124,7 +132,7 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
             }
             if (g != 1) return g;
         }
-        return rest_of_header(p, e, 3, ev, evn, period, has_period);
+        return rest_of_header(p, e, 3, ev, evn, period, has_period, tail);
     default: {  /* event: [^\s:]\S*?:  then the end (text after it sends the file to Python) */
         if (p >= e || *p == ':' || is_ws(*p)) return 1;
         q = p;
@@ -133,15 +141,15 @@ static int rest_of_header(const char *p, const char *e, int stage, const char **
         if (q[-1] != ':' || q - 1 == p || !event_ok(p, q - 1)) return 1;
         const char *r = q;
         while (r < e && is_ws(*r)) r++;
-        if (r != e) return 2;  /* a tail: not this reader's shape */
         *ev = p; *evn = (size_t)(q - 1 - p); *has_period = 0;
+        *tail = r;  /* [r, e): the sampled frame of perf without -g, or nothing */
         return 0;
     }
     }
 }
 
 static int parse_header(const char *s, const char *e, const char **ev, size_t *evn, double *period,
-                        int *has_period) {
+                        int *has_period, const char **tail) {
     /* ^\s*(\S.*?)\s+(\d+)(?:/(\d+))?\s+ : comm as short as the rest allows */
     const char *c = s;
     while (c < e && is_ws(*c)) c++;
@@ -164,7 +172,7 @@ static int parse_header(const char *s, const char *e, const char **ev, size_t *e
         if (q >= e || !is_ws(*q)) continue;
         while (q < e && is_ws(*q)) q++;
         *has_period = 0;
-        int got = rest_of_header(q, e, 0, ev, evn, period, has_period);
+        int got = rest_of_header(q, e, 0, ev, evn, period, has_period, tail);
         if (got == 0 && (!fits(p, pid_end, INT64_LIMIT) || (tid && !fits(tid, tid_end, INT64_LIMIT)))) return 2;
         if (got == 0) return 0;
         if (got == 2) return 2;
@@ -272,6 +280,13 @@ static int end_sample(pc_result *r) {
     r->in_sample = 0;
     size_t n = r->key_at.n - 1;
     r->cur.n = 0;
+    if (r->tail.n) {  /* perf without -g: the header's tail is the one frame; under frame lines, a bad header */
+        if (n) return PC_FALLBACK;
+        int got = parse_frame(r->tail.p, r->tail.p + r->tail.n, &r->key);
+        if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
+        if (PUSH(r->key_at, (int64_t)r->key.n)) return PC_NOMEM;
+        n = 1;
+    }
     if (n == 0) {  /* a header without frames or tail: one frame "n/a" (NO_STACK), as Python keeps it */
         int32_t fid = intern(&r->frames, "\0n/a", 4);
         if (fid < 0 || PUSH(r->cur, fid)) return PC_NOMEM;
@@ -317,26 +332,95 @@ static int plain(const char *s, const char *e) {
     return 1;
 }
 
+/* Valid UTF-8 of code points that Python's str.strip() and the regexes' \s do not take for blanks
+ * (U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000): such a frame line
+ * reads the same as bytes here and as text in Python.  0 for anything else (Python decodes invalid
+ * bytes with replacement characters: its own reader then). */
+static int utf8_frame_text(const unsigned char *s, const unsigned char *e) {
+    while (s < e) {
+        unsigned c = *s;
+        if (c < 0x80) { if (c < 0x20 && c != '\t') return 0; s++; continue; }
+        int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+        if (!n || c > 0xF4 || e - s < n) return 0;
+        uint32_t cp = c & (0x7F >> n);
+        for (int i = 1; i < n; i++) {
+            if ((s[i] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i] & 0x3F);
+        }
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+            cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000) return 0;
+        s += n;
+    }
+    return 1;
+}
+
+/* A frame line inside a sample that does not parse (FRAME_EXPECTED), or one after a blank line
+ * (ORPHAN_EXPECTED): skipped and counted, as every Python reader skips it. */
+static int bad_line(pc_result *r, const char *s, const char *e, int kind) {
+    if (r->bad_count < 3) r->bad_first[r->bad_count] = r->line_no;
+    if (!r->bad_count) r->bad_kind = kind;
+    if (r->bad_count++ == 0 && put_bytes(&r->bad_text, s, (size_t)(e - s))) return PC_NOMEM;
+    return 0;
+}
+
+/* One line, read as perf_script.py's readers all read it (its _slow_block's order of tries): where
+ * they could differ, or where a line is not this core's shape, PC_FALLBACK hands the file to Python. */
 static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     r->line_no++;
-    if (!plain(s, e)) return PC_FALLBACK;
-    if (s == e) return end_sample(r);
+    int ascii = plain(s, e);
+    if (s == e) return ascii ? end_sample(r) : PC_FALLBACK;
     if (*s == '#') return 0;
-    if (*s == ' ') return PC_FALLBACK;
-    if (*s == '\t') {
-        if (!r->in_sample) return PC_FALLBACK;  /* an orphan frame */
-        int got = parse_frame(s, e, key);  /* appends the frame's key; interned at the sample's end */
+    const char *t = s;
+    while (t < e && is_ws(*t)) t++;
+    if (t == e) return PC_FALLBACK;  /* blanks only: a blank line to one Python reader, a bad frame to another */
+    int indented = is_ws(*s);
+    if (!ascii) {  /* non-ASCII text: only as an indented frame of a sample (headers keep ASCII: Python's
+                    * \d and \s are Unicode-wide there) */
+        if (!indented || !r->in_sample || !utf8_frame_text((const unsigned char *)s, (const unsigned char *)e))
+            return PC_FALLBACK;
+        int got = parse_frame(s, e, key);
         if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
         return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
     }
+    if (indented && r->in_sample) {  /* a frame, tab- or space-led */
+        size_t mark = key->n;
+        int got = parse_frame(s, e, key);  /* appends the frame's key; interned at the sample's end */
+        if (got < 0) return PC_NOMEM;
+        if (!got) return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
+        key->n = mark;
+    }
+    const char *ev; size_t evn; double period = NAN; int has_period = 0;
+    const char *tail = e;
+    int h = parse_header(s, e, &ev, &evn, &period, &has_period, &tail);
+    if (h == 2) return PC_FALLBACK;
+    if (h == 1) {
+        /* not a header: outside a sample an orphan frame or a bad header (the Python readers report
+         * these differently); inside one, a frame that is not indented, or a bad frame line */
+        if (!r->in_sample) {  /* an indented frame after a blank line: ORPHAN_EXPECTED to every reader */
+            if (!indented) return PC_FALLBACK;
+            size_t mark = key->n;
+            int got = parse_frame(s, e, key);
+            key->n = mark;
+            if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
+            return bad_line(r, s, e, 1);
+        }
+        if (*s == '\t') return bad_line(r, s, e, 0);
+        size_t mark = key->n;
+        int got = parse_frame(s, e, key);
+        if (got < 0) return PC_NOMEM;
+        if (!got) return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
+        key->n = mark;
+        return bad_line(r, s, e, 0);
+    }
+    if (*s == '\t') return PC_FALLBACK;  /* a tab-led header: a frame line (bad or orphan) to the vectorised reader */
     int got = end_sample(r);  /* a header right after frames, without a blank line */
     if (got) return got;
-    const char *ev; size_t evn; double period = NAN; int has_period = 0;
-    if (parse_header(s, e, &ev, &evn, &period, &has_period)) return PC_FALLBACK;
     int32_t eid = intern(&r->events, ev, evn);
     if (eid < 0) return PC_NOMEM;
-    r->key.n = 0; r->key_at.n = 0;
-    if (PUSH(r->key_at, 0)) return PC_NOMEM;
+    r->key.n = 0; r->key_at.n = 0; r->tail.n = 0;
+    if (PUSH(r->key_at, 0) || put_bytes(&r->tail, tail, (size_t)(e - tail))) return PC_NOMEM;
     r->in_sample = 1; r->cur.n = 0; r->cur_event = eid; r->cur_period = has_period ? period : NAN;
     return 0;
 }
@@ -393,6 +477,14 @@ static int merge(pc_result *a, pc_result *b) {
     double sum;
     for (size_t at = 0; next_tally(b, &at, &ev, &st, &n_, &sum, &nop);)
         if (add_pair(a, emap[ev], smap[st], n_, sum, nop)) goto out;
+    /* skipped lines: the second part's line numbers follow the first part's lines */
+    for (int64_t i = 0; i < b->bad_count && i < 3 && a->bad_count + i < 3; i++)
+        a->bad_first[a->bad_count + i] = a->line_no + b->bad_first[i];
+    if (!a->bad_count && b->bad_count) {
+        a->bad_kind = b->bad_kind;
+        if (put_bytes(&a->bad_text, b->bad_text.p, b->bad_text.n)) goto out;
+    }
+    a->bad_count += b->bad_count;
     status = PC_OK;
 out:
     free(fmap); free(smap); free(emap); free(tmp.p);
@@ -413,7 +505,7 @@ int pc_parse(const char *path, pc_result **out) {
 }
 
 /* Accessors for ctypes.  pc_count: 0 samples, 1 frames, 3 stacks, 5 events, 7 the line that made the
- * core step aside. */
+ * core step aside, 8 frame lines skipped, 9-11 the first three of them (line numbers), 12 the first one's kind. */
 int64_t pc_count(pc_result *r, int what) {
     int64_t n = 0, c, nop;
     int32_t ev, st;
@@ -426,12 +518,26 @@ int64_t pc_count(pc_result *r, int what) {
     case 3: return (int64_t)count(&r->stacks);
     case 5: return (int64_t)count(&r->events);
     case 7: return r->fallback_line;
+    case 8: return r->bad_count;
+    case 9: case 10: case 11: return what - 9 < r->bad_count ? r->bad_first[what - 9] : 0;
+    case 12: return r->bad_kind;
     }
     return -1;
 }
 
 /* Event i: its name copied into buf (at most cap bytes, NUL-terminated), its sample count, and how many
  * of its samples had no period.  The name's length, or -1 for no such event. */
+/* The first skipped line's text copied into buf (at most cap bytes, NUL-terminated); its length. */
+int64_t pc_bad_text(pc_result *r, char *buf, int64_t cap) {
+    int64_t n = (int64_t)r->bad_text.n;
+    if (cap > 0) {
+        int64_t k = n < cap - 1 ? n : cap - 1;
+        if (k) memcpy(buf, r->bad_text.p, (size_t)k);
+        buf[k] = '\0';
+    }
+    return n;
+}
+
 int64_t pc_event(pc_result *r, int64_t i, char *buf, int64_t cap, int64_t *samples, int64_t *noperiod) {
     if (i < 0 || (size_t)i >= count(&r->events)) return -1;
     int64_t a = r->events.offsets.p[i], n = r->events.offsets.p[i + 1] - a;
@@ -595,6 +701,7 @@ void pc_free(pc_result *r) {
     if (!r) return;
     intern_free(&r->frames); intern_free(&r->stacks); intern_free(&r->events); intern_free(&r->pairs);
     free(r->pair_count.p); free(r->pair_noperiod.p); free(r->pair_sum.p);
+    free(r->bad_text.p); free(r->tail.p);
     free(r->first_count.p); free(r->first_noperiod.p); free(r->first_sum.p); free(r->cur.p); free(r->key.p); free(r->key_at.p); free(r->scratch.p);
     free(r);
 }
