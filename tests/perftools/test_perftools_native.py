@@ -138,6 +138,8 @@ REAL_SHAPES = {
         "  false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])\n"
         "  false 39654 19115.489733:          7 cycles:u:  7f1e4c2a0e40 _dl_start+0x0 (/usr/lib/ld.so)\n",
     "a header led by spaces after space-led frames, no blank line": "  a 1 1.0: 3 cycles:\n" + SPACED + "  b 2 2.0: 5 cycles:\n" + SPACED,
+    "CRLF line ends (a capture saved on Windows)": ("a 1 1.0: 3 cycles:\n" + SPACED + "\n" + "b 2 2.0: 4 cycles:\n" + FRAMES
+                                                      + "\n").replace("\n", "\r\n"),
     "UTF-8 in a symbol": "a 1 1.0: 3 cycles:\n\t  10 gr\u00fc\u00dfe::\u65e5\u672c (/opt/\u00e9/x.so)\n" + FRAMES + "\n",
 }
 
@@ -170,7 +172,7 @@ def test_a_mixed_concatenation_stays_in_the_core(tmp_path):
 
 
 @pytest.mark.parametrize("text", [
-    "a 1 1.0: 3 cycles:\r\n" + FRAMES + "\n",                          # CRLF
+    "a 1 1.0: 3 cycles:\r" + FRAMES + "\n",                            # a CR alone (Python: a line end)
     "\u00e9 1 1.0: 3 cycles:\n" + FRAMES + "\n",                        # not ASCII in a header
     "a 1 1.0: 3 cycles:\n\t  10 a\u00a0b (x.so)\n\n",                   # a blank that only Python's str.strip sees
     "a 1 1.0: 3 cycles:\n\t  10 a\xff (x.so)\n\n",                      # not UTF-8 (written as latin-1 below)
@@ -276,3 +278,16 @@ def test_the_repeated_capture_gives_the_same_stacks_three_times_the_weight(tmp_p
     assert [ln.rpartition(" ")[0] for ln in three_lines] == [ln.rpartition(" ")[0] for ln in one_lines]
     assert [int(ln.rpartition(" ")[2]) for ln in three_lines] == [3 * int(ln.rpartition(" ")[2]) for ln in one_lines]
     assert same(three)
+
+
+def test_crlf_after_the_first_chunk_reads_as_lf_in_python_and_in_the_core(tmp_path, monkeypatch):
+    """A CRLF capture concatenated after 8 MB of LF ones: Python's byte-chunk reader turned each CRLF into
+    two line ends, so every header stood alone (an n/a sample) and its frames were skipped as orphans."""
+    lf = "".join(f"a 1 {i}.0: 3 cycles:\n" + FRAMES + "\n" for i in range(40))
+    crlf = ("b 2 9.0: 5 cycles:\n" + SPACED + "\n" + "c 3 9.5: 7 cycles:\n" + FRAMES + "\n").replace("\n", "\r\n")
+    mixed, plain = tmp_path / "mixed.txt", tmp_path / "plain.txt"
+    mixed.write_bytes((lf + crlf).encode())
+    plain.write_bytes((lf + crlf.replace("\r\n", "\n")).encode())
+    monkeypatch.setattr(perf_script, "_CHUNK", 1024)  # the CRLF part falls after the first chunk
+    assert python(mixed) == python(plain)[:1] + ({**python(plain)[1], "source": python(mixed)[1]["source"]},)
+    assert N.collapse(mixed) == python(mixed)

@@ -436,7 +436,8 @@ def _parse(path, weight, event, strict) -> "_Parsed":
         for data, line0 in _iter_byte_chunks(path, bom):
             got = _vector_chunk(data, line0, intern, bad)
             if got is None:  # a shape the vectorised reader leaves to the block reader
-                by_blocks(data.decode("utf-8", errors="replace").replace("\r", "\n"), line0)
+                # CRLF as one line end, as _iter_chunks reads it (a CR alone also ends a line)
+                by_blocks(data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n"), line0)
             else:
                 if len(got[1]):
                     keep(*got)

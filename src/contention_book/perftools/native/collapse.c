@@ -7,13 +7,13 @@
  *
  *   header   [blanks] comm [pid/]tid [[cpu]] [time:] [period] event: [FRAME]   (HEADER_PATTERN)
  *   frame    [tabs or spaces] ADDRESS SYMBOL[+0xOFF] (DSO)                    (parse_frame's rules)
- *   blank    ends a sample;  '#' lines are comments
+ *   blank    ends a sample;  '#' lines are comments;  CRLF line ends too
  *
  * frames led by a tab, by spaces (perf 5.x), by spaces then a tab (simpleperf) or not indented; a
  * header whose tail is its one frame (perf without -g); UTF-8 in frame lines; a frame line that does
  * not parse inside a sample, or a readable one after a blank line, skipped and counted as Python
  * counts them.  Where Python's own readers could disagree, or the core is not sure, it gives up
- * (PC_FALLBACK) and Python reads the file its own way: a carriage return, a byte that is not ASCII
+ * (PC_FALLBACK) and Python reads the file its own way: a carriage return not before a line feed, a byte that is not ASCII
  * in a header or is not UTF-8, Unicode blanks, a line of blanks only, a tab-led header, frames under
  * a header with a tail, an unreadable line outside a sample, a number out of range (pid or tid beyond
  * 64 bits, cpu beyond 32, an infinite time or period).
@@ -369,6 +369,7 @@ static int bad_line(pc_result *r, const char *s, const char *e, int kind) {
  * they could differ, or where a line is not this core's shape, PC_FALLBACK hands the file to Python. */
 static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     r->line_no++;
+    if (e > s && e[-1] == '\r') e--;  /* CRLF: one line end, as Python reads it; any other CR: Python's */
     int ascii = plain(s, e);
     if (s == e) return ascii ? end_sample(r) : PC_FALLBACK;
     if (*s == '#') return 0;

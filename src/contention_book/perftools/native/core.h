@@ -188,12 +188,16 @@ static off_t split_point(const char *path, off_t size, int after_blank) {
     if (fd < 0) return 0;
     char buf[1 << 16];
     off_t at = size / 2, found = 0;
-    char prev = 0;
+    char prev = 0, prev2 = 0;  /* a blank line ends in "\n\n", or "\n\r\n" with CRLF line ends */
     while (!found && at < size) {
         ssize_t got = pread(fd, buf, sizeof buf, at);
         if (got <= 0) break;
         for (ssize_t i = 0; i < got; i++) {
-            if (buf[i] == '\n' && (!after_blank || prev == '\n')) { found = at + i + 1; break; }
+            if (buf[i] == '\n' && (!after_blank || prev == '\n' || (prev == '\r' && prev2 == '\n'))) {
+                found = at + i + 1;
+                break;
+            }
+            prev2 = prev;
             prev = buf[i];
         }
         at += got;
