@@ -222,6 +222,9 @@ def test_call_notes_follow_the_recording():
     old = analysis.call_notes(g)  # no pushes_per_call column: an old, one-statement-per-message recording
     assert old["db_pushes_per_call"] == 1 and "one round trip" in old["db_call_how"]
     assert "25%" in old["db_client_note"] and "2 CPUs" in old["db_client_note"]
+    assert "through ODBC" in old["db_client_note"]  # a recording that does not name its client ran pyodbc
+    g.recording.manifest = {"measured": {"client": "psycopg 3.3.9 (libpq 18.6, binary)"}}
+    assert "through libpq" in analysis.call_notes(g)["db_client_note"]  # the client the manifest names
     assert "polling pg_stat_activity" in old["db_wait_sampler"]
     # with the load check's rows, the client's share is the backends' ClientRead share, not the busy sessions'
     g.tables["load_points"] = pd.DataFrame({"variant": ["ring", "naive"], "sessions": [1, 1],

@@ -211,10 +211,12 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
         f" Across all runs, {share:.0%} {of_what} were spent waiting for the client's next statement "
         "(Client:ClientRead; the load check below gives it per point).")
     if per_call == 1:
+        client = str(((getattr(g.recording, "manifest", None) or {}).get("measured") or {}).get("client") or "")
+        via = "libpq" if client.startswith("psycopg") else "ODBC"  # recordings older than the field ran pyodbc
         how = ("each push is one statement, one round trip from the client and one transaction. Consumers pop one "
                "message per statement")
         read = ("Read these rates for what they are on this machine. Each push is one round trip from a Python "
-                f"thread through ODBC, and the client shares the same {cpus} CPUs with the server.{waited} So the "
+                f"thread through {via}, and the client shares the same {cpus} CPUs with the server.{waited} So the "
                 "curves compare the designs under the same client and say little about PostgreSQL's own ceiling, "
                 "and the designs can come out in any order. The growth of the queue tables, the HOT share and the "
                 "wait events do not depend on the client, and those are the figures to read. A run with "
