@@ -41,12 +41,13 @@ def locked_pins(lock: Path) -> dict[str, str]:
 
 
 def direct_names(pyproject: Path) -> list[str]:
-    """Every dependency pyproject names, in the core and in every extra."""
+    """Every dependency pyproject names, in the core and in every extra, with its own extras (``psycopg[binary]``:
+    without them a pip or conda install from requirements.txt would lack the wheel that brings libpq)."""
     project = tomllib.loads(pyproject.read_text())["project"]
     specs = list(project.get("dependencies", []))
     for extra in project.get("optional-dependencies", {}).values():
         specs += extra
-    return [re.split(r"[<>=!~ ;\[]", s, maxsplit=1)[0] for s in specs]
+    return [re.split(r"[<>=!~ ;]", s, maxsplit=1)[0] for s in specs]
 
 
 def derive(lock: Path, pyproject: Path) -> tuple[str, str]:
