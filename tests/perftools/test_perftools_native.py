@@ -134,6 +134,10 @@ REAL_SHAPES = {
         "a 1 1.0: 3 cycles:\n\t          THIS_IS_A_WEIRD_LINE\n\n" + "a 1 2.0: 4 cycles:\n" + FRAMES + "\n",
     "a blank line inside a sample: orphan frames (inferno empty-line.txt)":
         "a 1 1.0: 3 cycles:\n\n\t  10 orphan (x.so)\n\t  11 orphan2+0x1 (x.so)\n\na 1 2.0: 4 cycles:\n" + FRAMES + "\n",
+    "perf's stderr in the capture: lines outside a sample that are neither header nor frame":
+        "Failed to open /tmp/perf-4771.map, continuing without symbols\n" + FRAMES + "\n"
+        "a 1 1.0: 3 cycles:\n" + FRAMES + "\n  Warning: 2 chunks lost\n" + SPACED + "b 2 2.0: 4 cycles:\n" + FRAMES
+        + "\nWarning:\nProcessed 10 events and lost 1 chunks!\n\n",
     "perf without -g: the frame in the header's tail (inferno single-line-stacks.txt)":
         "  false 39654 19115.489713:          1 cycles:u:  ffffffff9b201293 [unknown] ([unknown])\n"
         "  false 39654 19115.489733:          7 cycles:u:  7f1e4c2a0e40 _dl_start+0x0 (/usr/lib/ld.so)\n",
@@ -161,7 +165,7 @@ def test_skipped_lines_are_reported_as_python_reports_them_and_strict_is_left_to
     assert N.collapse(path, strict=True) is None  # the Python reader raises at line 4
     with pytest.raises(Exception, match="line 4"):
         perf_script.collapse(path, strict=True)
-    assert (N.FRAME_EXPECTED, N.ORPHAN_EXPECTED) == (perf_script.FRAME_EXPECTED, perf_script.ORPHAN_EXPECTED)
+    assert N._EXPECTED == (perf_script.FRAME_EXPECTED, perf_script.ORPHAN_EXPECTED, perf_script.HEADER_EXPECTED)
 
 
 def test_a_mixed_concatenation_stays_in_the_core(tmp_path):
@@ -180,7 +184,8 @@ def test_a_mixed_concatenation_stays_in_the_core(tmp_path):
     "a 1 1.0: 3 cycles:\n\tb 2 2.0: 4 cycles:\n" + FRAMES + "\n",       # a tab-led header: readers differ
     "a 1 1.0: 3 cycles:  10 leaf (x.so)\n" + FRAMES + "\n",            # frames under a header with a tail
     "a 1 1.0: 3 cycles:  not a frame\n\n",                             # a tail that is no frame
-    "\t  10 orphan (x.so)\n\tnot a frame\n\na 1 1.0: 3 cycles:\n" + FRAMES + "\n",  # an unreadable orphan
+    "\t  10 orphan (x.so)\n\tnot a frame\n\na 1 1.0: 3 cycles:\n" + FRAMES + "\n",  # tab-led, outside a sample
+    "10 orphan (x.so)\n" + FRAMES + "\na 1 1.0: 3 cycles:\n" + FRAMES + "\n",  # a frame outside, not indented
     "no header at all\n",
     "",
 ])
@@ -291,3 +296,14 @@ def test_crlf_after_the_first_chunk_reads_as_lf_in_python_and_in_the_core(tmp_pa
     monkeypatch.setattr(perf_script, "_CHUNK", 1024)  # the CRLF part falls after the first chunk
     assert python(mixed) == python(plain)[:1] + ({**python(plain)[1], "source": python(mixed)[1]["source"]},)
     assert N.collapse(mixed) == python(mixed)
+
+
+def test_a_header_that_also_reads_as_a_frame_is_a_header_in_every_reader(tmp_path):
+    """'a 1 1.0: 3 cycles:  10 f (x.so)' (comm 'a' is hex, the tail ends in ')') after frames with no blank
+    line: Python's block reader took it for one more frame of the sample above, and so dropped a sample."""
+    path = tmp_path / "x.txt"
+    path.write_text("perf script: noise\n" + FRAMES + "a 1 1.0: 3 cycles:  10 f (x.so)\n\n"
+                    "b 2 2.0: 4 cycles:\n" + FRAMES + "a 1 3.0: 5 cycles:  10 f (x.so)\n\n")
+    lines, meta = python(path)
+    assert "x.so!f 8" in lines and meta["skipped_lines"] == 1
+    assert same(path)

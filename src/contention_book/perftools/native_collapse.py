@@ -37,9 +37,12 @@ def _declare(lib) -> None:
     lib.pc_bad_text.restype = ctypes.c_int64
 
 
-#: perf_script's FRAME_EXPECTED and ORPHAN_EXPECTED (that module loads pyarrow; a test keeps them equal)
+#: perf_script's FRAME_EXPECTED, ORPHAN_EXPECTED and HEADER_EXPECTED (that module loads pyarrow; a test
+#: keeps them equal), by the core's kind of skipped line
 FRAME_EXPECTED = "a stack frame line 'ADDRESS SYMBOL+OFFSET (DSO)'"
-ORPHAN_EXPECTED = "a sample header 'comm [pid/]tid [[cpu]] [time:] [period] event:' before the stack frames"
+HEADER_EXPECTED = "a sample header 'comm [pid/]tid [[cpu]] [time:] [period] event:'"
+ORPHAN_EXPECTED = HEADER_EXPECTED + " before the stack frames"
+_EXPECTED = (FRAME_EXPECTED, ORPHAN_EXPECTED, HEADER_EXPECTED)
 
 
 def _skipped(lib, handle, name: str) -> tuple[int, list[int], str | None]:
@@ -54,8 +57,7 @@ def _skipped(lib, handle, name: str) -> tuple[int, list[int], str | None]:
     n = lib.pc_bad_text(handle, None, 0)
     buf = ctypes.create_string_buffer(n + 1)
     lib.pc_bad_text(handle, buf, n + 1)
-    expected = ORPHAN_EXPECTED if lib.pc_count(handle, 12) else FRAME_EXPECTED
-    err = FormatError(name, first[0], expected, buf.raw[:n].decode("utf-8"))
+    err = FormatError(name, first[0], _EXPECTED[lib.pc_count(handle, 12)], buf.raw[:n].decode("utf-8"))
     where = ", ".join(map(str, first)) + (", ..." if count > 3 else "")
     return count, first, (f"{name}: skipped {count:,} malformed line(s), at line {where} (line {err.line}: expected "
                           f"{err.expected}; found {err.found!r}); --strict makes this an error")

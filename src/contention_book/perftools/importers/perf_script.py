@@ -77,6 +77,7 @@ _INT64_MAX, _INT32_MAX = str(2**63 - 1), str(2**31 - 1)
 TAIL_EXPECTED = HEADER_EXPECTED + " optionally followed by " + FRAME_EXPECTED
 
 _CHUNK = 8 << 20
+_UNINDENTED = re.compile(r"\n[^ \t]")
 
 
 def parse_frame(line: str) -> tuple[str, str] | None:
@@ -328,6 +329,9 @@ def _read_chunk(chunk: str, intern: _Interner, bad: _Problems) -> _Chunk:
                 fid = intern.frame_of(leaf)
             rid = rest_get(rest)
             if rid is None:
+                if rest and (rest[0] not in " \t" or _UNINDENTED.search(rest)):
+                    raise _Bad(rest)  # a line that may be a header ('a 1 1.0: 3 cycles:  10 f (x.so)' also
+                    # reads as a frame): _slow_block tries it as a header first, as the other readers do
                 rid = intern.rest_of(rest)
         except _Bad:
             _slow_block(block, base, intern, out, bad)

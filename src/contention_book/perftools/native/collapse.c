@@ -11,11 +11,11 @@
  *
  * frames led by a tab, by spaces (perf 5.x), by spaces then a tab (simpleperf) or not indented; a
  * header whose tail is its one frame (perf without -g); UTF-8 in frame lines; a frame line that does
- * not parse inside a sample, or a readable one after a blank line, skipped and counted as Python
- * counts them.  Where Python's own readers could disagree, or the core is not sure, it gives up
+ * not parse inside a sample, a readable one after a blank line, or a line outside a sample that is
+ * neither header nor frame (with the lines after it), skipped and counted as Python counts them.  Where Python's own readers could disagree, or the core is not sure, it gives up
  * (PC_FALLBACK) and Python reads the file its own way: a carriage return not before a line feed, a byte that is not ASCII
  * in a header or is not UTF-8, Unicode blanks, a line of blanks only, a tab-led header, frames under
- * a header with a tail, an unreadable line outside a sample, a number out of range (pid or tid beyond
+ * a header with a tail, a frame outside a sample that is not indented, a number out of range (pid or tid beyond
  * 64 bits, cpu beyond 32, an infinite time or period).
  *
  * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (two threads for a
@@ -52,7 +52,8 @@ typedef struct {
     int64_t line_no, fallback_line;
     /* frame lines skipped inside a sample (perf_script's FRAME_EXPECTED): how many, the first three
      * line numbers (of this part; the merge shifts the second part's), the first one's text */
-    int64_t bad_count, bad_first[3], bad_kind;  /* kind: 0 a bad frame line, 1 an orphan frame */
+    int64_t bad_count, bad_first[3], bad_kind;  /* kind: 0 a bad frame line, 1 an orphan frame, 2 a bad header */
+    int skipping;          /* after a bad header: its lines are dropped unread, up to a blank line or a header */
     bytes_t bad_text;
     bytes_t tail;          /* the sample header's text after its event (perf without -g: the frame) */
 } pc_result;
@@ -356,8 +357,9 @@ static int utf8_frame_text(const unsigned char *s, const unsigned char *e) {
     return 1;
 }
 
-/* A frame line inside a sample that does not parse (FRAME_EXPECTED), or one after a blank line
- * (ORPHAN_EXPECTED): skipped and counted, as every Python reader skips it. */
+/* A frame line inside a sample that does not parse (FRAME_EXPECTED), one after a blank line
+ * (ORPHAN_EXPECTED), or a line outside a sample that is neither header nor frame (HEADER_EXPECTED):
+ * skipped and counted, as every Python reader skips it. */
 static int bad_line(pc_result *r, const char *s, const char *e, int kind) {
     if (r->bad_count < 3) r->bad_first[r->bad_count] = r->line_no;
     if (!r->bad_count) r->bad_kind = kind;
@@ -371,7 +373,10 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     r->line_no++;
     if (e > s && e[-1] == '\r') e--;  /* CRLF: one line end, as Python reads it; any other CR: Python's */
     int ascii = plain(s, e);
-    if (s == e) return ascii ? end_sample(r) : PC_FALLBACK;
+    if (s == e) {
+        r->skipping = 0;
+        return ascii ? end_sample(r) : PC_FALLBACK;
+    }
     if (*s == '#') return 0;
     const char *t = s;
     while (t < e && is_ws(*t)) t++;
@@ -399,13 +404,19 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     if (h == 1) {
         /* not a header: outside a sample an orphan frame or a bad header (the Python readers report
          * these differently); inside one, a frame that is not indented, or a bad frame line */
-        if (!r->in_sample) {  /* an indented frame after a blank line: ORPHAN_EXPECTED to every reader */
-            if (!indented) return PC_FALLBACK;
+        if (!r->in_sample) {
+            if (r->skipping) return 0;
             size_t mark = key->n;
             int got = parse_frame(s, e, key);
             key->n = mark;
-            if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
-            return bad_line(r, s, e, 1);
+            if (got < 0) return PC_NOMEM;
+            if (!got)  /* an indented frame after a blank line: ORPHAN_EXPECTED to every reader */
+                return indented ? bad_line(r, s, e, 1) : PC_FALLBACK;
+            /* a line that is neither (perf's stderr in the capture, say): HEADER_EXPECTED, and its sample's
+             * lines dropped; a tab-led one the vectorised reader reports line by line instead */
+            if (*s == '\t') return PC_FALLBACK;
+            r->skipping = 1;
+            return bad_line(r, s, e, 2);
         }
         if (*s == '\t') return bad_line(r, s, e, 0);
         size_t mark = key->n;
@@ -418,6 +429,7 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     if (*s == '\t') return PC_FALLBACK;  /* a tab-led header: a frame line (bad or orphan) to the vectorised reader */
     int got = end_sample(r);  /* a header right after frames, without a blank line */
     if (got) return got;
+    r->skipping = 0;
     int32_t eid = intern(&r->events, ev, evn);
     if (eid < 0) return PC_NOMEM;
     r->key.n = 0; r->key_at.n = 0; r->tail.n = 0;
