@@ -3,11 +3,12 @@
 Why C: collapsing is one pass over hundreds of MB of text, and the Arrow reader in
 :mod:`.importers.perf_script` spends most of its time in per-line regular expressions; building the
 folded text in Python then cost as much again (a ``str.join`` per distinct stack, a sort).  The C core
-reads the usual shape only (see its header comment), keeps per (event, stack) a sample count and a
+reads the shapes real captures have (see its header comment: frames led by tabs or spaces, perf without
+-g, CRLF, UTF-8 names, damaged lines skipped and counted as Python counts them), keeps per (event, stack) a sample count and a
 period sum, so that its memory follows the distinct stacks and not the file, and writes the sorted
 folded lines itself.  This module only picks the event and the weight, exactly as
 :func:`.importers.perf_script.collapse` does, and imports nothing heavy (no numpy, no pyarrow).  For
-any other shape, a gzip'd file, a pipe, or when no C compiler is at hand, :func:`write` and
+any other shape, a gzip'd file, ``strict`` with a damaged line, or when no C compiler is at hand, :func:`write` and
 :func:`collapse` return ``None`` and the caller uses the Python reader.
 
 How the core is compiled, loaded and turned off: :mod:`.native_build`.
