@@ -324,8 +324,9 @@ def test_live_postgres_run_writes_a_recording_that_renders(pg, tmp_path):
     g = lq.load(path)
     assert_load_tables(g, 4)
     assert g.recording.parameters["pushes_per_call"] == 5 and analysis.pushes_per_call(g) == 5
-    queue = g.runs[g.runs["variant"] != "ring"]  # a ring's call stops early at a full ring
-    assert (queue["operations"] == queue["calls"] * 5).all()
+    queue = g.runs[g.runs["variant"] != "ring"]
+    # a call pushes 5 messages unless its time budget ends it first (never before its first message)
+    assert (queue["operations"] <= queue["calls"] * 5).all() and (queue["operations"] >= queue["calls"]).all()
     assert (g.runs["pushed"] == g.runs["dequeued"] + g.runs["backlog"] - g.runs["backlog_start"]).all()
     assert g.engine == "postgres" and g.recording.kind == "measured"
     assert set(zip(g.runs["variant"], g.runs["sessions"])) == {("ring", 1), ("ring", 2), ("skip_locked", 1),

@@ -130,15 +130,49 @@ def test_a_full_ring_holds_its_producers_back_instead_of_overwriting(pg_target):
     try:
         _ring(conn, 4)
         cur = conn.cursor()
-        # a budget of 0: the call returns at its first miss, with the miss counted
-        pushed, full = cur.execute(PUSH, 4, 10, 0.001, 0.0).fetchone()
-        assert (int(pushed), int(full)) == (4, 1)  # four slots, then the ring is full
-        ages, empty, lost = cur.execute(POP, 3, 4, 0.001, 0.0).fetchone()
+        # a call waits at a full ring (or an empty one) until its 50 ms budget is spent, then returns
+        pushed, full = cur.execute(PUSH, 4, 10, 0.001, 0.05).fetchone()
+        assert int(pushed) == 4 and int(full) >= 1  # four slots, then the ring is full
+        ages, empty, lost = cur.execute(POP, 3, 4, 0.001, 0.05).fetchone()
         assert len(run_postgres.parse_ages(ages)) == 3 and int(empty) == 0 and int(lost) == 0
-        pushed, full = cur.execute(PUSH, 4, 10, 0.001, 0.0).fetchone()
-        assert (int(pushed), int(full)) == (3, 1)  # only the three slots taken off are free
+        pushed, full = cur.execute(PUSH, 4, 10, 0.001, 0.05).fetchone()
+        assert int(pushed) == 3 and int(full) >= 1  # only the three slots taken off are free
+        ages, empty, lost = cur.execute(POP, 10, 4, 0.001, 0.05).fetchone()
+        assert len(run_postgres.parse_ages(ages)) == 4 and int(empty) >= 1 and int(lost) == 0
+        # a budget of 0: the call returns after its first message, or at its first miss
+        assert tuple(map(int, cur.execute(PUSH, 4, 10, 0.001, 0.0).fetchone())) == (1, 0)
+        assert tuple(map(int, cur.execute(PUSH, 4, 10, 0.001, 0.0).fetchone())) == (1, 0)
         ages, empty, lost = cur.execute(POP, 10, 4, 0.001, 0.0).fetchone()
-        assert len(run_postgres.parse_ages(ages)) == 4 and int(empty) == 1 and int(lost) == 0
+        assert len(run_postgres.parse_ages(ages)) == 1 and int(empty) == 0
+        ages, empty, lost = cur.execute(POP, 10, 4, 0.001, 0.0).fetchone()
+        assert len(run_postgres.parse_ages(ages)) == 1 and int(empty) == 0
+        ages, empty, lost = cur.execute(POP, 10, 4, 0.001, 0.0).fetchone()
+        assert run_postgres.parse_ages(ages) == [] and int(empty) == 1
+    finally:
+        conn.close()
+
+
+@pytest.mark.live
+def test_a_call_ends_once_its_budget_is_spent_even_short_of_its_messages(pg_target):
+    """The queue's loops as well as the ring's: a call that still has work ends after its budget, so a slow
+    design's calls end soon after the window does."""
+    conn = pg_target.connect("contention_test")
+    try:
+        from contention_book.harness import workloads
+
+        workloads.run_script(conn, "lmax-queue", "postgres", "setup_queue")
+        workloads.run_script(conn, "lmax-queue", "postgres", "loops")
+        cur = conn.cursor()
+        t0 = time.perf_counter()
+        (pushed,) = cur.execute("CALL lmax_push_queue_loop('m', 100000000, 0.05, NULL)").fetchone()
+        took = time.perf_counter() - t0
+        assert 0 < int(pushed) < 100_000_000 and 0.05 <= took < 1.0, (pushed, took)
+        assert int(cur.execute("SELECT count(*) FROM lmax_queue").fetchone()[0]) == int(pushed)
+        ages, empty = cur.execute("CALL lmax_pop_loop(100000000, true, 0.001, 0.05, NULL, NULL)").fetchone()
+        taken = len(run_postgres.parse_ages(ages))
+        # the budget ended it with messages left, or it took them all and then found the queue empty
+        assert (0 < taken < int(pushed) and int(empty) == 0) or (taken == int(pushed) and int(empty) >= 1)
+        assert int(cur.execute("SELECT count(*) FROM lmax_queue").fetchone()[0]) == int(pushed) - taken
     finally:
         conn.close()
 
@@ -193,7 +227,7 @@ def test_an_empty_ring_or_a_full_one_is_waited_for_inside_the_server_within_the_
         assert len(run_postgres.parse_ages(ages)) == 1 and int(empty) >= 1 and took < 2.5, (out, took)
 
         # the same for a producer at a full ring, and the wait it shows meanwhile
-        other.cursor().execute(PUSH, 2, 2, 0.001, 0.0)  # the ring's two slots are taken
+        other.cursor().execute(PUSH, 2, 2, 0.001, 5.0)  # the ring's two slots are taken
         waiter = threading.Thread(target=lambda: out.update(row=conn.cursor().execute(PUSH, 2, 1, 0.001, 5.0)
                                                             .fetchone()))
         waiter.start()
@@ -218,7 +252,7 @@ def test_consumers_racing_for_the_cursor_never_see_a_full_ring_as_empty(pg_targe
     size = 4000
     try:
         _ring(setup, size)
-        setup.cursor().execute(PUSH, size, size, 0.001, 0.0)
+        setup.cursor().execute(PUSH, size, size, 0.001, 60.0)
     finally:
         setup.close()
     results = {}

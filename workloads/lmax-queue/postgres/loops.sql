@@ -8,16 +8,19 @@
 --
 -- Back-off inside the server: a consumer that finds nothing (or a producer that finds the
 -- ring full) rolls back, waits p_backoff seconds with pg_sleep (the wait event
--- Timeout:PgSleep, not a client round trip) and tries again in the same call.  It stops
--- trying once the call has run p_budget seconds, so a call always returns soon after that
--- and the driver's end of the window holds.  p_budget 0 returns at the first miss.
+-- Timeout:PgSleep, not a client round trip) and tries again in the same call.
 -- pg_sleep waits whole milliseconds at least (it rounds its timeout up).
+-- Budget: a call ends once it has run p_budget seconds, after the message it is on or
+-- instead of its next wait, even if it has not done all its messages; so a call is over
+-- soon after the driver's window ends, whatever the design's speed.  p_budget 0: a call
+-- returns at its first miss (and after its first message).
 
 -- The signatures before the back-off moved into the server: dropped, so a database that
 -- holds them has one procedure per name and every CALL below resolves to this file's.
 DROP PROCEDURE IF EXISTS lmax_push_ring_loop(text, bigint, integer, integer, boolean);
 DROP PROCEDURE IF EXISTS lmax_pop_loop(integer, boolean, text, boolean);
 DROP PROCEDURE IF EXISTS lmax_pop_ring_loop(integer, bigint, text, boolean, integer);
+DROP PROCEDURE IF EXISTS lmax_push_queue_loop(text, integer);
 
 
 -- Push up to p_pushes messages into the ring, each its own transaction: lock the producers'
@@ -26,7 +29,7 @@ DROP PROCEDURE IF EXISTS lmax_pop_ring_loop(integer, bigint, text, boolean, inte
 -- so no claimed sequence is ever left unwritten.  A full ring writes nothing: the producer
 -- rolls back (releasing the cursor), backs off and looks again, as a Disruptor producer
 -- waits for a free slot.  pushed: the messages committed; full_polls: the looks that found
--- the ring full (the last one ends the call when the budget is spent).
+-- the ring full.
 CREATE OR REPLACE PROCEDURE lmax_push_ring_loop(p_message text, p_size bigint, p_pushes integer,
                                                 p_backoff double precision, p_budget double precision,
                                                 INOUT pushed integer DEFAULT NULL,
@@ -56,24 +59,32 @@ BEGIN
         UPDATE lmax_ring_write SET next = w + 1 WHERE id = 1;
         COMMIT;
         pushed := pushed + 1;
+        EXIT WHEN clock_timestamp() >= deadline;
     END LOOP;
 END
 $$;
 
--- Push p_pushes messages onto the insert/delete queue (it is never full: no back-off).
-CREATE OR REPLACE PROCEDURE lmax_push_queue_loop(p_message text, p_pushes integer)
+-- Push up to p_pushes messages onto the insert/delete queue, each its own transaction (the
+-- queue is never full: no back-off).  pushed: the messages committed.
+CREATE OR REPLACE PROCEDURE lmax_push_queue_loop(p_message text, p_pushes integer, p_budget double precision,
+                                                 INOUT pushed integer DEFAULT NULL)
 LANGUAGE plpgsql AS $$
+DECLARE
+    deadline timestamptz := clock_timestamp() + make_interval(secs => p_budget);
 BEGIN
-    FOR i IN 1 .. p_pushes LOOP
+    pushed := 0;
+    WHILE pushed < p_pushes LOOP
         INSERT INTO lmax_queue (pushed_at, message) VALUES (clock_timestamp(), p_message);
         COMMIT;
+        pushed := pushed + 1;
+        EXIT WHEN clock_timestamp() >= deadline;
     END LOOP;
 END
 $$;
 
 -- Pop up to p_pops messages, each in its own transaction.  A pop that finds nothing (an
 -- empty queue, or a naive consumer that lost the race for the oldest row) backs off and
--- pops again, until the budget is spent.  ages: the messages' ages in seconds,
+-- pops again.  ages: the messages' ages in seconds,
 -- comma-separated; empty_polls: the pops that found nothing.
 CREATE OR REPLACE PROCEDURE lmax_pop_loop(p_pops integer, p_skip_locked boolean,
                                           p_backoff double precision, p_budget double precision,
@@ -104,6 +115,7 @@ BEGIN
             CONTINUE;
         END IF;
         got := got || age;
+        EXIT WHEN clock_timestamp() >= deadline;
     END LOOP;
     ages := array_to_string(got, ',');
 END
@@ -114,7 +126,7 @@ $$;
 -- read the slot it names, and if a producer has published that sequence, advance the
 -- cursor and commit.  Locking the cursor first means a consumer that waited for another
 -- one re-reads the advanced cursor, never a stale slot.  An empty ring: roll back
--- (releasing the cursor), back off and look again, until the budget is spent.  ages: the
+-- (releasing the cursor), back off and look again.  ages: the
 -- messages' ages in seconds; empty_polls: the looks that found the ring empty; lost: slots
 -- found overwritten by a later lap (a producer that broke the gating; zero unless the
 -- design is broken).
@@ -149,6 +161,7 @@ BEGIN
         ELSE
             lost := lost + 1;
         END IF;
+        EXIT WHEN clock_timestamp() >= deadline;
     END LOOP;
     ages := array_to_string(got, ',');
 END

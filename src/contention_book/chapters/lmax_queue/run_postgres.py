@@ -40,14 +40,17 @@ SETUP = {"ring": "setup_ring", "ring_durable": "setup_ring", "ring_unlogged": "s
 # shows what taking durability off the commit path (the article's delayed durability) is worth
 DURABLE = {"ring_durable"}
 POP = {"naive": "pop_naive", "skip_locked": "pop_skip_locked"}
-PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?, ?, ?, NULL, NULL)", "queue": "CALL lmax_push_queue_loop(?, ?)"}
+PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?, ?, ?, NULL, NULL)",
+             "queue": "CALL lmax_push_queue_loop(?, ?, ?, NULL)"}
 POP_LOOP = {"ring": "CALL lmax_pop_ring_loop(?, ?, ?, ?, NULL, NULL, NULL)",
             "queue": "CALL lmax_pop_loop(?, ?, ?, ?, NULL, NULL)"}
 # The loops back off in the server: pg_sleep this long after a pop that found nothing (or a full ring), then look
-# again, until the call has run CALL_BUDGET_S (then it returns, so the end of the window is kept to within that).
-# pg_sleep waits whole milliseconds (it rounds its timeout up), so 1 ms is its shortest wait.
+# again.  pg_sleep waits whole milliseconds (it rounds its timeout up), so 1 ms is its shortest wait.
 SERVER_BACKOFF_S = 0.001
-CALL_BUDGET_S = 0.02
+# A loop's call ends once it has run this long (after its current message, or instead of its next wait), even short
+# of pushes_per_call messages: a slow design's call (commits waiting for the WAL flush) ends soon after the window
+# does, and a backend waits for its client about once per budget at most.
+CALL_BUDGET_S = 0.05
 # One statement per message (the queue designs at pushes_per_call=1): a pop that found nothing ends the call, and
 # the client sleeps this long before the next one; its backend waits for the client (ClientRead) meanwhile.
 BACKOFF_S = 0.0005
@@ -99,7 +102,7 @@ class QueueCalls:
             push = (_statement("push_queue"), (message,))
             pop = (_statement(POP[variant]), ())
         else:  # a server-side loop per call, each message its own transaction
-            push = (PUSH_LOOP["queue"], (message, self.per_call))
+            push = (PUSH_LOOP["queue"], (message, self.per_call, CALL_BUDGET_S))
             pop = (POP_LOOP["queue"], (self.per_call, variant == "skip_locked", SERVER_BACKOFF_S, CALL_BUDGET_S))
         (self.push_sql, self.push_args), (self.pop_sql, self.pop_args) = push, pop
         self.calls_cap = -(-int(cap) // self.per_call) if cap else None  # calls a producer makes (None: no cap)
@@ -126,8 +129,10 @@ class QueueCalls:
         if session < self.producers:
             if self.ring:  # (pushed, full_polls)
                 n, full = int(row[0] or 0), int(row[1] or 0)
-            else:  # the queue is never full: the call pushed all its messages (no row)
-                n, full = self.per_call, 0
+            elif self.single:  # one INSERT, no row
+                n, full = 1, 0
+            else:  # (pushed,): the queue is never full, but the budget may end a call early
+                n, full = int(row[0] or 0), 0
             if op >= 0:
                 self.pushed[session] += n
                 self.full[session] += full
@@ -199,11 +204,13 @@ class PostgresQueueRun:
         ring = variant.startswith("ring")
         calls = QueueCalls(variant, sessions, consumers, self.per_call, self.queue_size, self.cap)
         start = {}
+        pids: dict[int, int] = {}  # session -> its backend: the load check and the wait table count only these
 
-        def setup(cur, _i):
+        def setup(cur, i):
             workloads.run_script(cur.connection, CHAPTER, "postgres", "session")
             if variant in DURABLE:
                 cur.execute("SET synchronous_commit = on")
+            pids[i] = int(cur.execute("SELECT pg_backend_pid()").fetchone()[0])
 
         sampler = wait_sampler(self.connect, self.db, hz=20, source=self.wait_source)
 
@@ -246,10 +253,15 @@ class PostgresQueueRun:
         if sampler.error:
             self.w.add_note(f"wait sampling for {variant} at {sessions} sessions stopped: {sampler.error}")
         self.w.append_csv(FILES["runs"], pd.DataFrame([row]))
-        frame = sampler.frame()
-        record(self.w, result, log=self.log, sampler=sampler, frame=frame, variant=variant, sessions=sessions,
-               repetition=repetition)
-        waits = shares(frame)
+        workload = set(pids.values())
+        # a backend never seen waiting was on CPU throughout, if it was connected throughout: with no cap on the
+        # producers, every session was (a capped producer ends its session early)
+        frame = sampler.frame(alive=workload if self.cap is None else ())
+        # only the producers' and consumers' backends: the run's own idle connection (its lock) would add its
+        # whole window to ClientRead, and the sampler's and the backlog reader's are not the workload
+        record(self.w, result, log=self.log, sampler=sampler, frame=frame, pids=workload or None, variant=variant,
+               sessions=sessions, repetition=repetition)
+        waits = shares(frame[frame["pid"].isin(workload)] if workload else frame)
         self.w.append_csv(FILES["waits"], waits.assign(variant=variant, sessions=sessions, repetition=repetition)[
             ["variant", "sessions", "repetition", "wait", "samples", "share"]])
         self.w.append_csv(FILES["relation"], stats.assign(variant=variant, sessions=sessions, repetition=repetition))
@@ -270,10 +282,11 @@ def run_postgres(ctx) -> None:
     queue_size, duration_s, messages_per_session = p["queue_size"], p["duration_s"], p["messages_per_session"] or 0
     writer.update(parameters={**writer.manifest["parameters"],
                               "synchronous_commit": "off (session); on for ring_durable",
-                              "fillfactor_ring": 50, "latency": "per call (of pushes_per_call messages)",
-                              "back_off": f"in the server (pg_sleep {SERVER_BACKOFF_S * 1e3:g} ms, looks again "
-                                          f"until the call has run {CALL_BUDGET_S * 1e3:g} ms) in the loops; "
-                                          f"in the client ({BACKOFF_S * 1e3:g} ms) with one statement per message",
+                              "fillfactor_ring": 50, "latency": "per call (of up to pushes_per_call messages, ending after call_budget_ms)",
+                              "back_off": f"in the server (pg_sleep {SERVER_BACKOFF_S * 1e3:g} ms, then a new look) "
+                                          f"in the loops; in the client ({BACKOFF_S * 1e3:g} ms) with one statement "
+                                          "per message",
+                              "call_budget_ms": CALL_BUDGET_S * 1e3,
                               "throughput": "messages per second"})
     with contextlib.closing(target.connect(database)) as conn:
         settings = dict(conn.cursor().execute(
