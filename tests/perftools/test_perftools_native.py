@@ -144,6 +144,8 @@ REAL_SHAPES = {
     "a header led by spaces after space-led frames, no blank line": "  a 1 1.0: 3 cycles:\n" + SPACED + "  b 2 2.0: 5 cycles:\n" + SPACED,
     "CRLF line ends (a capture saved on Windows)": ("a 1 1.0: 3 cycles:\n" + SPACED + "\n" + "b 2 2.0: 4 cycles:\n" + FRAMES
                                                       + "\n").replace("\n", "\r\n"),
+    "UTF-8 in comm, event and tail": "gr\u00fc\u00dfe \u65e5\u672c 1 1.0: 3 cycles\u00e9:\n" + FRAMES + "\n"
+                                     "\u0436 2 2.0: 4 cycles\u00e9:  10 \u00e9t\u00e9 (x.so)\n\n",
     "UTF-8 in a symbol": "a 1 1.0: 3 cycles:\n\t  10 gr\u00fc\u00dfe::\u65e5\u672c (/opt/\u00e9/x.so)\n" + FRAMES + "\n",
 }
 
@@ -177,7 +179,8 @@ def test_a_mixed_concatenation_stays_in_the_core(tmp_path):
 
 @pytest.mark.parametrize("text", [
     "a 1 1.0: 3 cycles:\r" + FRAMES + "\n",                            # a CR alone (Python: a line end)
-    "\u00e9 1 1.0: 3 cycles:\n" + FRAMES + "\n",                        # not ASCII in a header
+    "a\u0663 1 1.0: 3 cycles:\n" + FRAMES + "\n",                       # a digit to Python's \d in a header
+    "a \u0663 1 1.0: 3 cycles:\n" + FRAMES + "\n",
     "a 1 1.0: 3 cycles:\n\t  10 a\u00a0b (x.so)\n\n",                   # a blank that only Python's str.strip sees
     "a 1 1.0: 3 cycles:\n\t  10 a\xff (x.so)\n\n",                      # not UTF-8 (written as latin-1 below)
     "a 1 1.0: 3 cycles:\n" + FRAMES + "\t \n" + FRAMES + "\n",          # blanks only: readers differ
@@ -314,6 +317,7 @@ _MUTATIONS = [
     lambda ln, r: ln.lstrip(), lambda ln, r: ln[: r.randrange(len(ln) + 1)], lambda ln, r: "# c", lambda ln, r: ln + "\r",
     lambda ln, r: "\txxx", lambda ln, r: "  ", lambda ln, r: "  a 1 1.0: 3 cycles:", lambda ln, r: "\ta 1 1.0: 3 cycles:",
     lambda ln, r: "a 1 1.0: 3 cycles:  10 f (x.so)", lambda ln, r: "10 f (x.so)", lambda ln, r: "  10 g\u00e9 (x.so)",
+    lambda ln, r: "\u00e9 1 1.0: 3 cycl\u00e9s:", lambda ln, r: "x\u0663 1 1.0: 3 cycles:", lambda ln, r: "\u00e9\u00e9 (x.so)",
 ]
 
 

@@ -72,7 +72,7 @@ def _events(lib, handle) -> list[tuple[str, int, int]]:
         n = lib.pc_event(handle, i, None, 0, ctypes.byref(samples), ctypes.byref(noperiod))
         buf = ctypes.create_string_buffer(n + 1)
         lib.pc_event(handle, i, buf, n + 1, ctypes.byref(samples), ctypes.byref(noperiod))
-        out.append((buf.raw[:n].decode("ascii"), samples.value, noperiod.value))  # headers with other bytes go to Python
+        out.append((buf.raw[:n].decode("utf-8"), samples.value, noperiod.value))
     return out
 
 

@@ -10,13 +10,15 @@
  *   blank    ends a sample;  '#' lines are comments;  CRLF line ends too
  *
  * frames led by a tab, by spaces (perf 5.x), by spaces then a tab (simpleperf) or not indented; a
- * header whose tail is its one frame (perf without -g); UTF-8 in frame lines; a frame line that does
- * not parse inside a sample, a readable one after a blank line, or a line outside a sample that is
- * neither header nor frame (with the lines after it), skipped and counted as Python counts them.  Where Python's own readers could disagree, or the core is not sure, it gives up
- * (PC_FALLBACK) and Python reads the file its own way: a carriage return not before a line feed, a byte that is not ASCII
- * in a header or is not UTF-8, Unicode blanks, a line of blanks only, a tab-led header, frames under
- * a header with a tail, a frame outside a sample that is not indented, a number out of range (pid or tid beyond
- * 64 bits, cpu beyond 32, an infinite time or period).
+ * header whose tail is its one frame (perf without -g); UTF-8 in frames, and in headers when its
+ * letters are of scripts without digits; a frame line that does not parse inside a sample, a readable
+ * one after a blank line, or a line outside a sample that is neither header nor frame (with the lines
+ * after it), skipped and counted as Python counts them.  Where Python's own readers could disagree, or
+ * the core is not sure, it gives up (PC_FALLBACK) and Python reads the file its own way: a carriage
+ * return not before a line feed, bytes that are not UTF-8, Unicode blanks, other scripts in a header
+ * (Python's \d takes their digits), a line of blanks only, a tab-led header, frames under a header
+ * with a tail, a frame outside a sample that is not indented, a number out of range (pid or tid
+ * beyond 64 bits, cpu beyond 32, an infinite time or period).
  *
  * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (two threads for a
  * big file), frames are interned as module\0function, stacks as root-first frame id sequences, and each
@@ -337,7 +339,26 @@ static int plain(const char *s, const char *e) {
  * (U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000): such a frame line
  * reads the same as bytes here and as text in Python.  0 for anything else (Python decodes invalid
  * bytes with replacement characters: its own reader then). */
+/* A code point no Python regex reads as a digit (\d is any Unicode Nd) nor as a blank: Latin, Greek,
+ * Cyrillic, punctuation, kana, CJK, Hangul and emoji have none.  Header text of these reads alike here,
+ * in Python's re and in Arrow's RE2. */
+static int header_safe(uint32_t cp) {
+    return (cp >= 0x80 && cp <= 0x24F && cp != 0x85 && cp != 0xA0) || (cp >= 0x370 && cp <= 0x52F) ||
+           (cp >= 0x2010 && cp <= 0x2027) || (cp >= 0x2030 && cp <= 0x205E && cp != 0x205F) ||
+           (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
+           (cp >= 0x1F300 && cp <= 0x1FAFF);
+}
+
+/* utf8_frame_text's test; *any_header_unsafe set when a code point is not header_safe. */
+static int utf8_text(const unsigned char *s, const unsigned char *e, int *header_unsafe);
+
 static int utf8_frame_text(const unsigned char *s, const unsigned char *e) {
+    int unsafe;
+    return utf8_text(s, e, &unsafe);
+}
+
+static int utf8_text(const unsigned char *s, const unsigned char *e, int *header_unsafe) {
+    *header_unsafe = 0;
     while (s < e) {
         unsigned c = *s;
         if (c < 0x80) { if (c < 0x20 && c != '\t') return 0; s++; continue; }
@@ -352,6 +373,7 @@ static int utf8_frame_text(const unsigned char *s, const unsigned char *e) {
             return 0;
         if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
             cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000) return 0;
+        if (!header_safe(cp)) *header_unsafe = 1;
         s += n;
     }
     return 1;
@@ -382,13 +404,16 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     while (t < e && is_ws(*t)) t++;
     if (t == e) return PC_FALLBACK;  /* blanks only: a blank line to one Python reader, a bad frame to another */
     int indented = is_ws(*s);
-    if (!ascii) {  /* non-ASCII text: only as an indented frame of a sample (headers keep ASCII: Python's
-                    * \d and \s are Unicode-wide there) */
-        if (!indented || !r->in_sample || !utf8_frame_text((const unsigned char *)s, (const unsigned char *)e))
-            return PC_FALLBACK;
-        int got = parse_frame(s, e, key);
-        if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
-        return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
+    if (!ascii) {  /* UTF-8 text: as a frame of a sample, or, of letters no regex takes for digits or
+                    * blanks (Python's \d and \s are Unicode-wide), as any line */
+        int unsafe;
+        if (!utf8_text((const unsigned char *)s, (const unsigned char *)e, &unsafe)) return PC_FALLBACK;
+        if (unsafe) {
+            if (!indented || !r->in_sample) return PC_FALLBACK;
+            int got = parse_frame(s, e, key);
+            if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
+            return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
+        }
     }
     if (indented && r->in_sample) {  /* a frame, tab- or space-led */
         size_t mark = key->n;
