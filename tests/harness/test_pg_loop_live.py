@@ -132,7 +132,9 @@ def test_a_terminated_session_is_lost_once_and_reconnects(libpq, table):
     threading.Thread(target=kill, daemon=True).start()
     result = run_sessions(lambda: libpq.connect(DB), stmt, sessions=1, duration_s=1.2, setup_session=setup,
                           progress=False)
-    assert result.lost_connections == {"57P01": 1}
+    # 57P01 when the server's FATAL was read before the socket closed; 08006 when libpq met the closed socket first
+    assert sum(result.lost_connections.values()) == 1, result.per_session[0].error_samples
+    assert set(result.lost_connections) <= {"57P01", "08006"}, result.per_session[0].error_samples
     assert result.reconnects == 1 and result.errors == 1
     assert result.operations > 0 and len(pids) == 2  # setup ran again on the new connection
 

@@ -24,6 +24,7 @@ import os
 import select
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import pg_client
@@ -68,15 +69,32 @@ def _prepare(s: _Session, statement, op: int) -> tuple[bytes, Any]:
     return name, pg_client.dump(values)
 
 
+@dataclass
 class LoopContext:
     """What the serving threads share with run_sessions (its barriers, stop flag, schedule and options)."""
 
-    def __init__(self, *, connect: Callable[[], Any], statement, setup_session, stats, ready, barrier, stop,
-                 schedule, operations_per_session, warmup_operations, warmup_s, retryable, max_retries,
-                 max_errors_per_session, keep_timeline, cursors, ready_errors, classify, lost_connection,
-                 reconnect_first_s, reconnect_max_s, precise_sleeps):
-        self.__dict__.update(locals())
-        del self.__dict__["self"]
+    connect: Callable[[], Any]
+    statement: Any  # driver.Statement
+    setup_session: Callable[[Any, int], None] | None
+    stats: list  # driver.SessionStats, one per session
+    ready: threading.Barrier
+    barrier: threading.Barrier
+    stop: threading.Event
+    schedule: Any  # driver._Schedule, or None for a closed loop
+    operations_per_session: int | None
+    warmup_operations: int
+    warmup_s: float
+    retryable: frozenset
+    max_retries: int
+    max_errors_per_session: int
+    keep_timeline: bool
+    cursors: dict
+    ready_errors: list
+    classify: Callable[[BaseException], str]
+    lost_connection: Callable[[str], bool]
+    reconnect_first_s: float
+    reconnect_max_s: float
+    precise_sleeps: Callable[[], None]
 
 
 def open_session(ctx: LoopContext, i: int, conn=None):
