@@ -78,6 +78,7 @@ TAIL_EXPECTED = HEADER_EXPECTED + " optionally followed by " + FRAME_EXPECTED
 
 _CHUNK = 8 << 20
 _UNINDENTED = re.compile(r"\n[^ \t]")
+_TAB_BLANKS = re.compile(rb"(?:^|\n)\t[ \t\r\x0b\x0c\x1c-\x1f]*(?:\n|$)")
 
 
 def parse_frame(line: str) -> tuple[str, str] | None:
@@ -495,8 +496,8 @@ def _vector_chunk(data: bytes, line0: int, intern: _Interner, bad: _Problems):
     first = np.full(len(starts), 10, dtype=np.uint8)
     nonempty = ends > starts
     first[nonempty] = buf[starts[nonempty]]
-    if (first == 32).any():
-        return None
+    if (first == 32).any() or _TAB_BLANKS.search(data):  # a line of tab and blanks is a blank line: the
+        return None                                         # block reader's (str.strip) reading
     lines = pa.StringArray.from_buffers(len(starts), pa.py_buffer(np.append(starts, n).astype(np.int32)),
                                         pa.py_buffer(data))
     try:

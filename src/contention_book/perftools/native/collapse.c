@@ -7,7 +7,7 @@
  *
  *   header   [blanks] comm [pid/]tid [[cpu]] [time:] [period] event: [FRAME]   (HEADER_PATTERN)
  *   frame    [tabs or spaces] ADDRESS SYMBOL[+0xOFF] (DSO)                    (parse_frame's rules)
- *   blank    ends a sample;  '#' lines are comments;  CRLF line ends too
+ *   blank    ends a sample (spaces and tabs only, too);  '#' lines are comments;  CRLF line ends too
  *
  * frames led by a tab, by spaces (perf 5.x), by spaces then a tab (simpleperf) or not indented; a
  * header whose tail is its one frame (perf without -g); UTF-8 in frames, and in headers when its
@@ -16,7 +16,7 @@
  * after it), skipped and counted as Python counts them.  Where Python's own readers could disagree, or
  * the core is not sure, it gives up (PC_FALLBACK) and Python reads the file its own way: a carriage
  * return not before a line feed, bytes that are not UTF-8, Unicode blanks, other scripts in a header
- * (Python's \d takes their digits), a line of blanks only, a tab-led header, frames under a header
+ * (Python's \d takes their digits), a tab-led header, frames under a header
  * with a tail, a frame outside a sample that is not indented, a number out of range (pid or tid
  * beyond 64 bits, cpu beyond 32, an infinite time or period).
  *
@@ -402,7 +402,10 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     if (*s == '#') return 0;
     const char *t = s;
     while (t < e && is_ws(*t)) t++;
-    if (t == e) return PC_FALLBACK;  /* blanks only: a blank line to one Python reader, a bad frame to another */
+    if (t == e) {  /* blanks only: a blank line, as str.strip() reads it */
+        r->skipping = 0;
+        return end_sample(r);
+    }
     int indented = is_ws(*s);
     if (!ascii) {  /* UTF-8 text: as a frame of a sample, or, of letters no regex takes for digits or
                     * blanks (Python's \d and \s are Unicode-wide), as any line */
