@@ -62,8 +62,10 @@ def test_perf_out_of_range_header_is_a_damaged_line(tmp_path, case, reader, caps
     with pytest.raises(FormatError) as info:
         load(path, strict=True)
     assert info.value.line == 5 and str(path) in str(info.value)
-    # the C core never reads such a file itself: the Python reader names the line
-    assert native_collapse.collapse(path) is None
+    # a header that is no header the C core skips and counts as Python does; numbers out of range it
+    # leaves to the Python reader, which names them
+    got = native_collapse.collapse(path)
+    assert got == perf_script.collapse(path) if case.startswith("no_event") and reader == "core" else got is None
     assert main(["collapse", str(path)]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == perf_script.collapse(path)[0] and "line 5" in err
