@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 def cluster_env():
     home = Path(tempfile.mkdtemp(prefix="contention-book-load-"))
     os.chmod(home, 0o755)
-    yield {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(home / "pg")}, home
+    env = {k: v for k, v in os.environ.items() if k != "CONTENTION_BOOK_PG_CLIENT"}  # PostgreSQL's default client
+    yield {**env, "CONTENTION_BOOK_PG_ROOT": str(home / "pg")}, home
     from contention_book.harness.embedded_pg import EmbeddedPostgres
 
     if (home / "pg" / "data" / "PG_VERSION").exists():
@@ -35,5 +36,7 @@ def test_128_connections_complete(cluster_env, chapter, params):
            "--record-to", str(dest)] + [arg for p in params for arg in ("--param", p)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert json.loads((dest / "manifest.json").read_text())["status"] == {"state": "complete"}
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["status"] == {"state": "complete"}
+    assert manifest["measured"]["client"].startswith("psycopg 3."), manifest["measured"]  # the recording names libpq
     assert "too many clients" not in out.stdout + out.stderr
