@@ -243,7 +243,11 @@ def test_call_notes_follow_the_recording():
     g.recording.parameters = {"back_off": "in the server (pg_sleep 1 ms) in the loops"}
     moved = analysis.call_notes(g)["db_client_note"]
     assert "backed off in the server (pg_sleep 1 ms) in the loops" in moved and "Timeout:PgSleep" in moved
-    assert "waiting for messages (server-side back-off)" in moved and "client backed off" not in moved
+    assert "waiting after a miss (server-side back-off)" in moved and "client backed off" not in moved
+    assert "Each call carries 50 messages, so" in moved  # no budget recorded: every call carried them all
+    g.recording.parameters["call_budget_ms"] = 50.0
+    assert "Each call carries up to 50 messages and ends once it has run 50 ms" in \
+        analysis.call_notes(g)["db_client_note"]
     t = analysis.scaling(g)
     assert analysis.one_session_note(t, analysis.label).index("INSERT") < analysis.one_session_note(t, analysis.label).index("ring")
     g.runs["pushes_per_call"] = [50, 10]
@@ -287,9 +291,9 @@ def test_spinlock_shares_and_wait_summaries():
                            waits=pd.DataFrame({"variant": ["ring"] * 3, "sessions": [2] * 3,
                                                "wait": ["CPU", "Timeout:PgSleep", "Lock:transactionid"],
                                                "samples": [5, 4, 1], "share": [0.5, 0.4, 0.1]}))
-    # the loops' back-off is named as waiting for messages, not as the server's work
+    # the loops' back-off is named as waiting after a miss, not as the server's work
     assert analysis.top_waits(slept, "ring") == \
-        "waiting for messages (server-side back-off) (40%), Lock:transactionid (10%)"
+        "waiting after a miss (server-side back-off) (40%), Lock:transactionid (10%)"
 
 
 # -- native smoke -----------------------------------------------------------------------------------

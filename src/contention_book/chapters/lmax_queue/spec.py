@@ -105,7 +105,7 @@ PARAMS = (
     P.Param("increments", "int", "increments per thread of the false-sharing demo", default=100_000_000,
             minimum=1000, engines=("native",)),
     P.Param("pushes_per_call", "int", "messages one call pushes (1: a statement and a round trip per message)",
-            default=500, minimum=1, maximum=100_000, engines=("postgres",)),
+            default=1000, minimum=1, maximum=100_000, engines=("postgres",)),
     P.Param("push_chunk", "int", "messages per call of the In-Memory OLTP loops", default=1000, minimum=1,
             engines=("sqlserver",)),
 )

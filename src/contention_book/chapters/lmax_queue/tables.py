@@ -135,9 +135,10 @@ def finding(adkin: LmaxRecording, topic: str, variant: str | None = None) -> pd.
     return part.iloc[0] if len(part) else None
 
 
-# Waits the chapter's own loops make, named for what they are: a loop that found nothing to pop (or a full ring)
-# sleeps in the server before it looks again; that is a session waiting for messages, not the server working.
-WAIT_WORDS = {"Timeout:PgSleep": "waiting for messages (server-side back-off)"}
+# Waits the chapter's own loops make, named for what they are: a loop that found nothing to pop (an empty queue or
+# ring, or a row another consumer took first) or a full ring sleeps in the server before it looks again; that is a
+# session waiting for messages or for a free slot, not the server working.
+WAIT_WORDS = {"Timeout:PgSleep": "waiting after a miss (server-side back-off)"}
 
 
 def db_pressure(g: LmaxRecording) -> pd.DataFrame:
@@ -226,8 +227,12 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
                "messages, each committed as its own transaction, as the article's version 2 commits one atomic "
                f"block per message. Consumers pop up to {per_call:,} messages per call the same way. Rates are "
                f"messages per second; latency percentiles are per call of up to {per_call:,} messages")
-        read = (f"Each call carries {per_call:,} messages, so one client round trip is spread over {per_call:,} "
-                f"transactions and the rates measure the server's work per message.{waited} The client and every "
+        budget = g.recording.parameters.get("call_budget_ms")
+        carries = (f"Each call carries up to {per_call:,} messages and ends once it has run {budget:g} ms, so one "
+                   f"client round trip is spread over many transactions (up to {per_call:,})" if budget else
+                   f"Each call carries {per_call:,} messages, so one client round trip is spread over {per_call:,} "
+                   "transactions")
+        read = (f"{carries} and the rates measure the server's work per message.{waited} The client and every "
                 f"session still share the same {cpus} CPUs, so beyond {cpus} producers the sessions take turns "
                 "rather than run side by side, and the absolute rates are this small machine's.")
     return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": f"{read} {back_off}",
@@ -238,9 +243,10 @@ def back_off_sentence(g: LmaxRecording) -> str:
     """What a PostgreSQL session did when it found nothing to pop or a full ring, as its recording says (prose)."""
     how = g.recording.parameters.get("back_off")
     if how:
-        return (f"A call that found nothing to pop, or a full ring, backed off {how}. A backend sleeping in the "
-                f"server shows the wait event Timeout:PgSleep, named here \"{WAIT_WORDS['Timeout:PgSleep']}\": it "
-                "is waiting for work, not doing any, and it is not waiting for its client.")
+        return ("A call that found nothing to pop (an empty queue or ring, or in the naive queue a row another "
+                f"consumer took first), or a full ring, backed off {how}. A backend sleeping in the server shows the "
+                f"wait event Timeout:PgSleep, named here \"{WAIT_WORDS['Timeout:PgSleep']}\": it is waiting for "
+                "messages or for a free slot, not working, and not waiting for its client.")
     return ("In this recording a call that found nothing to pop, or a full ring, returned at once and the client "
             "backed off before its next call, so its backend waited for the client (ClientRead) meanwhile.")
 
