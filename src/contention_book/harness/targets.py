@@ -116,7 +116,8 @@ class Target:
 
         name = (self.client or os.environ.get(CLIENT_ENV) or DEFAULT_CLIENT).strip().lower()
         if name not in CLIENTS:
-            raise TargetError(f"{CLIENT_ENV}={name!r}: expected one of {', '.join(CLIENTS)}")
+            raise TargetError(f"{'the target client' if self.client else CLIENT_ENV}={name!r}: expected one of "
+                              f"{', '.join(CLIENTS)} (unset: {DEFAULT_CLIENT}, libpq, for PostgreSQL)")
         return name if self.engine == "postgres" else "odbc"
 
     def client_description(self, conn) -> str:
