@@ -112,7 +112,7 @@ def test_client_bound_counts_clientread_not_the_idle_state():
                       (0.0, 1, "client backend", "idle", "", "", 1),
                       (0.0, 1, "client backend", "active", "LWLock", "WALInsert", 4),
                       (0.0, 2, "walwriter", "", "Activity", "WalWriterMain", 9)], columns=pg_waits.COLUMNS)
-    assert pg_waits.client_bound(f) == {"server_share": 0.625, "client_share": 0.375}
+    assert pg_waits.client_bound(f) == {"server_share": 0.625, "client_share": 0.375, "backoff_share": 0.0}
     assert pg_waits.client_bound(f, pids=[2])["client_share"] != pg_waits.client_bound(f, pids=[2])["client_share"]
 
 
@@ -126,5 +126,13 @@ def test_in_server_frame_counts_a_backend_that_never_waited_when_named_alive():
     assert 9 not in set(s.frame()["pid"])  # unnamed: nothing says it was there
     f = s.frame(alive={9})
     assert s.ticks == 50
-    assert pg_waits.client_bound(f, {9}) == {"server_share": 1.0, "client_share": 0.0}
-    assert pg_waits.client_bound(f, {8}) == {"server_share": 0.8, "client_share": 0.2}
+    assert pg_waits.client_bound(f, {9}) == {"server_share": 1.0, "client_share": 0.0, "backoff_share": 0.0}
+    assert pg_waits.client_bound(f, {8}) == {"server_share": 0.8, "client_share": 0.2, "backoff_share": 0.0}
+
+
+def test_client_bound_keeps_a_loops_own_back_off_apart_from_server_work():
+    """A consumer's pg_sleep after an empty pop is neither the client's time nor the engine's work."""
+    f = pd.DataFrame([(0.0, 1, "client backend", "active", "Timeout", "PgSleep", 2),
+                      (0.0, 1, "client backend", "active", "", "", 5),
+                      (0.0, 1, "client backend", "idle", "Client", "ClientRead", 1)], columns=pg_waits.COLUMNS)
+    assert pg_waits.client_bound(f) == {"server_share": 0.625, "client_share": 0.125, "backoff_share": 0.25}

@@ -90,8 +90,10 @@ def record(writer, result: RunResult, *, log: Callable[[str], None] | None = Non
     writer.append_csv(POINTS.path, pd.DataFrame([row]))
     if log and sampler is not None and not math.isnan(row.get("client_share", math.nan)):
         where = ", ".join(f"{k}={v}" for k, v in keys.items())
+        backoff = row.get("backoff_share", 0.0)
         log(f"[load] {where}: backends in the server {row['server_share']:.0%} of samples, waiting for the client "
-            f"{row['client_share']:.0%}; sampler {row['wait_source']} cost {row['observer_cpu_per_s'] * 1e3:.1f} "
+            f"{row['client_share']:.0%}" + (f", backing off in their own loop {backoff:.0%}" if backoff > 0 else "")
+            + f"; sampler {row['wait_source']} cost {row['observer_cpu_per_s'] * 1e3:.1f} "
             f"ms CPU per s" + (f"; errors {row['error_classes']}" if row["error_classes"] else ""))
     return row
 
@@ -113,7 +115,8 @@ def load_summary(view) -> pd.DataFrame | str:
     points = view.by_repetition("load_points") if view is not None else None
     if points is None or points.empty:
         return NO_LOAD_POINTS
-    cols = [c for c in ("throughput", "p99_ms", "lag_p99_ms", "server_share", "client_share", "observer_cpu_per_s",
+    cols = [c for c in ("throughput", "p99_ms", "lag_p99_ms", "server_share", "client_share", "backoff_share",
+                        "observer_cpu_per_s",
                         "retries", "errors") if c in points.columns]
     out = points.groupby(["variant", "sessions"], sort=False)[cols].median()
     if "wait_source" in points.columns:

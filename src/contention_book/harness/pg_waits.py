@@ -270,8 +270,9 @@ def shares(frame: pd.DataFrame, backend_type: str | None = "client backend") -> 
 
 def client_bound(frame: pd.DataFrame, pids=None) -> dict[str, float]:
     """Is the load client-bound?  Of the workload backends' samples: the share waiting for the client (the
-    ``Client:ClientRead`` wait event, whatever the session's state) and the share in the server (on CPU, or
-    waiting on anything else).
+    ``Client:ClientRead`` wait event, whatever the session's state), the share sleeping on purpose inside a
+    workload's own loop (``Timeout:PgSleep``: a consumer backing off from an empty queue), and the share in the
+    server (on CPU, or waiting on anything else).  The three add up to 1.
 
     The wait event, not pg_stat_activity's ``idle`` state, marks the client's time: a backend is already
     ``idle`` while it finishes a statement on CPU (commit, results, statistics) before it reads the next
@@ -282,10 +283,12 @@ def client_bound(frame: pd.DataFrame, pids=None) -> dict[str, float]:
         f = f[f["pid"].isin(set(pids))]
     weight = f["samples"] if "samples" in f.columns else pd.Series(1, index=f.index)
     client = weight[(f["wait_event_type"] == "Client") & (f["wait_event"] == "ClientRead")].sum()
+    backoff = weight[(f["wait_event_type"] == "Timeout") & (f["wait_event"] == "PgSleep")].sum()
     total = weight.sum()
     if not total:
-        return {"server_share": float("nan"), "client_share": float("nan")}
-    return {"server_share": float((total - client) / total), "client_share": float(client / total)}
+        return {"server_share": float("nan"), "client_share": float("nan"), "backoff_share": float("nan")}
+    return {"server_share": float((total - client - backoff) / total), "client_share": float(client / total),
+            "backoff_share": float(backoff / total)}
 
 
 def wal_snapshot(cursor) -> dict[str, float]:
