@@ -1,9 +1,9 @@
 """Reading a WPA CSV export through the small C core in ``native/wpa_csv.c``.
 
 :mod:`.importers.wpa_csv` calls :func:`parse` first and uses what it returns: per row the stack and
-process as indices into their distinct cell texts, and the numeric columns as float64 arrays, just as
-its pyarrow reader would have typed them.  ``None`` means the core stepped aside (another shape, a
-decimal comma, UTF-16, gzip, a pipe, no compiler) and the pyarrow reader reads the file, with its
+process as indices into their distinct cell texts, and the numeric columns as float64 arrays, the values
+its pyarrow reader would have parsed (decimal comma or point, thousands grouped or not).  ``None`` means
+the core stepped aside (another shape, a number spelled otherwise, UTF-16, gzip, a pipe, no compiler) and the pyarrow reader reads the file, with its
 line-numbered errors; a cell that is not UTF-8 raises UnicodeDecodeError.  How the core is compiled, loaded and turned off: :mod:`.native_build`.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ class SplitStacks:
 
 
 def _declare(lib) -> None:
-    lib.wc_parse.argtypes = [ctypes.c_char_p, ctypes.c_char, ctypes.c_int, ctypes.c_void_p,
+    lib.wc_parse.argtypes = [ctypes.c_char_p, ctypes.c_char, ctypes.c_char, ctypes.c_int, ctypes.c_void_p,
                              ctypes.POINTER(ctypes.c_void_p)]
     lib.wc_parse.restype = ctypes.c_int
     lib.wc_count.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -46,10 +46,12 @@ def _unquote(cell: str) -> str:
     return cell[1:-1].replace('""', '"') if cell.startswith('"') else cell
 
 
-def parse(path, delimiter: str, ncols: int, stack: int, process: int | None, numbers: dict[str, int]):
+def parse(path, delimiter: str, ncols: int, stack: int, process: int | None, numbers: dict[str, int],
+          decimal: str = "."):
     """``(stacks, stack_idx, processes, process_idx, {field: float64 array})`` or None.
 
-    ``stack``, ``process``: column positions; ``numbers``: field -> column position.  ``stacks`` is a
+    ``stack``, ``process``: column positions; ``numbers``: field -> column position; ``decimal``: the
+    file's decimal mark ('.' or ','; the other one may group digits in threes, as WPA's locales write).  ``stacks`` is a
     :class:`SplitStacks`, or (when the core leaves the splitting to Python) the distinct cell texts;
     ``processes`` the distinct Process cells; both in order of first appearance; ``*_idx`` index them
     per row.
@@ -73,7 +75,7 @@ def parse(path, delimiter: str, ncols: int, stack: int, process: int | None, num
         roles[numbers[field]] = ROLE_NUMBER + slot
     handle = ctypes.c_void_p()
     try:
-        status = lib.wc_parse(os.fsencode(path), delimiter.encode(), ncols, roles.ctypes.data, ctypes.byref(handle))
+        status = lib.wc_parse(os.fsencode(path), delimiter.encode(), decimal.encode(), ncols, roles.ctypes.data, ctypes.byref(handle))
         if status != native_build.OK or lib.wc_count(handle, 0) == 0:
             return None
         n = lib.wc_count(handle, 0)

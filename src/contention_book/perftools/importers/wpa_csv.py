@@ -19,8 +19,8 @@ percentages match WPA's.  Header names may carry units (``Weight (in
 view) (ms)``, ``TimeStamp (s)``); numbers follow the exporting machine's
 locale (see :mod:`perftools.numbers`).
 
-Speed and memory: files of the usual shape (a plain, uncompressed UTF-8 file
-with '.' decimals) are read by the C core in ``native/wpa_csv.c`` (see
+Speed and memory: files of the usual shape (a plain, uncompressed UTF-8 file;
+'.' or ',' decimals, digits grouped in threes by the other mark or not) are read by the C core in ``native/wpa_csv.c`` (see
 :mod:`..native_wpa_csv`), in two threads, which hands back each distinct
 Stack and Process cell once and the numeric columns as arrays, and splits
 the distinct stacks into frames itself (by :class:`_Splitter`'s rules), so
@@ -317,11 +317,9 @@ def _read_native(path, h: _Header, wanted):
     """The Profile read by the C core, or None when it steps aside (see :mod:`..native_wpa_csv`)."""
     from .. import native_wpa_csv
 
-    if h.decimal != ".":
-        return None
     numbers = {f: wanted[f][0] for f in NUMERIC if f in wanted}
     got = native_wpa_csv.parse(path, h.delimiter, len(h.names), wanted["stack"][0],
-                               wanted["process"][0] if "process" in wanted else None, numbers)
+                               wanted["process"][0] if "process" in wanted else None, numbers, h.decimal)
     if got is None:
         return None
     stacks, stack_idx, procs, proc_idx, columns = got

@@ -10,9 +10,10 @@
  *   the numeric columns (thread, time, cpu, weight or count) as doubles, NaN when empty.
  *
  * It accepts only what it is sure of -- RFC 4180 fields, '\n' or "\r\n" line ends, empty lines skipped
- * (as pyarrow does), numbers written [+-]digits[.digits][e[+-]digits] -- and gives up (CORE_FALLBACK)
- * on anything else: a row with another number of fields, a quoted field running past its line, a
- * stray carriage return, any other spelling of a number (spaces, decimal commas, "inf", "NaN").  Then
+ * (as pyarrow does), numbers written [+-]digits[.digits][e[+-]digits] in the file's decimal mark ('.'
+ * or ','), grouped in threes by the other mark or not -- and gives up (CORE_FALLBACK) on anything else: a
+ * row with another number of fields, a quoted field running past its line, a stray carriage return, any
+ * other spelling of a number (spaces, apostrophes, "inf", "NaN").  Then
  * the pyarrow reader reads the file and says what is wrong with it, with the line.
  */
 #define _GNU_SOURCE
@@ -38,7 +39,7 @@ typedef struct {
     /* how to read a row (shared, read-only) */
     const int32_t *roles;
     int ncols, nslots, skip_header;
-    char delim;
+    char delim, decimal;
     int64_t line_no;
 } wc_result;
 
@@ -53,25 +54,45 @@ static locale_t c_locale(void) {  /* strtod in the "C" locale, whatever the embe
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* A number as pyarrow reads a float64 column of plain numbers; 0 = NaN for an empty cell, -1 = not
- * plain.  Correctly rounded, as pyarrow's parser is: digits that fit 2^53 with a power of ten up to
- * 1e22 are one exact IEEE multiply or divide (Clinger's fast path, which fast_float takes too);
- * anything else goes to strtod. */
-static int number(const char *s, const char *e, double *out) {
+/* A number as the readers of importers/wpa_csv.py read it; 0 = NaN for an empty cell, -1 = not sure.
+ * Written [+-]digits[<dec>digits][e[+-]digits] in the file's decimal mark (r->decimal, '.' or ','), the
+ * integer part optionally grouped in threes by the other mark (numbers.parse_number's pattern: "1,234.5"
+ * in a '.'-file, "1.234,5" in a ','-file).  Correctly rounded, as pyarrow's parser and Python's float()
+ * are: digits that fit 2^53 with a power of ten up to 1e22 are one exact IEEE multiply or divide
+ * (Clinger's fast path, which fast_float takes too); anything else goes to strtod on the digits. */
+static int number(const char *s, const char *e, char dec, double *out) {
     if (s == e) { *out = NAN; return 0; }
+    const char grp = dec == '.' ? ',' : '.';
+    char buf[64];
+    size_t nb = 0;
     const char *p = s;
     int digits = 0, scale = 0, negative = *p == '-';
     uint64_t mantissa = 0;
-    if (*p == '+' || *p == '-') p++;
-    for (; p < e && *p >= '0' && *p <= '9'; p++, digits++)
-        if (digits < 19) mantissa = mantissa * 10 + (uint64_t)(*p - '0');
-    if (p < e && *p == '.') {
-        p++;
-        for (; p < e && *p >= '0' && *p <= '9'; p++, digits++, scale--)
+    if (e - s > 62) return -1;  /* buf holds every byte of a shorter cell */
+    if (*p == '+' || *p == '-') buf[nb++] = *p++;
+    int run = 0, grouped = 0;  /* digits since the last group mark; whether there was one */
+    for (; p < e; p++) {
+        if (*p >= '0' && *p <= '9') {
             if (digits < 19) mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+            buf[nb++] = *p;
+            digits++, run++;
+        } else if (*p == grp) {  /* \d{1,3}(<grp>\d{3})+ */
+            if (!run || run > 3 || (grouped && run != 3)) return -1;
+            grouped = 1, run = 0;
+        } else break;
+    }
+    if (grouped && run != 3) return -1;
+    if (p < e && *p == dec) {
+        p++;
+        buf[nb++] = '.';
+        for (; p < e && *p >= '0' && *p <= '9'; p++, digits++, scale--) {
+            if (digits < 19) mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+            buf[nb++] = *p;
+        }
     }
     if (!digits) return -1;
     int exact = digits <= 19;
+    const char *x0 = p;
     if (p < e && (*p == 'e' || *p == 'E')) {
         p++;
         int sign = 1, x = 0;
@@ -88,10 +109,8 @@ static int number(const char *s, const char *e, double *out) {
         *out = negative ? -v : v;
         return 0;
     }
-    if (e - s > 63) return -1;
-    char buf[64];
-    memcpy(buf, s, (size_t)(e - s));
-    buf[e - s] = '\0';
+    memcpy(buf + nb, x0, (size_t)(e - x0));
+    buf[nb + (size_t)(e - x0)] = '\0';
     *out = strtod_l(buf, NULL, c_locale());
     return 0;
 }
@@ -141,7 +160,7 @@ static int row(void *ctx, const char *s, const char *e) {
                 if (memchr(x, '"', (size_t)(y - x))) return CORE_FALLBACK;
             }
             double v;
-            if (number(x, y, &v)) return CORE_FALLBACK;
+            if (number(x, y, r->decimal, &v)) return CORE_FALLBACK;
             if (PUSH(r->numbers[role - ROLE_NUMBER], v)) return CORE_NOMEM;
         }
         col++;
@@ -152,11 +171,11 @@ static int row(void *ctx, const char *s, const char *e) {
     return CORE_OK;
 }
 
-static wc_result *result_new(char delim, int ncols, const int32_t *roles) {
+static wc_result *result_new(char delim, char decimal, int ncols, const int32_t *roles) {
     wc_result *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     if (intern_init(&r->stacks) || intern_init(&r->processes)) { wc_free(r); return NULL; }
-    r->delim = delim; r->ncols = ncols; r->roles = roles;
+    r->delim = delim; r->decimal = decimal; r->ncols = ncols; r->roles = roles;
     for (int i = 0; i < ncols; i++)
         if (roles[i] >= ROLE_NUMBER && roles[i] - ROLE_NUMBER + 1 > r->nslots) r->nslots = roles[i] - ROLE_NUMBER + 1;
     return r;
@@ -192,7 +211,7 @@ static int merge(wc_result *a, wc_result *b) {
 static int end_part(void *r, int status) { (void)r; return status; }
 static void *make_like(void *like) {
     wc_result *r = like;
-    return result_new(r->delim, r->ncols, r->roles);
+    return result_new(r->delim, r->decimal, r->ncols, r->roles);
 }
 static int merge_cb(void *a, void *b) { return merge(a, b); }
 static void drop_cb(void *r) { wc_free(r); }
@@ -200,12 +219,13 @@ static const core_ops OPS = {row, end_part, make_like, merge_cb, drop_cb};
 
 /* Read the file (header line first) with roles[col]: ROLE_SKIP, ROLE_STACK, ROLE_PROCESS or
  * ROLE_NUMBER + slot; CORE_OK with the arrays filled, or why not. */
-int wc_parse(const char *path, char delim, int ncols, const int32_t *roles, wc_result **out) {
+int wc_parse(const char *path, char delim, char decimal, int ncols, const int32_t *roles, wc_result **out) {
     *out = NULL;
+    if (decimal != '.' && decimal != ',') return CORE_FALLBACK;
     if (ncols <= 0 || ncols > MAX_COLUMNS) return CORE_FALLBACK;
     for (int i = 0; i < ncols; i++)
         if (roles[i] < 0 || roles[i] >= ROLE_NUMBER + MAX_SLOTS) return CORE_FALLBACK;
-    wc_result *r = result_new(delim, ncols, roles);
+    wc_result *r = result_new(delim, decimal, ncols, roles);
     *out = r;
     if (!r) return CORE_NOMEM;
     r->skip_header = 1;
