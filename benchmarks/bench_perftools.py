@@ -10,8 +10,14 @@ Inputs, generated in a temporary directory (deleted afterwards), each about ``--
 * ``diverse perf``: :func:`perftools_inputs.write_perf`, 30 captures' worth of programs and names, about
   50,000 distinct stacks, long C++ frames; and the same file written three times over (``x3``), whose
   peak memory must stay that of one copy;
-* ``diverse CSV``: :func:`perftools_inputs.write_wpa_csv`, about 20,000 distinct stacks, CRLF, quoted
-  cells, no weight column;
+* ``diverse perf`` holds captures in every layout real ones have (tab, space or simpleperf indents, no
+  ``-g``, CRLF) and a few damaged lines;
+* ``diverse CSV``: :func:`perftools_inputs.write_wpa_csv`, about 20,000 distinct stacks, CRLF, a BOM,
+  quoted cells (C++ templates, quotes), extra columns, no weight column, grouped time stamps; and
+  ``de CSV``, the same stacks as a German machine exports them (``;``, decimal commas), timed for
+  context beside ``read_csv`` with ``delimiter=';'``;
+* ``tree CSV``: :func:`perftools_inputs.write_wpa_tree`, a copied Stack tree (small, as WPA copies
+  what is expanded), timed for context;
 * ``own perf`` and ``own CSV``: the project's earlier generators (short names, 20,000 stacks, one shape);
 * ``--perf-capture`` (default ``.cache/perf-capture.txt`` when it exists): a real capture recorded by
   ``benchmarks/record_perf_capture.sh``.
@@ -138,7 +144,8 @@ def write_perf(path: str, stacks, size: int, rng) -> int:
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CAPTURE = os.path.join(HERE, os.pardir, ".cache", "perf-capture.txt")
 SRC = os.path.abspath(os.path.join(HERE, os.pardir, "src"))
-READ_CSV = "import sys, pyarrow.csv as c; c.read_csv(sys.argv[1])"
+READ_CSV = ("import sys, pyarrow.csv as c; "
+            "c.read_csv(sys.argv[1], parse_options=c.ParseOptions(delimiter=sys.argv[2] if sys.argv[2:] else ','))")
 RESULTS = os.path.join(HERE, "results", "bench-perftools.json")
 
 
@@ -215,7 +222,8 @@ def main(argv=None) -> dict:
     try:
         rng = np.random.default_rng(args.seed)
         t0 = time.perf_counter()
-        files = {k: os.path.join(tmp, k) for k in ("own.csv", "own.perf", "diverse.csv", "diverse.perf", "diverse_x3.perf")}
+        files = {k: os.path.join(tmp, k) for k in ("own.csv", "own.perf", "diverse.csv", "diverse.perf", "diverse_x3.perf",
+                                                   "de.csv", "tree.csv")}
         stacks = make_stacks(rng, n_stacks=2000 if small else 20000)
         write_csv(files["own.csv"], stacks, size, rng)
         write_perf(files["own.perf"], stacks, size, rng)
@@ -223,14 +231,20 @@ def main(argv=None) -> dict:
                                                 stacks=4000 if small else 80_000)
         csv_info = perftools_inputs.write_wpa_csv(files["diverse.csv"], size, np.random.default_rng(args.seed + 2),
                                                   stacks=2000 if small else 20_000)
+        de_info = perftools_inputs.write_wpa_csv(files["de.csv"], size, np.random.default_rng(args.seed + 2),
+                                                 stacks=2000 if small else 20_000, shape="de")
+        tree_info = perftools_inputs.write_wpa_tree(files["tree.csv"], np.random.default_rng(args.seed + 3),
+                                                    stacks=200 if small else 2000)
         with open(files["diverse_x3.perf"], "wb") as out:
             for _ in range(3):
                 with open(files["diverse.perf"], "rb") as one:
                     shutil.copyfileobj(one, out, 16 << 20)
         mb = {k: os.path.getsize(v) / 1e6 for k, v in files.items()}
         print(f"generated in {time.perf_counter() - t0:.1f} s: " + ", ".join(f"{k} {v:.0f} MB" for k, v in mb.items()))
-        print(f"diverse perf: {perf_info['samples']:,} samples from {perf_info['stacks']:,} stacks drawn; "
-              f"diverse CSV: {csv_info['rows']:,} rows, {csv_info['stacks']:,} distinct stacks")
+        print(f"diverse perf: {perf_info['samples']:,} samples from {perf_info['stacks']:,} stacks drawn, "
+              f"{perf_info['damaged']:,} damaged lines; diverse CSV: {csv_info['rows']:,} rows, "
+              f"{csv_info['stacks']:,} distinct stacks; de CSV: {de_info['rows']:,} rows; "
+              f"tree CSV: {tree_info['nodes']:,} nodes")
         inferno = inferno_path()
         collapse = perftools_cmd() + ["collapse"]
         jobs = {"collapse diverse": collapse + [files["diverse.perf"], "-o", os.devnull],
@@ -239,7 +253,10 @@ def main(argv=None) -> dict:
                 "summary diverse": perftools_cmd() + ["summary", files["diverse.csv"]],
                 "read_csv diverse": [sys.executable, "-c", READ_CSV, files["diverse.csv"]],
                 "summary own": perftools_cmd() + ["summary", files["own.csv"]],
-                "read_csv own": [sys.executable, "-c", READ_CSV, files["own.csv"]]}
+                "read_csv own": [sys.executable, "-c", READ_CSV, files["own.csv"]],
+                "summary de": perftools_cmd() + ["summary", files["de.csv"]],
+                "read_csv de": [sys.executable, "-c", READ_CSV, files["de.csv"], ";"],
+                "summary tree": perftools_cmd() + ["summary", files["tree.csv"]]}
         if inferno:
             jobs["inferno diverse"] = [inferno, files["diverse.perf"]]
             jobs["inferno own"] = [inferno, files["own.perf"]]
@@ -252,7 +269,8 @@ def main(argv=None) -> dict:
         sizes = {"collapse diverse": mb["diverse.perf"], "collapse diverse x3": mb["diverse_x3.perf"],
                  "collapse own": mb["own.perf"], "summary diverse": mb["diverse.csv"], "read_csv diverse": mb["diverse.csv"],
                  "summary own": mb["own.csv"], "read_csv own": mb["own.csv"], "inferno diverse": mb["diverse.perf"],
-                 "inferno own": mb["own.perf"]}
+                 "inferno own": mb["own.perf"], "summary de": mb["de.csv"], "read_csv de": mb["de.csv"],
+                 "summary tree": mb["tree.csv"]}
         if args.perf_capture:
             sizes["collapse capture"] = sizes["inferno capture"] = os.path.getsize(args.perf_capture) / 1e6
         print(f"whole processes, {args.repeat} interleaved rounds (src: {src}):")
@@ -263,7 +281,7 @@ def main(argv=None) -> dict:
         res: dict = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "repeat": args.repeat, "size_mb": args.size_mb,
                      "machine": f"a {os.cpu_count()}-CPU {platform.machine()} machine, load average "
                                 f"{load_before:.1f} before the runs", "mb": mb, "perf_info": perf_info,
-                     "csv_info": csv_info, "results": got, "goals": []}
+                     "csv_info": csv_info, "de_info": de_info, "tree_info": tree_info, "results": got, "goals": []}
 
         def goal(what: str, figure: float, limit: float, unit: str = "x") -> None:
             ok = figure <= limit
@@ -289,6 +307,10 @@ def main(argv=None) -> dict:
                 print(f"  collapse / inferno, real capture: "
                       f"{got['collapse capture']['median'] / got['inferno capture']['median']:.2f}x")
         print(f"  summary / read_csv, own generator: {got['summary own']['median'] / got['read_csv own']['median']:.2f}x")
+        print(f"  summary / read_csv, de CSV (';', decimal commas): "
+              f"{got['summary de']['median'] / got['read_csv de']['median']:.2f}x, "
+              f"peak RSS {got['summary de']['rss_ratio']:.2f}x the file")
+        print(f"  summary, tree CSV ({mb['tree.csv']:.1f} MB): {got['summary tree']['median']:.3f} s")
         res["help_s"] = bench_help(src)
         print(f"  perftools --help, whole process: {res['help_s']:.3f} s (median of 5)")
         if args.json:
