@@ -7,8 +7,8 @@ Usage::
 
 Inputs, generated in a temporary directory (deleted afterwards), each about ``--size-mb`` MB:
 
-* ``diverse perf``: :func:`perftools_inputs.write_perf`, 30 captures' worth of programs and names, about
-  50,000 distinct stacks, long C++ frames; and the same file written three times over (``x3``), whose
+* ``diverse perf``: :func:`perftools_inputs.write_perf`, 30 captures' worth of programs and names, samples
+  drawn from 80,000 stacks, long C++ frames; and the same file written three times over (``x3``), whose
   peak memory must stay that of one copy;
 * ``diverse perf`` holds captures in every layout real ones have (tab, space or simpleperf indents, no
   ``-g``, CRLF) and a few damaged lines;

@@ -4,8 +4,8 @@ Why: the importers were fast on the project's own generated files (short frame n
 one header shape) and slower on held-out captures.  These generators make what real captures have:
 
 * ``perf script`` text made of many "captures" (``segments``), each with its own programs, thread
-  ids, header shape (with or without pid, cpu, period) and name vocabulary, so that the file holds about
-  ``stacks`` distinct stacks (default 80,000); C, C++ (templates, operators, long argument lists), Rust
+  ids, header shape (with or without pid, cpu, period) and name vocabulary, its samples drawn from
+  ``stacks`` stacks (default 80,000; a capture without ``-g`` keeps only their leaves); C, C++ (templates, operators, long argument lists), Rust
   (hashes), kernel and JIT frames, ``[unknown]`` frames, comm names with spaces; the leaf instruction
   offset varies per sample.  Each capture also has its own layout, as the public ones do: frames led by
   a tab, by a tab and spaces, by eight spaces (perf 5.x) or by spaces then a tab after a tab-separated
