@@ -20,7 +20,7 @@ view) (ms)``, ``TimeStamp (s)``); numbers follow the exporting machine's
 locale (see :mod:`perftools.numbers`).
 
 Speed and memory: files of the usual shape (a plain, uncompressed UTF-8 file;
-'.' or ',' decimals, digits grouped in threes by the other mark or not) are read by the C core in ``native/wpa_csv.c`` (see
+'.' or ',' decimals, digits grouped as Windows locales group them or not) are read by the C core in ``native/wpa_csv.c`` (see
 :mod:`..native_wpa_csv`), in two threads, which hands back each distinct
 Stack and Process cell once and the numeric columns as arrays, and splits
 the distinct stacks into frames itself (by :class:`_Splitter`'s rules), so

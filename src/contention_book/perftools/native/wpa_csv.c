@@ -11,9 +11,10 @@
  *
  * It accepts only what it is sure of -- RFC 4180 fields, '\n' or "\r\n" line ends, empty lines skipped
  * (as pyarrow does), numbers written [+-]digits[.digits][e[+-]digits] in the file's decimal mark ('.'
- * or ','), grouped in threes by the other mark or not -- and gives up (CORE_FALLBACK) on anything else: a
- * row with another number of fields, a quoted field running past its line, a stray carriage return, any
- * other spelling of a number (spaces, apostrophes, "inf", "NaN").  Then
+ * or ','), grouped in threes by the other mark or not, spaces, apostrophes and Unicode spaces between
+ * or around the digits as numbers.parse_strings allows -- and gives up (CORE_FALLBACK) on anything else:
+ * a row with another number of fields, a quoted field running past its line, a stray carriage return,
+ * any other spelling of a number ("inf", "NaN", a quote inside it).  Then
  * the pyarrow reader reads the file and says what is wrong with it, with the line.
  */
 #define _GNU_SOURCE
@@ -115,6 +116,29 @@ static int number(const char *s, const char *e, char dec, double *out) {
     return 0;
 }
 
+/* A number cell as numbers.parse_strings cleans it: blanks and tabs trimmed off its ends, and the
+ * grouping marks Windows locales write removed wherever they are: spaces, apostrophes (de-CH), no-break
+ * spaces U+00A0 (ru-RU), narrow no-break spaces U+202F (fr-FR) and thin spaces U+2009.  [*x, *y) is
+ * left alone when it holds none, else pointed at its cleaned copy in clean (64 bytes); -1 when longer. */
+static int unspace(const char **x, const char **y, char *clean) {
+    const unsigned char *p = (const unsigned char *)*x, *e = (const unsigned char *)*y;
+    const unsigned char *q = p;
+    while (q < e && *q != ' ' && *q != '\t' && *q != '\'' && *q != 0xc2 && *q != 0xe2) q++;
+    if (q == e) return 0;  /* the usual case: nothing to clean */
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    size_t n = 0;
+    while (p < e) {
+        if (*p == ' ' || *p == '\'') { p++; continue; }
+        if (*p == 0xc2 && e - p >= 2 && p[1] == 0xa0) { p += 2; continue; }
+        if (*p == 0xe2 && e - p >= 3 && p[1] == 0x80 && (p[2] == 0xaf || p[2] == 0x89)) { p += 3; continue; }
+        if (n >= 63) return -1;
+        clean[n++] = (char)*p++;
+    }
+    *x = clean, *y = clean + n;
+    return 0;
+}
+
 static int row(void *ctx, const char *s, const char *e) {
     wc_result *r = ctx;
     r->line_no++;
@@ -159,6 +183,8 @@ static int row(void *ctx, const char *s, const char *e) {
                 x++, y--;
                 if (memchr(x, '"', (size_t)(y - x))) return CORE_FALLBACK;
             }
+            char clean[64];
+            if (unspace(&x, &y, clean)) return CORE_FALLBACK;
             double v;
             if (number(x, y, r->decimal, &v)) return CORE_FALLBACK;
             if (PUSH(r->numbers[role - ROLE_NUMBER], v)) return CORE_NOMEM;
