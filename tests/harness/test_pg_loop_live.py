@@ -14,10 +14,14 @@ from contention_book.harness.driver import SessionDone, Statement, run_sessions
 
 pytestmark = pytest.mark.live
 DB = "contention_test"
+RUNS = pg_loop.runs  # the rule a run uses (the fixture below replaces it)
 
 
 @pytest.fixture()
-def libpq(pg_target):
+def libpq(pg_target, monkeypatch):
+    """The psycopg client, with the event loop running any number of sessions (it takes only more sessions
+    than CPUs in a run; its rules are the same at every count)."""
+    monkeypatch.setattr(pg_loop, "runs", lambda sessions: True)
     return dataclasses.replace(pg_target, client="psycopg")
 
 
@@ -151,3 +155,16 @@ def test_a_failing_warm_up_fails_the_run_before_the_window(libpq, table):
 def test_threads_never_outnumber_the_cpus_or_the_sessions(monkeypatch):
     monkeypatch.setattr(pg_loop.os, "cpu_count", lambda: 2)
     assert [pg_loop.threads_for(n) for n in (1, 2, 8)] == [1, 2, 2]
+    assert [pg_loop.runs(n) for n in (1, 2, 3, 8)] == [False, False, True, True]  # more sessions than CPUs
+
+
+def test_no_more_sessions_than_cpus_run_a_thread_each(pg_target, table, monkeypatch):
+    monkeypatch.setattr(pg_loop, "runs", RUNS)
+    monkeypatch.setattr(pg_loop.os, "cpu_count", lambda: 2)
+    stmt = Statement("INSERT INTO loop_t (session, op) VALUES (?, ?)", args=lambda i, op: (i, op))
+    libpq = dataclasses.replace(pg_target, client="psycopg")
+    two = run_sessions(lambda: libpq.connect(DB), stmt, sessions=2, operations_per_session=5, progress=False)
+    three = run_sessions(lambda: libpq.connect(DB), stmt, sessions=3, operations_per_session=5, progress=False)
+    assert two.driver == "thread per session: 2 thread(s)"
+    assert three.driver == "event loop: 3 non-blocking libpq session(s) on 2 thread(s)"
+    assert count(table, "op >= 0") == 25

@@ -57,6 +57,7 @@ class _Session:
         self.conn, self.pg = conn, conn.pgconn if conn is not None else None
         self.fd = self.pg.socket if self.pg is not None else -1
         self.names: dict[str, bytes] = {}
+        self.values = None  # a new connection prepares its statement again
 
 
 def _prepare(s: _Session, statement, op: int) -> tuple[bytes, Any]:
@@ -153,8 +154,12 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
     cap = ctx.operations_per_session
     by_fd: dict[int, _Session] = {}
     live = [s for s in sessions if not s.done]
+    active = [len(live)]  # sessions not done: when all of them are in a call, nothing is pending
+    constant = not callable(statement.args)  # the same values every call: prepared and dumped once per connection
 
     def finish(s: _Session, ended: bool = False) -> None:
+        if not s.done:
+            active[0] -= 1
         s.done = True
         s.ended = s.ended or ended
         by_fd.pop(s.fd, None)
@@ -162,12 +167,13 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
     def send(s: _Session, now: int) -> None:
         """Start the session's next call (or its retry) now."""
         if not s.tries:
-            op = -1 - s.warm if warming else s.op
-            try:
-                s.values = _prepare(s, statement, op)
-            except ctx_session_done():
-                finish(s, ended=True)
-                return
+            if s.values is None or not constant:
+                op = -1 - s.warm if warming else s.op
+                try:
+                    s.values = _prepare(s, statement, op)
+                except ctx_session_done():
+                    finish(s, ended=True)
+                    return
             if schedule is not None and not warming:
                 s.origin = s.origin or now  # an open-loop call keeps its scheduled start
             else:
@@ -314,7 +320,7 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
         else:
             next_call(s, now)
     while True:
-        pending = [s for s in live if not s.done and not s.busy]
+        pending = [s for s in live if not s.done and not s.busy] if len(by_fd) < active[0] else ()
         if not by_fd and not pending:
             return
         now = perf()
@@ -369,6 +375,11 @@ def _pause(returned: Any) -> float:
     from .driver import _pause as pause
 
     return pause(returned)
+
+
+def runs(sessions: int) -> bool:
+    """Whether the event loop runs this many sessions: more of them than CPUs (fewer: a thread each)."""
+    return sessions > (os.cpu_count() or 1)
 
 
 def threads_for(sessions: int) -> int:
