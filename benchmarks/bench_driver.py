@@ -531,11 +531,12 @@ def reference_client_read(data: Path = Path(__file__).resolve().parent.parent / 
             continue
         share = frame["client_share"].dropna()
         worst = frame.loc[share.idxmax()]
-        driver = frame["driver"].dropna().iloc[0] if "driver" in frame and frame["driver"].notna().any() else \
-            "thread per session (made before the driver was recorded)"
-        print(f"  {chapter:<18} worst {share.max():.1%} ({worst['variant']}, {int(worst['sessions'])} sessions), "
+        ways = sorted({str(d).split(":")[0] for d in frame["driver"].dropna()}) if "driver" in frame else []
+        driver = " and ".join(ways) or "thread per session (made before the driver was recorded)"
+        n = int(worst["sessions"])
+        print(f"  {chapter:<18} worst {share.max():.1%} ({worst['variant']}, {n} session{'s' * (n != 1)}), "
               f"median {share.median():.1%} over {len(share)} points "
-              f"({'meets' if share.max() < 0.2 else 'misses'} the goal); driver: {driver}")
+              f"({'meets' if share.max() < 0.2 else 'misses'} the goal); sessions run by: {driver}")
 
 
 
