@@ -119,6 +119,8 @@ def load_summary(view) -> pd.DataFrame | str:
                         "observer_cpu_per_s",
                         "retries", "errors") if c in points.columns]
     out = points.groupby(["variant", "sessions"], sort=False)[cols].median()
+    if "backoff_share" in out and not out["backoff_share"].fillna(0).any():
+        out = out.drop(columns="backoff_share")  # no loop backed off in the server: nothing to show
     if "wait_source" in points.columns:
         out["wait_source"] = points.groupby(["variant", "sessions"], sort=False)["wait_source"].first()
     if "observer_cpu_per_s" in out:
