@@ -28,12 +28,12 @@ users ask for:
 
 Two ways to run the sessions.  A call given as a :class:`Statement` (one SQL
 text, its parameters, what to do with its first row) on PostgreSQL through
-libpq (harness.pg_client) runs as pgbench does: every connection
-non-blocking, multiplexed by min(sessions, CPUs) threads
+libpq (harness.pg_client), with more sessions than CPUs, runs as pgbench
+does: every connection non-blocking, multiplexed by one thread per CPU
 (:mod:`.pg_loop`), so a finished call is answered without waking a thread
-of its own.  Any other call (a Python function; pyodbc, as for SQL Server)
-runs one thread per session: pyodbc releases the GIL while a statement
-runs.  Either way the hot loop only appends to arrays, and everything else
+of its own.  Anything else (fewer sessions; a Python function; pyodbc, as
+for SQL Server) runs one thread per session: pyodbc and libpq release the
+GIL while a statement runs.  Either way the hot loop only appends to arrays, and everything else
 is computed after the window.
 """
 from __future__ import annotations
@@ -351,12 +351,6 @@ def _loop_connection(connect: Callable[[], Any], operation: Any, sessions: int):
     return None
 
 
-def _loop_threads(sessions: int) -> int:
-    from .pg_loop import threads_for
-
-    return threads_for(sessions)
-
-
 class SessionsFailed(RuntimeError):
     """Every call of a run failed: there is nothing to measure."""
 
@@ -448,7 +442,9 @@ def run_sessions(
         raise ValueError(f"run_sessions: arrival={arrival!r}: expected one of {', '.join(ARRIVALS)}")
     stats = [SessionStats(i) for i in range(sessions)]
     first = _loop_connection(connect, operation, sessions)  # a libpq connection: the event loop runs them
-    serving = _loop_threads(sessions) if first is not None else sessions
+    if first is not None:
+        from . import pg_loop
+    serving = pg_loop.threads_for(sessions) if first is not None else sessions
     ready = threading.Barrier(serving + 1)  # everyone connected and warmed up
     barrier = threading.Barrier(serving + 1)  # released together: the measured window starts
     stop = threading.Event()
@@ -604,8 +600,6 @@ def run_sessions(
                     pass
 
     if first is not None:
-        from . import pg_loop
-
         ctx = pg_loop.LoopContext(
             connect=connect, statement=operation, setup_session=setup_session, stats=stats, ready=ready,
             barrier=barrier, stop=stop, schedule=schedule, operations_per_session=operations_per_session,

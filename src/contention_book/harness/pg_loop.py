@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import pg_client
+from .driver import SessionDone, _pause
 from .redaction import redact
 
 TICK_S = 0.05  # a thread with nothing due looks at the stop flag at least this often
@@ -171,7 +172,7 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
                 op = -1 - s.warm if warming else s.op
                 try:
                     s.values = _prepare(s, statement, op)
-                except ctx_session_done():
+                except SessionDone:
                     finish(s, ended=True)
                     return
             if schedule is not None and not warming:
@@ -295,7 +296,7 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
         if statement.on_result is not None:
             try:
                 pause = _pause(statement.on_result(s.i, op, pg_client.first_row(res)))
-            except ctx_session_done():
+            except SessionDone:
                 finish(s, ended=True)
                 return
         if warming:
@@ -363,18 +364,6 @@ def _broken(s: _Session) -> BaseException:
     except Exception:  # noqa: BLE001 - nothing more to read
         res = None
     return s.conn._fail(res if res is not None and res.status == 7 else None)  # FATAL_ERROR
-
-
-def ctx_session_done():
-    from .driver import SessionDone
-
-    return SessionDone
-
-
-def _pause(returned: Any) -> float:
-    from .driver import _pause as pause
-
-    return pause(returned)
 
 
 def runs(sessions: int) -> bool:
