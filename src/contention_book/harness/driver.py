@@ -101,6 +101,18 @@ def classify(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def reconnect_failed(st: "SessionStats", exc: BaseException, conn: Any = None) -> None:
+    """Count a failed try to reconnect (not a call, so never an error), keep its words, close what it opened."""
+    st.reconnect_failures += 1
+    if len(st.error_samples) < 5:
+        st.error_samples.append(f"[{classify(exc)}] reconnect failed: {redact(exc)}")
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - a half-opened connection
+            pass
+
+
 def lost_connection(code: str) -> bool:
     """True for an error class that means the connection is gone (see LOST); class 08 is connection exceptions."""
     return code in LOST or (len(code) == 5 and code[:2] == "08")
@@ -479,14 +491,7 @@ def run_sessions(
                 if setup_session:
                     setup_session(cur, i)
             except Exception as exc:  # noqa: BLE001 - counted; the next try is later
-                st.reconnect_failures += 1
-                if len(st.error_samples) < 5:
-                    st.error_samples.append(f"[{classify(exc)}] reconnect failed: {redact(exc)}")
-                if conn is not None:
-                    try:
-                        conn.close()
-                    except Exception:  # noqa: BLE001
-                        pass
+                reconnect_failed(st, exc, conn)
                 delay = min(delay * 2, RECONNECT_MAX_S)
                 continue
             st.reconnects += 1

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import pg_client
-from .driver import SessionDone, _pause
+from .driver import SessionDone, _pause, reconnect_failed
 from .redaction import redact
 
 TICK_S = 0.05  # a thread with nothing due looks at the stop flag at least this often
@@ -256,14 +256,7 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
             conn = open_session(ctx, s.i)
             conn.pgconn.nonblocking = 1
         except Exception as exc:  # noqa: BLE001 - counted; the next try is later
-            st.reconnect_failures += 1
-            if len(st.error_samples) < 5:
-                st.error_samples.append(f"[{ctx.classify(exc)}] reconnect failed: {redact(exc)}")
-            if conn is not None:
-                try:
-                    conn.close()
-                except Exception:  # noqa: BLE001
-                    pass
+            reconnect_failed(st, exc, conn)
             s.delay = min(s.delay * 2, ctx.reconnect_max_s)
             s.due = perf() + int(s.delay * 1e9)
             return
