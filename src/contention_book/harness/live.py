@@ -49,12 +49,23 @@ def _checked(target: Target, engine: str) -> Target:
 
 
 def git_commit() -> str | None:
+    """The commit the run's code came from, "-dirty" when code differs from it.
+
+    Recordings under data/ are the runs' output, not their code: a reference re-made after another one (which
+    changed data/) comes from the same clean commit, so data/ does not count; untracked files elsewhere do.
+    """
+    root = str(rec.repo_root())
     try:
-        out = subprocess.run(["git", "-C", str(rec.repo_root()), "describe", "--always", "--dirty", "--abbrev=12"],
-                             capture_output=True, text=True, timeout=10)
+        head = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        changed = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", ".", ":(exclude)data"],
+                                 capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    commit = head.stdout.strip()
+    if head.returncode != 0 or not commit:
+        return None
+    return commit + ("-dirty" if changed.returncode != 0 or changed.stdout.strip() else "")
 
 
 def recording_id(engine: str, label: str = "") -> str:
