@@ -150,3 +150,37 @@ def test_a_fatal_that_arrives_as_the_socket_closes_is_classed_by_the_servers_wor
     assert driver.classify(Lost("08S01", "[08S01] server closed the connection unexpectedly (35)")) == "08S01"
     assert driver.classify(Lost("57P01", "[57P01] FATAL: terminating connection due to administrator command")) \
         == "57P01"
+
+
+def test_a_server_that_never_comes_back_ends_the_session_within_the_reconnect_budget(monkeypatch):
+    """A run counted in calls (no window to end it) whose server went away for good: the session stops trying
+    after the budget and says so; before the budget it waited forever (ghost-cleanup hung after pg_ctl stop)."""
+    monkeypatch.setenv(driver.RECONNECT_BUDGET_ENV, "0.5")
+    monkeypatch.setattr(driver, "RECONNECT_FIRST_S", 0.02)
+    log, gone = [], {"now": False}
+
+    def connect():
+        if gone["now"]:
+            raise Lost("08001", "[08001] connection to server failed: Connection refused")
+        return Conn(log)
+
+    def op(cur, session, i):
+        if i == 2:
+            gone["now"] = True
+            raise Lost("57P02", "[57P02] FATAL: terminating connection because of crash of another server process")
+
+    t0 = time.monotonic()
+    result = run_sessions(connect, op, sessions=1, operations_per_session=1000, progress=False)
+    took = time.monotonic() - t0
+    st = result.per_session[0]
+    assert took < 0.5 + 1.0, took
+    assert result.operations == 2 and result.errors == 1 and result.lost_connections == {"57P02": 1}
+    assert st.reconnects == 0 and st.reconnect_failures >= 2
+    assert any("gave up reconnecting" in s and driver.RECONNECT_BUDGET_ENV in s for s in st.error_samples)
+
+
+@pytest.mark.parametrize("raw", ["-1", "soon"])
+def test_a_bad_reconnect_budget_is_refused_naming_the_variable(monkeypatch, raw):
+    monkeypatch.setenv(driver.RECONNECT_BUDGET_ENV, raw)
+    with pytest.raises(ValueError, match=f"{driver.RECONNECT_BUDGET_ENV}='{raw}': expected a number of seconds"):
+        driver.reconnect_budget_s()

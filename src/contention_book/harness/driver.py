@@ -38,6 +38,7 @@ is computed after the window.
 """
 from __future__ import annotations
 
+import os
 import random
 import re
 import sys
@@ -66,6 +67,8 @@ KINDS = {"40001": "serialization failure", "40P01": "deadlock", "1205": "deadloc
 LOST = frozenset({"57P01", "57P02", "57P03", "10054", "10053", "233", "596"})
 RECONNECT_FIRST_S = 0.05  # reconnects back off: 50 ms, doubling, at most RECONNECT_MAX_S between tries
 RECONNECT_MAX_S = 2.0
+RECONNECT_BUDGET_ENV = "CONTENTION_BOOK_RECONNECT_BUDGET_S"  # how long a lost session keeps trying to reconnect
+RECONNECT_BUDGET_S = 30.0  # then it gives up, so a run whose server stays away ends instead of waiting forever
 INTERVAL_COLUMNS = ["second", "interval_s", "operations", "errors", "retries", "throughput", "p50_ms", "p99_ms",
                     "max_ms", "lag_p99_ms"]
 _SQLSTATE = re.compile(r"^[0-9A-Z]{5}$")
@@ -99,6 +102,24 @@ def classify(exc: BaseException) -> str:
                     return code
         return args[0]
     return type(exc).__name__
+
+
+def reconnect_budget_s() -> float:
+    """Seconds a session that lost its connection tries to get one back (:data:`RECONNECT_BUDGET_ENV`)."""
+    raw = os.environ.get(RECONNECT_BUDGET_ENV, "").strip()
+    try:
+        value = float(raw) if raw else RECONNECT_BUDGET_S
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"{RECONNECT_BUDGET_ENV}={raw!r}: expected a number of seconds, 0 or more")
+    return value
+
+
+def reconnect_given_up(st: "SessionStats", budget_s: float) -> None:
+    """Say (always, whatever else was kept) that this session stopped trying to reconnect."""
+    st.error_samples.append(f"gave up reconnecting: the server stayed unreachable for {budget_s:g} s "
+                            f"({RECONNECT_BUDGET_ENV} sets how long)")
 
 
 def reconnect_failed(st: "SessionStats", exc: BaseException, conn: Any = None) -> None:
@@ -465,6 +486,7 @@ def run_sessions(
     cursors: dict[int, Any] = {}
     schedule = _Schedule(rate, arrival, seed) if rate else None
     retryable = frozenset(retry_on)
+    budget_s = reconnect_budget_s()
 
     def rollback(cur) -> None:
         try:
@@ -475,7 +497,8 @@ def run_sessions(
 
     def reconnect(i: int, old) -> Any:
         """A new connection (and session setup) for session ``i`` after its connection was lost, backing off
-        50 ms, 100 ms, ... at most RECONNECT_MAX_S between tries; None if the window ended first."""
+        50 ms, 100 ms, ... at most RECONNECT_MAX_S between tries; None if the window ended first, or if no try
+        succeeded within the reconnect budget."""
         st = stats[i]
         cursors.pop(i, None)
         try:
@@ -483,6 +506,7 @@ def run_sessions(
         except Exception:  # noqa: BLE001 - the connection is already gone
             pass
         delay = RECONNECT_FIRST_S
+        give_up = time.monotonic() + budget_s
         while not stop.wait(delay):
             conn = None
             try:
@@ -492,7 +516,10 @@ def run_sessions(
                     setup_session(cur, i)
             except Exception as exc:  # noqa: BLE001 - counted; the next try is later
                 reconnect_failed(st, exc, conn)
-                delay = min(delay * 2, RECONNECT_MAX_S)
+                if time.monotonic() >= give_up:  # the server stays away: end the session, not the wait
+                    reconnect_given_up(st, budget_s)
+                    return None
+                delay = min(delay * 2, RECONNECT_MAX_S, max(0.0, give_up - time.monotonic()))
                 continue
             st.reconnects += 1
             cursors[i] = cur
@@ -611,7 +638,8 @@ def run_sessions(
             warmup_operations=warmup_operations, warmup_s=warmup_s, retryable=retryable, max_retries=max_retries,
             max_errors_per_session=max_errors_per_session, keep_timeline=keep_timeline, cursors=cursors,
             ready_errors=ready_errors, classify=classify, lost_connection=lost_connection,
-            reconnect_first_s=RECONNECT_FIRST_S, reconnect_max_s=RECONNECT_MAX_S, precise_sleeps=precise_sleeps)
+            reconnect_first_s=RECONNECT_FIRST_S, reconnect_max_s=RECONNECT_MAX_S, precise_sleeps=precise_sleeps,
+            reconnect_budget_s=budget_s)
         threads = [threading.Thread(target=pg_loop.serve, args=(ctx, list(range(t, sessions, serving)),
                                                                 {0: first} if t == 0 else {}),
                                     name=f"sessions-loop-{t}", daemon=True) for t in range(serving)]

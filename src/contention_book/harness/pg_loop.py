@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import pg_client
-from .driver import SessionDone, _pause, reconnect_failed
+from .driver import SessionDone, _pause, reconnect_failed, reconnect_given_up
 from .redaction import redact
 
 TICK_S = 0.05  # a thread with nothing due looks at the stop flag at least this often
@@ -38,7 +38,7 @@ class _Session:
     """One connection's state in a serving thread."""
 
     __slots__ = ("i", "conn", "pg", "fd", "st", "op", "origin", "start", "due", "tries", "names", "warm", "done",
-                 "busy", "values", "delay", "ended")
+                 "busy", "values", "delay", "ended", "lost_at")
 
     def __init__(self, i: int, conn, st):
         self.i, self.st = i, st
@@ -52,6 +52,7 @@ class _Session:
         self.busy = False
         self.values = None
         self.delay = 0.0  # the next reconnect back-off (s); 0 while connected
+        self.lost_at = 0  # when the connection was lost (perf ns), for the reconnect budget
         self.attach(conn)
 
     def attach(self, conn) -> None:
@@ -97,6 +98,7 @@ class LoopContext:
     reconnect_first_s: float
     reconnect_max_s: float
     precise_sleeps: Callable[[], None]
+    reconnect_budget_s: float = 30.0  # driver.reconnect_budget_s(): then a lost session gives up
 
 
 def open_session(ctx: LoopContext, i: int, conn=None):
@@ -244,6 +246,7 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
             ctx.cursors.pop(s.i, None)
             s.attach(None)
             s.delay = ctx.reconnect_first_s
+            s.lost_at = end
             s.due = end + int(s.delay * 1e9)
             return
         next_call(s, end)
@@ -257,6 +260,10 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
             conn.pgconn.nonblocking = 1
         except Exception as exc:  # noqa: BLE001 - counted; the next try is later
             reconnect_failed(st, exc, conn)
+            if perf() - s.lost_at >= ctx.reconnect_budget_s * 1e9:  # the server stays away: end the session
+                reconnect_given_up(st, ctx.reconnect_budget_s)
+                finish(s, ended=True)
+                return
             s.delay = min(s.delay * 2, ctx.reconnect_max_s)
             s.due = perf() + int(s.delay * 1e9)
             return
@@ -310,7 +317,7 @@ def _run(ctx: LoopContext, sessions: list[_Session], warm_until: int | None) -> 
     now = perf()
     for s in live:
         if s.conn is None:  # lost in the warm-up's last call: reconnect first
-            s.due = now
+            s.due = s.lost_at = s.lost_at or now
         else:
             next_call(s, now)
     while True:
