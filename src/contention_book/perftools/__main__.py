@@ -1,4 +1,4 @@
-"""Command line: ``perftools summary|callers|diff|collapse|flame|export``.
+"""Command line: ``perftools summary|callers|diff|collapse|flame|export|offcpu|wakeup``.
 
 The same questions as the library, for a reader at a shell with an export
 in hand.  Bad input ends with one line naming the file, the line and what
@@ -104,6 +104,22 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--icicle", action="store_true", help="root at the top, as WPA draws it")
     g.add_argument("--process-root", action="store_true", help="a level per process under the root")
     _common(g)
+
+    for name, text in (("offcpu", "fold scheduler events (perf script of sched:sched_switch, -g) into off-CPU stacks, "
+                                  "weighted by microseconds blocked, the blocking state as the top frame"),
+                       ("wakeup", "fold wake-ups (sched:sched_waking or sched_wakeup, with sched_switch, -g): the woken "
+                                  "thread, the waker's stack and the waker, weighted by microseconds blocked")):
+        o = sub.add_parser(name, help=text, description=text + ". See book/perftools.md.")
+        o.add_argument("file", help="perf script text (plain or .gz), or '-' for standard input")
+        o.add_argument("-o", "--output", help="write here instead of stdout (.gz: gzip'd; '-': stdout)")
+        o.add_argument("--state", action="append",
+                       help="keep intervals whose blocked thread was in this state (S, D, R, ...); repeatable")
+        o.add_argument("--strict", action="store_true",
+                       help="a malformed line is an error (default: skip it, count it, report on stderr)")
+        if name == "offcpu":
+            o.add_argument("--no-process-root", action="store_true",
+                           help="leave out the 'comm (pid)' first frame")
+        o.add_argument("--stats", action="store_true", help="print the counts (intervals, dropped, skipped) on stderr")
 
     e = sub.add_parser("export", help="write the profile for another viewer: speedscope JSON, pprof, folded")
     e.add_argument("file")
@@ -389,8 +405,32 @@ def _flame(args) -> list[str]:
     return [f"wrote {args.output}"]
 
 
+def _offcpu(args) -> list[str]:
+    """``offcpu`` and ``wakeup``: one pass over the events, folded lines out (no pandas)."""
+    from . import offcpu
+    from .importers import folded
+    from .source import gzip_errors_named
+
+    path = _input(args.file)
+    if args.cmd == "offcpu":
+        got = gzip_errors_named(offcpu.offcpu)(path, strict=args.strict, process_root=not args.no_process_root,
+                                               states=args.state)
+    else:
+        got = gzip_errors_named(offcpu.wakeup)(path, strict=args.strict, states=args.state)
+    _warn({"warnings": got.warnings})
+    if args.stats:
+        s = got.stats()
+        print("perftools: " + ", ".join(f"{k}={_unspool(str(v))}" for k, v in s.items() if k != "warnings"),
+              file=sys.stderr)
+    lines = got.lines()
+    if args.output and args.output != "-":
+        folded.write_lines(lines, args.output)
+        return []
+    return lines
+
+
 COMMANDS = {"summary": _summary, "callers": _callers, "diff": _diff, "collapse": _collapse, "flame": _flame,
-            "export": _export}
+            "export": _export, "offcpu": _offcpu, "wakeup": _offcpu}
 
 
 def _quiet_stdout() -> None:
