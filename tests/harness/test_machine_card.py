@@ -1,0 +1,145 @@
+"""The machine card: measured into a recording at its start and end, read back, checked against physics."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pandas as pd
+import pytest
+
+from contention_book.harness import machine_card as mc
+from contention_book.harness.recording import Recording, RecordingWriter
+
+QUIET = {"cycle": (0.31, 0.30, 0.33, 0.30), "one_way_transfer": (200, 190, 210, 185),
+         "futex_wake": (30000, 25000, 35000, 20000), "context_switch": (1800, 1700, 1900, 1600),
+         "atomic_contended": (250, 230, 270, 220), "ops_per_transfer": (1.0, 1.0, 1.1, 1.0),
+         "atomic_private": (6.0, 5.8, 6.3, 5.7), "plain_private": (1.2, 1.1, 1.3, 1.0)}
+
+
+def fake_run(values):
+    def run(program, args, timeout_s=None):
+        assert program == "machine_card" and "--cpu-a=0" in args and "--cpu-b=1" in args
+        return pd.DataFrame([{"quantity": q, "cpu_a": 0, "cpu_b": 1, "repetitions": 31, "median": m, "p10": lo,
+                              "p90": hi, "min": mn, "unit": "ns"} for q, (m, lo, hi, mn) in values.items()])
+    return run
+
+
+def card(**changes):
+    values = {**QUIET, **changes}
+    c = mc.new_card(pair=[0, 1], cpus=[0, 1])
+    mc.measure_into(c, "start", fake_run(values))
+    mc.measure_into(c, "end", fake_run(values))
+    return mc.validate(c, "test card")
+
+
+def writer(tmp_path):
+    return RecordingWriter(tmp_path / "r", chapter="latch-fairness", kind="measured",
+                           engine={"name": "native", "version": "cc"},
+                           host={"cpu_model": None, "sockets": 1, "cores": 2, "logical_cpus": 2, "numa_nodes": 1},
+                           parameters={}, measured={"tool": "test", "tool_version": "0", "command": "pytest"})
+
+
+def test_start_and_end_go_into_the_recording_and_read_back(tmp_path):
+    lines = []
+    w = writer(tmp_path)
+    mc.at_start(w, lines.append, run=fake_run(QUIET))
+    w.write_text("runs.csv", "a\n1\n")
+    mc.at_end(w, lines.append, run=fake_run(QUIET))
+    w.close()
+    got = mc.load(Recording.open(tmp_path / "r"))
+    assert set(got["phases"]) == {"start", "end"} and got["placement_moved"] == []
+    assert got["topology"]["pair"] == [0, 1] and "hypervisor" in got["topology"]
+    assert mc.cost(got, "one_way_transfer").median == 200
+    assert "machine card at the start" in lines[0] and "transfer 200.0 ns" in lines[0]
+
+
+def test_a_recording_without_a_card_has_none(tmp_path):
+    w = writer(tmp_path)
+    w.write_text("runs.csv", "a\n1\n")
+    w.close()
+    assert mc.load(Recording.open(tmp_path / "r")) is None
+
+
+def test_a_card_that_cannot_be_measured_says_why_and_the_run_goes_on(tmp_path):
+    def broken(program, args, timeout_s=None):
+        raise RuntimeError("no compiler here")
+    c = mc.measure_into(mc.new_card(pair=[0, 1], cpus=[0, 1]), "start", broken)
+    assert "no compiler here" in c["phases"]["start"]["error"] and mc.cost(c, "futex_wake") is None
+    assert "not measured" in mc.summary(c, "start")
+
+
+def test_start_and_end_that_disagree_say_the_placement_moved():
+    c = mc.new_card(pair=[0, 1], cpus=[0, 1])
+    mc.measure_into(c, "start", fake_run({**QUIET, "one_way_transfer": (26, 25, 27, 24)}))
+    mc.measure_into(c, "end", fake_run(QUIET))
+    assert mc.placement_moved(c) == ["one_way_transfer"]
+    assert "**moved**" in mc.card_markdown(c, "x")
+    assert mc.placement_moved(card()) == []
+
+
+def test_rule_batched_contended_atomic_cheaper_than_a_transfer():
+    assert not mc.rule_batched(card()).broken
+    broken = mc.rule_batched(card(atomic_contended=(15, 12, 18, 10), ops_per_transfer=(13, 10, 16, 9)))
+    assert broken.broken and "13 increments per transfer" in broken.says
+    assert "atomic_contended_per_transfer" in broken.bars
+
+
+def test_rule_private_increment_below_one_cycle_is_code_generation():
+    assert not mc.rule_private_cycle(card()).broken
+    r = mc.rule_private_cycle(card(plain_private=(0.1, 0.09, 0.11, 0.09)))   # a third of a 0.3 ns cycle
+    assert r.broken and r.bars == ("plain_private",) and "code generation" in r.says
+    assert "plain_private" in mc.barred(card(plain_private=(0.1, 0.09, 0.11, 0.09)))
+
+
+def test_rule_handoff_below_a_transfer_shared_a_core():
+    assert not mc.rule_handoff(card()).broken
+    assert mc.rule_handoff(card(futex_wake=(120, 110, 130, 100))).broken
+    ring = mc.rule_handoff(card(), handoff_ns=128, what="ring hand-off")
+    assert ring.broken and "shared a core or a cache" in ring.says and ring.bars == ("ring hand-off",)
+
+
+def test_a_bad_card_names_its_field():
+    c = card()
+    c["phases"]["start"]["costs"]["futex_wake"]["median"] = "fast"
+    with pytest.raises(mc.CardError, match=r"field 'phases/start/costs/futex_wake/median'"):
+        mc.validate(c, "recording x: machine_card.json")
+
+
+def test_add_to_a_sealed_recording_keeps_it_verifiable(tmp_path):
+    w = writer(tmp_path)
+    w.write_text("runs.csv", "a\n1\n")
+    w.close()
+    mc.add_to_recording(tmp_path / "r", log=lambda s: None, run=fake_run(QUIET))
+    r = Recording.open(tmp_path / "r")
+    got = mc.load(r)
+    assert got["added_after_the_run"] and "added after the run" in mc.card_markdown(got, "x").lower()
+    with pytest.raises(mc.CardError, match="already exists"):
+        mc.add_to_recording(tmp_path / "r", log=lambda s: None, run=fake_run(QUIET))
+
+
+def test_data_page_lists_every_measured_recording_with_or_without_a_card(tmp_path):
+    (tmp_path / "ch" / "with").mkdir(parents=True)
+    (tmp_path / "ch" / "without").mkdir(parents=True)
+    (tmp_path / "ch" / "pub").mkdir(parents=True)
+    for name, kind in (("with", "measured"), ("without", "measured"), ("pub", "published")):
+        (tmp_path / "ch" / name / "manifest.json").write_text(json.dumps({"kind": kind}))
+    (tmp_path / "ch" / "with" / mc.CARD).write_text(json.dumps(card()))
+    md = mc.cards_markdown(tmp_path)
+    assert "#### ch / with" in md and "one-way cache-line transfer" in md
+    assert "#### ch / without\n\n*No machine card in this recording.*" in md and "pub" not in md
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the card's program is Linux-only")
+def test_the_real_program_measures_every_quantity_with_sane_physics():
+    import os
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU")
+    phase = mc.measure_phase(cpus[:2], repetitions=10)
+    assert "error" not in phase, phase
+    costs = phase["costs"]
+    assert set(costs) == set(mc.QUANTITIES)
+    c = {"phases": {"start": phase}}
+    # the private loops keep every increment: none below one cycle at the clock the chain measured
+    assert not mc.rule_private_cycle(c).broken, mc.rule_private_cycle(c).says
+    assert costs["futex_wake"]["median"] > costs["one_way_transfer"]["median"]
