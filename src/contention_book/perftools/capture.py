@@ -43,9 +43,14 @@ from typing import Iterable, Iterator
 from .errors import FormatError
 from .importers import folded, perf_script
 
-__all__ = ["CaptureStatus", "StackRecorder", "record_stacks", "perf_available"]
+__all__ = ["CaptureStatus", "StackRecorder", "record_stacks", "perf_available", "OffCpuRecorder", "OffCpuStatus",
+           "call_graph_args", "DEFAULT_CALL_GRAPH"]
 
 PARANOID = "/proc/sys/kernel/perf_event_paranoid"
+#: How perf unwinds user stacks unless told otherwise (``PERFTOOLS_CALL_GRAPH`` overrides it): "fp" (frame
+#: pointers, perf's -g), "dwarf[,BYTES]" (perf copies BYTES of each sample's user stack and unwinds it from
+#: .eh_frame afterwards) or "lbr".  See :func:`call_graph_args` and book/perftools.md for the measurements.
+DEFAULT_CALL_GRAPH = "fp"
 SCRIPT_FIELDS = "comm,pid,tid,cpu,time,period,event,ip,sym,symoff,dso"
 
 
@@ -60,6 +65,10 @@ class CaptureStatus:
     pids: list[int] = field(default_factory=list)
     frequency: int = 999
     event: str = "cpu-clock"
+    call_graph: str = ""
+    data_bytes: int = 0          # perf.data's size: what the capture wrote while it ran
+    perf_cpu_s: float | None = None  # CPU seconds perf record itself used (the kernel's work in the sampled
+    #                                  threads is not in it: a run's throughput with and without says that)
     command: list[str] = field(default_factory=list)
     perf_version: str = ""
     paranoid: int | None = None
@@ -68,6 +77,20 @@ class CaptureStatus:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def call_graph_args(mode: str | None) -> list[str]:
+    """perf record's options for a call-graph mode: ``fp`` -> ``-g``; ``dwarf,16384`` -> ``--call-graph
+    dwarf,16384``; ``lbr``; None -> ``PERFTOOLS_CALL_GRAPH`` or :data:`DEFAULT_CALL_GRAPH`."""
+    mode = (mode or os.environ.get("PERFTOOLS_CALL_GRAPH") or DEFAULT_CALL_GRAPH).strip()
+    kind, _, size = mode.partition(",")
+    if kind == "fp" and not size:
+        return ["-g"]
+    if kind == "lbr" and not size:
+        return ["--call-graph", "lbr"]
+    if kind == "dwarf" and (not size or (size.isdigit() and 8 <= int(size) <= 65528 and int(size) % 8 == 0)):
+        return ["--call-graph", mode]
+    raise ValueError(f"call graph {mode!r}: expected fp, lbr, dwarf or dwarf,BYTES (a multiple of 8 up to 65528)")
 
 
 def _paranoid() -> int | None:
@@ -146,10 +169,12 @@ class StackRecorder:
         event: str = "cpu-clock",
         perf: str = "perf",
         process_root: bool = True,
+        call_graph: str | None = None,
     ):
         out = Path(out)
         path = out if out.name.endswith(".folded.gz") else out / f"{name}.folded.gz"
         self.status = CaptureStatus(pids=[int(p) for p in pids], frequency=int(frequency), event=event, path=str(path))
+        self.status.call_graph = (call_graph or os.environ.get("PERFTOOLS_CALL_GRAPH") or DEFAULT_CALL_GRAPH).strip()
         self.perf, self.process_root = perf, process_root
         self._proc: subprocess.Popen | None = None
         self._tmp: str | None = None
@@ -167,14 +192,15 @@ class StackRecorder:
             self._tmp = tempfile.mkdtemp(prefix="perftools-rec-")
             data = os.path.join(self._tmp, "perf.data")
             st.command = [
-                shutil.which(self.perf) or self.perf, "record", "-g", "-e", st.event, "-F", str(st.frequency),
+                shutil.which(self.perf) or self.perf, "record", *call_graph_args(st.call_graph), "-e", st.event,
+                "-F", str(st.frequency),
                 "--sample-cpu", "-p", ",".join(str(p) for p in st.pids), "-o", data,
             ]
             self._err = open(os.path.join(self._tmp, "record.err"), "w+")
             self._proc = subprocess.Popen(
                 st.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err, start_new_session=True
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             st.why = f"could not start perf: {exc}"
             self._proc = None
             return st
@@ -214,16 +240,7 @@ class StackRecorder:
         if proc is None:
             return
         self._proc = None
-        early = proc.poll() is not None
-        if not early:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        st.ended = time.time()
-        rc = proc.returncode
+        early, rc = _end(proc, st)
         if early and rc != 0:
             st.why = f"perf record exited with code {rc} at start: {_tail(self._stderr()) or 'no message'}"
             return
@@ -234,6 +251,7 @@ class StackRecorder:
         if not os.path.exists(data) or os.path.getsize(data) == 0:
             st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
             return
+        st.data_bytes = os.path.getsize(data)
         script = os.path.join(self._tmp or "", "script.txt")
         exe = st.command[0]
         for fields in (["-F", SCRIPT_FIELDS], []):
@@ -261,6 +279,30 @@ class StackRecorder:
         st.ok, st.why = True, ""
 
 
+def _end(proc: subprocess.Popen, st) -> tuple[bool, int]:
+    """Stop perf record with SIGINT (it then writes its file), reap it with its CPU time; (ended early, code)."""
+    early = proc.poll() is not None
+    if not early:
+        proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # already reaped by poll(): no rusage left to read
+            proc.wait()
+            break
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            st.perf_cpu_s = round(usage.ru_utime + usage.ru_stime, 3)
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            deadline = float("inf")
+        time.sleep(0.02)
+    st.ended = time.time()
+    return early, proc.returncode
+
+
 @contextlib.contextmanager
 def record_stacks(
     pids: Iterable[int],
@@ -271,6 +313,7 @@ def record_stacks(
     event: str = "cpu-clock",
     perf: str = "perf",
     process_root: bool = True,
+    call_graph: str | None = None,
 ) -> Iterator[CaptureStatus]:
     """Sample ``pids`` with perf while the block runs; see the module doc.
 
@@ -279,9 +322,179 @@ def record_stacks(
     the block has exited.  Exceptions from the block propagate; perf's own
     problems never do.
     """
-    rec = StackRecorder(pids, out, name=name, frequency=frequency, event=event, perf=perf, process_root=process_root)
+    rec = StackRecorder(pids, out, name=name, frequency=frequency, event=event, perf=perf, process_root=process_root,
+                        call_graph=call_graph)
     status = rec.start()
     try:
         yield status
     finally:
         rec.stop()
+
+
+@dataclass
+class OffCpuStatus:
+    """Outcome of an off-CPU capture (:class:`OffCpuRecorder`); manifest- and CSV-ready."""
+
+    ok: bool = False
+    why: str = ""
+    offcpu_path: str | None = None
+    wakeup_path: str | None = None
+    pids: list[int] = field(default_factory=list)
+    comms: list[str] = field(default_factory=list)
+    call_graph: str = "fp"
+    events: int = 0              # scheduler events perf recorded (after the kernel's filter)
+    intervals: int = 0           # blocked intervals folded
+    blocked_us: int = 0          # their total
+    open_at_end: int = 0         # intervals still open at the end: dropped (perftools.offcpu)
+    began_before: int = 0        # intervals that began before the capture: dropped
+    wakeup_us: int = 0           # blocked time attributed to a waker's stack
+    data_bytes: int = 0
+    perf_cpu_s: float | None = None  # perf record's own CPU seconds
+    window_s: float | None = None    # seconds it recorded
+    fold_s: float | None = None      # seconds perf script and the folding took after the window (not in it)
+    command: list[str] = field(default_factory=list)
+    started: float | None = None
+    ended: float | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def perf_cpu_per_s(self) -> float:
+        """perf record's CPU seconds per second recorded (NaN when unknown)."""
+        w = self.window_s or 0.0
+        return self.perf_cpu_s / w if self.perf_cpu_s is not None and w > 0 else float("nan")
+
+
+def _filters(pids: list[int], comms: list[str]) -> tuple[str, str]:
+    """Kernel-side filters for sched_switch and sched_waking: only the watched threads' events reach perf."""
+    if pids:
+        switch = " || ".join([f"prev_pid == {p}" for p in pids] + [f"next_pid == {p}" for p in pids])
+        waking = " || ".join(f"pid == {p}" for p in pids)
+    else:
+        switch = " || ".join([f'prev_comm == "{c[:15]}"' for c in comms] + [f'next_comm == "{c[:15]}"' for c in comms])
+        waking = " || ".join(f'comm == "{c[:15]}"' for c in comms)
+    return switch, waking
+
+
+class OffCpuRecorder:
+    """Scheduler events of some threads between :meth:`start` and :meth:`stop`, stored folded.
+
+    ``perf record -e sched:sched_switch --filter .. -e sched:sched_waking
+    --filter .. -a -g``: system-wide, because a thread's switch-*in* is
+    recorded in the context of the thread it replaces, which per-process
+    recording would miss; the kernel's tracepoint filter keeps only the
+    watched threads' events (by pid, or by name for a program's threads).
+    On stop, :func:`perftools.offcpu.offcpu` and :func:`~perftools.offcpu.wakeup`
+    fold them into ``<out>/<name>.offcpu-folded.gz`` and
+    ``<name>.wakeup-folded.gz`` (µs blocked, the process as the root frame;
+    not ``.folded.gz``, which a recording reads as a CPU profile).  Like
+    :class:`StackRecorder`, nothing raises for perf's problems: the status
+    says ``ok`` and ``why``.
+    """
+
+    def __init__(self, out, *, name: str, pids: Iterable[int] = (), comms: Iterable[str] = (), perf: str = "perf",
+                 call_graph: str | None = "fp"):
+        out = Path(out)
+        self.status = OffCpuStatus(pids=[int(p) for p in pids], comms=[str(c) for c in comms],
+                                   offcpu_path=str(out / f"{name}.offcpu-folded.gz"),
+                                   wakeup_path=str(out / f"{name}.wakeup-folded.gz"),
+                                   call_graph=(call_graph or DEFAULT_CALL_GRAPH))
+        self.perf = perf
+        self._proc: subprocess.Popen | None = None
+        self._tmp: str | None = None
+        self._err = None
+        self._t0 = 0.0
+
+    def start(self) -> OffCpuStatus:
+        st = self.status
+        if not st.pids and not st.comms:
+            st.why = "no process ids or names to record"
+            return st
+        probe = CaptureStatus()
+        if not _precheck(self.perf, probe):
+            st.why = probe.why
+            return st
+        try:
+            self._tmp = tempfile.mkdtemp(prefix="perftools-offcpu-")
+            switch, waking = _filters(st.pids, st.comms)
+            st.command = [shutil.which(self.perf) or self.perf, "record", "-a", *call_graph_args(st.call_graph),
+                          "-e", "sched:sched_switch", "--filter", switch, "-e", "sched:sched_waking",
+                          "--filter", waking, "-o", os.path.join(self._tmp, "perf.data")]
+            self._err = open(os.path.join(self._tmp, "record.err"), "w+")
+            self._proc = subprocess.Popen(st.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=self._err, start_new_session=True)
+        except (OSError, ValueError) as exc:
+            st.why = f"could not start perf: {exc}"
+            self._proc = None
+            return st
+        st.started, self._t0 = time.time(), time.monotonic()
+        st.why = "recording"
+        for _ in range(10):
+            if self._proc.poll() is not None:
+                break
+            time.sleep(0.03)
+        return st
+
+    def _stderr(self) -> str:
+        if self._err is None:
+            return ""
+        self._err.flush()
+        self._err.seek(0)
+        return self._err.read()
+
+    def stop(self) -> OffCpuStatus:
+        st = self.status
+        try:
+            self._stop(st)
+        except Exception as exc:  # never let profiling break the caller
+            st.ok = False
+            st.why = f"off-CPU capture failed: {type(exc).__name__}: {exc}"
+        finally:
+            if self._err is not None:
+                self._err.close()
+                self._err = None
+            if self._tmp:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
+        return st
+
+    def _stop(self, st: OffCpuStatus) -> None:
+        from . import offcpu
+
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        early, rc = _end(proc, st)
+        st.window_s = round(time.monotonic() - self._t0, 3)
+        if early or rc not in (0, -signal.SIGINT, 128 + signal.SIGINT):
+            st.why = f"perf record exited with code {rc}: {_tail(self._stderr()) or 'no message'}"
+            return
+        data = os.path.join(self._tmp or "", "perf.data")
+        if not os.path.exists(data) or os.path.getsize(data) == 0:
+            st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
+            return
+        st.data_bytes = os.path.getsize(data)
+        t0 = time.monotonic()
+        script = os.path.join(self._tmp or "", "script.txt")
+        with open(script, "w") as out:
+            r = subprocess.run([st.command[0], "script", "-i", data, "-F",
+                                "comm,pid,tid,cpu,time,event,trace,ip,sym,dso"],
+                               stdout=out, stderr=subprocess.PIPE, text=True, timeout=3600)
+        if r.returncode != 0:
+            st.why = f"perf script failed with code {r.returncode}: {_tail(r.stderr)}"
+            return
+        who = {"tids": st.pids} if st.pids else {"comms": st.comms}
+        off = offcpu.offcpu(script, **who)
+        wake = offcpu.wakeup(script, **who)
+        st.events = sum(off.events.values())
+        st.intervals, st.blocked_us = off.intervals, off.total_us
+        st.open_at_end, st.began_before, st.wakeup_us = off.open_at_end, off.began_before, wake.total_us
+        if not off.stacks:
+            st.why = f"no blocked intervals of the watched threads in {st.events:,} scheduler events"
+            return
+        for result, dest in ((off, st.offcpu_path), (wake, st.wakeup_path)):
+            Path(dest).parent.mkdir(parents=True, exist_ok=True)
+            folded.write_lines(result.lines(), dest)
+        st.fold_s = round(time.monotonic() - t0, 3)
+        st.ok, st.why = True, ""

@@ -104,11 +104,18 @@ def _process(comm: str, pid: int) -> str:
     return f"{_clean(comm)} ({pid})"
 
 
-def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | None, wake: bool) -> Folded:
+def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | None, wake: bool,
+          tids: Iterable[int] | None = None, comms: Iterable[str] | None = None) -> Folded:
     name = display_name(path)
     bad = Problems(name, strict)
     other: dict[str, int] = {}
     keep = None if states is None else {s.strip() for s in states}
+    tids = None if tids is None else {int(t) for t in tids}
+    comms = None if comms is None else {str(c)[:15] for c in comms}  # the kernel keeps 15 characters of a name
+
+    def watched(tid: int, comm: str) -> bool:
+        return (tids is None or tid in tids) and (comms is None or comm in comms)
+
     out = Folded({}, source=name)
     ns: dict[str, int] = defaultdict(int)
     wake_ns: dict[str, dict[str, int]] = {"sched_waking": defaultdict(int), "sched_wakeup": defaultdict(int)}
@@ -126,14 +133,14 @@ def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | Non
                 elif not wake and (keep is None or state in keep or state[:1] in keep):
                     ns[f"{key};{state_frame(state)}" if key else state_frame(state)] += ev.time_ns - t0
                     out.intervals += 1
-            elif ev.next_tid:
+            elif ev.next_tid and watched(ev.next_tid, ev.next_comm):
                 out.began_before += 1
-            if ev.prev_tid:  # tid 0 is the idle task: never a waiter
+            if ev.prev_tid and watched(ev.prev_tid, ev.comm):  # tid 0 is the idle task: never a waiter
                 frames = ";".join(_clean(f) for f in reversed(ev.frames))
                 root = _process(ev.comm, ev.pid) if process_root else ""
                 key = ";".join(x for x in (root, frames) if x)
                 opened[ev.prev_tid] = (ev.time_ns, key, ev.state)
-        elif wake and ev.kind in wake_ns:
+        elif wake and ev.kind in wake_ns and watched(ev.target_tid, ev.target_comm):
             blocked = opened.get(ev.target_tid)
             if blocked is None:
                 out.not_blocked += 1
@@ -183,14 +190,20 @@ def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | Non
     return out
 
 
-def offcpu(path, *, strict: bool = False, process_root: bool = True, states: Iterable[str] | None = None) -> Folded:
+def offcpu(path, *, strict: bool = False, process_root: bool = True, states: Iterable[str] | None = None,
+           tids: Iterable[int] | None = None, comms: Iterable[str] | None = None) -> Folded:
     """Off-CPU stacks of a ``perf script`` text of sched_switch events, in µs blocked; see the module doc.
 
     ``states``: keep only intervals in these states (``"S"``, ``"D"``; a
-    one-letter state also keeps its variants, ``R`` keeps ``R+``)."""
-    return _fold(path, strict=strict, process_root=process_root, states=states, wake=False)
+    one-letter state also keeps its variants, ``R`` keeps ``R+``).
+    ``tids`` / ``comms``: fold only these threads (ids, or names as the
+    kernel keeps them); a capture filtered to some threads also holds the
+    switch-outs of the threads that ran before them, which are not theirs."""
+    return _fold(path, strict=strict, process_root=process_root, states=states, wake=False, tids=tids, comms=comms)
 
 
-def wakeup(path, *, strict: bool = False, states: Iterable[str] | None = None) -> Folded:
-    """Wake-up stacks (woken thread; waker's stack leaf first; waker), in µs the woken thread was blocked."""
-    return _fold(path, strict=strict, process_root=True, states=states, wake=True)
+def wakeup(path, *, strict: bool = False, states: Iterable[str] | None = None,
+           tids: Iterable[int] | None = None, comms: Iterable[str] | None = None) -> Folded:
+    """Wake-up stacks (woken thread; waker's stack leaf first; waker), in µs the woken thread was blocked;
+    ``tids`` / ``comms`` select the woken threads."""
+    return _fold(path, strict=strict, process_root=True, states=states, wake=True, tids=tids, comms=comms)
