@@ -68,3 +68,68 @@ def test_usl_fit_recovers_sigma_and_kappa(sigma, kappa):
 
 def test_usl_refuses_a_short_curve():
     assert fit_usl(pd.DataFrame({"n": [1, 2, 4], "x": [1, 2, 3]}), "n", "x", "s") is None
+
+
+# -- honest numbers ------------------------------------------------------------------------------------------
+
+from contention_book.chapters.shared.capacity import (SCORED, gate, precision, range_prediction,  # noqa: E402
+                                                      ratio)
+from contention_book.chapters.shared.spread import Spread  # noqa: E402
+
+
+def test_every_ratio_is_computed():
+    assert ratio(5.5, 5.63) == "0.977"          # not 0.997
+    assert ratio(240, 129.7) == "1.85"
+    miss = predict(30.0).verdict
+    assert f"({ratio(30.0, 10.0)}× the prediction)" in miss
+
+
+def test_a_published_value_keeps_its_precision():
+    assert precision("5.5") == (5.5, 5.45, 5.55) and precision("2") == (2.0, 1.5, 2.5)
+    inputs = (Input.interval("t", "t", 5.63, 5.48, 5.87, "s", "measured: x"),)
+    s = Spread(5.63, 5.48, 5.87, 2, "given")
+    p = Prediction("ch", "m", "T = t", "time", "s", "value", 5.5, "around 5.5 s", s, inputs, published_low=5.45,
+                   published_high=5.55)
+    assert p.verdict == "predicted"             # 5.45–5.55 overlaps 5.48–5.87
+    far = Prediction("ch", "m", "T = t", "time", "s", "value", 5.0, "around 5.0 s", s, inputs, published_low=4.95,
+                     published_high=5.05)
+    assert far.verdict.startswith("missed") and f"({ratio(5.0, 5.63)}× the prediction)" in far.verdict
+
+
+def test_a_published_lower_bound_missed_says_at_least():
+    p = predict(240.0, published_kind="at least")
+    assert p.verdict.startswith("missed: the published value is over 240, above the predicted")
+    assert p.verdict.endswith(f"(at least {ratio(240.0, 10.0)}× the prediction)")
+
+
+def test_an_output_outside_its_domain_is_model_invalid():
+    inputs = (Input.interval("t", "t", -3.0, -4.0, -2.0, "s", "measured: x"),)
+    p = Prediction("ch", "m", "T = t", "time", "s", "value", 4.5, "4.5 s", Spread(-3.0, -4.0, -2.0, 2, "g"), inputs,
+                   domain=(0.0, np.inf, "a negative time"))
+    assert p.verdict == "model invalid: the equation gives -3 s, a negative time" and p.category not in SCORED
+
+
+def test_all_published_inputs_are_published_only_and_a_workload_bound_is_not_scored():
+    inputs = (Input.exact("P", "P", 4, "", "published: article"),)
+    pub = Prediction("ch", "m", "G ≤ P", "gain", "×", "at most", 1.15, "+15%", Spread(4, 4, 4, 1, "exact"), inputs)
+    assert pub.category == "published only" and "95%" not in pub.row()["predicted"]
+    inputs = (Input.exact("P", "P", 4, "", "measured: here"),)
+    wl = Prediction("ch", "m", "G ≤ P", "gain", "×", "workload bound", 1.15, "+15%", Spread(4, 4, 4, 1, "exact"),
+                    inputs)
+    assert wl.category == "workload bound" and wl.category not in SCORED
+
+
+def test_a_range_is_shown_as_a_range():
+    inputs = (Input.exact("C", "C", 20, "", "measured: here"), Input.exact("L", "L", 40, "", "measured: here"))
+    r = range_prediction("ch", "m", "C ≤ N ≤ L", "knee", "threads", 23, "23", 20, 40, inputs, "")
+    assert r.verdict == "predicted as a range" and r.row()["predicted"].startswith("range 20–40 threads")
+    assert "95%" not in r.row()["predicted"]
+    out = range_prediction("ch", "m", "C ≤ N ≤ L", "knee", "threads", 60, "60", 20, 40, inputs, "")
+    assert out.verdict.startswith("missed") and f"({ratio(60, 40)}× the prediction)" in out.verdict
+
+
+def test_gate_marks_the_article_rows_of_a_model_that_missed_here():
+    article = [predict(10.2)]
+    assert gate(article, [predict(10.3)])[0].verdict == "predicted"
+    [failed] = gate(article, [predict(30.0)])
+    assert failed.category == "model failed here" and failed.category not in SCORED

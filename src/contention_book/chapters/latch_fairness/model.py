@@ -1,52 +1,95 @@
-"""What this machine's hand-off costs predict for the article's fair and unfair runs.
+"""What a fair hand-off costs: first on this machine's own fair lock, then for the article's fair and unfair runs.
 
 A fair latch grants ownership to the waiter at the head of its queue, who is
-asleep: until that thread is woken and running, the latch is owned by
-nobody who can use it.  So each of the W waits the article counted put one
-cross-CPU wake-up (t_wake) on the latch's critical path, and the fair run
-cannot have taken less than W·t_wake.  A barging latch is taken by a thread
-that is already running; the gap between owners shrinks to a cache-line
-transfer (t_xfer).  If the latch were the only thing that serialised the
-run, removing the wake-ups would save W·(t_wake − t_xfer).
+asleep: until that thread is woken and running, the latch is owned by nobody
+who can use it.  The lock here parks its waiters on a futex, so the wake-up
+on the path is the machine card's futex wake of a thread sleeping on another
+CPU (t_wake), taken from the card of the recording this page renders.
+
+On this machine first: with two threads, every record is handed to a sleeper,
+so the fair lock's rate is X₂ = 1 / (t_hold + t_wake), t_hold the time per
+record of the 1-thread run.  Then the article: each of the W waits it counted
+put one wake-up on the latch's path, so the fair run took at least W·t_wake;
+a barging latch takes the wake-ups off the path, saving W·(t_wake − t_xfer).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..shared.capacity import Input, Prediction, machine_costs, predict
+from ..shared.capacity import (NO_CARD, Input, Prediction, card_input, card_of, gate, measured_value, no_model,
+                               precision, predict)
 from .spec import SPEC
 from .tables import published_numbers
 
 CITE = "White 2022 (seed 000)"
 
 
-def predictions(shown, costs_recording: str = "", costs: dict | None = None) -> list[Prediction]:
-    """``costs`` replaces the measured hand-off costs (tests feed contrary ones)."""
+def _costs(shown, costs: dict | None) -> tuple[dict, str]:
+    """The card's wake-up and transfer (``costs`` replaces them: tests feed contrary ones), or why not."""
+    if costs is not None:
+        return costs, ""
+    card, rid = card_of(shown.measured)
+    if card is None:
+        return {}, NO_CARD
+    out = {k: v for k, v in (("t_wake", card_input(card, rid, "futex_wake", "t_wake")),
+                             ("t_xfer", card_input(card, rid, "one_way_transfer", "t_xfer"))) if v is not None}
+    return out, "" if len(out) == 2 else "the machine card lacks the wake-up or the transfer, or a rule bars it"
+
+
+def machine_predictions(shown, costs: dict | None = None) -> list[Prediction]:
+    """The fair lock's 2-thread rate on this machine from its 1-thread hold time and the card's wake-up."""
+    m = shown.measured
+    runs = m.runs if getattr(m, "is_native", True) else None
+    costs, _why = _costs(shown, costs)
+    if runs is None or "t_wake" not in costs:
+        return []
+    fair = runs[runs["kind"] == "fair"]
+    one, two = fair[fair["threads"] == 1], fair[fair["threads"] == 2]
+    if one.empty or two.empty:
+        return []
+    hold = Input.measured("time per record, fair lock, 1 thread (all under the lock)", "t_hold",
+                          (1e9 / one["records_per_s"]).tolist(), "ns", f"measured: {m.id}, fair, 1 thread")
+    got, lo, hi = measured_value(two["records_per_s"].tolist())
+    return [predict(
+        SPEC.chapter, "every record of two threads is handed to a sleeping thread",
+        "X₂ = 1 / (t_hold + t_wake)", "the fair lock's rate with 2 threads (this machine)", "records/s", "value",
+        got, f"{got:,.0f} records/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {m.id})",
+        lambda v: 1e9 / (v["t_hold"] + v["t_wake"]), (hold, costs["t_wake"]), published_low=lo, published_high=hi,
+        domain=(0.0, 1e9 / hold.value.median, "above the lock's own capacity 1/t_hold"),
+        lacks="records a woken thread adds before the other sleeps again (more than one per hand-off raises the "
+              "rate), and a wake-up slower than the card's when the sleeper's CPU is busy")]
+
+
+def predictions(shown, costs: dict | None = None) -> list:
+    """The article's runs; ``costs`` replaces the card's hand-off costs (tests feed contrary ones)."""
     p = published_numbers(shown.published)
-    costs = costs if costs is not None else machine_costs(costs_recording)
+    costs, why = _costs(shown, costs)
+    if why:
+        return [no_model(SPEC.chapter, "the fair run's elapsed time", f"around {p['pub_fair_s']:g} s ({CITE})", why)]
     waits = Input.exact("latch waits in the fair run", "W", p["pub_fair_latch_waits"], "waits",
                         f"published: {CITE}, sys.dm_os_latch_stats")
     t_fair = Input.exact("the fair run's elapsed time", "T_fair", p["pub_fair_s"], "s", f"published: {CITE}")
-    if "t_wake" not in costs or "t_xfer" not in costs:
-        return []
     wake, xfer = costs["t_wake"], costs["t_xfer"]
-    bound_inputs = (waits, wake)
+    fair_v, fair_lo, fair_hi = precision(f"{p['pub_fair_s']:g}")
+    unfair_v, unfair_lo, unfair_hi = precision(f"{p['pub_unfair_s']:g}")
     fair = predict(
         SPEC.chapter, "a fair hand-off puts one wake-up on the latch's path per wait",
-        "T_fair ≥ W · t_wake", "the fair run's elapsed time", "s", "at least", p["pub_fair_s"],
-        f"{p['pub_fair_s']:.1f} s ({CITE})", lambda v: v["W"] * v["t_wake"] * 1e-9, bound_inputs, vary="W",
+        "T_fair ≥ W · t_wake", "the fair run's elapsed time", "s", "at least", fair_v,
+        f"around {p['pub_fair_s']:g} s ({CITE})", lambda v: v["W"] * v["t_wake"] * 1e-9, (waits, wake), vary="W",
+        published_low=fair_lo, published_high=fair_hi,
         lacks="the hold time and the work done outside the latch, which can only add to the bound; the wake-up "
               "cost of the article's machine (Windows on a laptop) rather than this one's")
-    unfair_inputs = (t_fair, waits, wake, xfer)
     unfair = predict(
         SPEC.chapter, "barging removes the wake-ups from the latch's path",
         "T_unfair = T_fair − W · (t_wake − t_xfer)", "the unfair run's elapsed time", "s", "value",
-        p["pub_unfair_s"], f"{p['pub_unfair_s']:.1f} s ({CITE})",
-        lambda v: np.maximum(0.0, v["T_fair"] - v["W"] * (v["t_wake"] - v["t_xfer"]) * 1e-9), unfair_inputs, vary="W",
+        unfair_v, f"around {p['pub_unfair_s']:g} s ({CITE})",
+        lambda v: v["T_fair"] - v["W"] * (v["t_wake"] - v["t_xfer"]) * 1e-9, (t_fair, waits, wake, xfer), vary="W",
+        published_low=unfair_lo, published_high=unfair_hi,
+        domain=(0.0, np.inf, "a negative elapsed time: the wake-ups it removes take longer than the whole fair "
+                             "run, so they cannot all have been on its path"),
         lacks="any other serialisation: once the latch stops convoying, the parallel exchange (CXPACKET waits rose "
-              "from about 4.9 s to 19.3 s of wait time in the article) and the insert work itself set the pace, "
-              "so the saving cannot reach the wake-up time the first model puts on the latch")
-    return [fair, unfair]
+              "from about 4.9 s to 19.3 s of wait time in the article) and the insert work itself set the pace")
+    return gate([fair, unfair], machine_predictions(shown, costs))
 
 
 def usl_fits(shown):
@@ -56,4 +99,9 @@ def usl_fits(shown):
     from .spec import KIND_LABELS
 
     return usl_curves(shown.measured.runs, "threads", "records_per_s", "kind", f"measured: {shown.measured.id}",
-                      KIND_LABELS)
+                      KIND_LABELS, cpus=_cpus(shown.measured))
+
+
+def _cpus(view) -> int | None:
+    v = view.recording.host.get("logical_cpus") if getattr(view, "recording", None) is not None else None
+    return int(v) if v else None

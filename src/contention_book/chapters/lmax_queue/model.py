@@ -1,21 +1,27 @@
-"""What this machine's increment costs predict for the LMAX paper's counter test, and where the knee of the
-article's version 1 should lie.
+"""What the machine card predicts: first this machine's own ring, then the LMAX paper's counter test and
+where the knee of the article's version 1 should lie.
+
+On this machine first: with one producer and one consumer, the ring's
+cursor line travels to the consumer and back once per batch the consumer
+takes, so the ring moves X₁ = b / (2·t_xfer) messages a second, b the
+measured mean batch and t_xfer the one-way transfer from the recording's
+machine card.
 
 The paper increments a 64-bit counter 500 million times.  One thread with a
-private counter pays t_private per increment: T₁ = 500M · t_private.  Two
-threads on one counter pay a cache-line transfer each time the other thread
-wrote last; this machine measures that as the contended atomic add
-t_shared (wall time per increment of one thread, each making half):
-T₂ = 250M · t_shared.
+private counter pays t_private per increment: T₁ = n · t_private.  Two
+threads on one counter pay the card's contended increment t_c (wall time per
+increment, both threads' increments counted): T₂ = n · t_c.  The card also
+counts the increments per line transfer: the line stays with one core for a
+batch of increments, so no model here assumes one transfer per increment.
 
-Version 1 of the article's queue has no lock or latch waits and is CPU bound;
-on hyper-threaded cores two threads share one core's execution units, so
+Version 1 of the article's queue is CPU bound; on hyper-threaded cores its
 linear scaling should end between the physical core count C and the logical
-CPU count L.
+CPU count L: a range from the published topology alone, not scored.
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, Prediction, predict
+from ..shared.capacity import (Input, Prediction, card_input, card_of, gate, measured_value, no_model, precision,
+                               predict, range_prediction)
 from .spec import SPEC
 
 PAPER = "Thompson et al. 2011 (LMAX Disruptor paper)"
@@ -34,39 +40,81 @@ def _pub(shown, needle):
     return None
 
 
-def predictions(shown, native=None) -> list[Prediction]:
+def ring_handoff_rule(shown):
+    """The ring's median enqueue-to-dequeue time against the card's one-way transfer (a hand-off faster than a
+    transfer shared a core or a cache); None without a card."""
+    from contention_book.harness import machine_card
+
+    native = getattr(shown, "native", None)
+    if native is None or native.runs is None:
+        return None
+    card, _ = card_of(native)
+    ring = native.runs[(native.runs["variant"] == "ring") & (native.runs["sessions"] == 1)]
+    if card is None or ring.empty or "p50_ns" not in ring:
+        return None
+    return machine_card.rule_handoff(card, float(ring["p50_ns"].median()), "ring's enqueue-to-dequeue hand-off")
+
+
+def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
+    """The native ring's one-producer rate from the card's transfer and the measured batch."""
+    native = getattr(shown, "native", None)
+    if native is None or native.runs is None:
+        return []
+    if t_xfer is None:
+        card, rid = card_of(native)
+        t_xfer = card_input(card, rid, "one_way_transfer", "t_xfer")
+    ring = native.runs[(native.runs["variant"] == "ring") & (native.runs["sessions"] == 1)]
+    if t_xfer is None or ring.empty or "mean_batch" not in ring:
+        return []
+    batch = Input.measured("messages the consumer takes per look at the cursor", "b", ring["mean_batch"].tolist(),
+                           "messages", f"measured: {native.id}, ring, 1 producer")
+    got, lo, hi = measured_value(ring["throughput"].tolist())
+    return [predict(
+        SPEC.chapter, "the cursor's line goes to the consumer and back once per batch", "X₁ = b / (2 · t_xfer)",
+        "the ring's rate with one producer (this machine)", "messages/s", "value", got,
+        f"{got:,.0f} messages/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {native.id})",
+        lambda v: v["b"] / (2 * v["t_xfer"]) * 1e9, (batch, t_xfer), published_low=lo, published_high=hi,
+        lacks="the slots' own lines, which also move from the producer to the consumer, and the producer's work "
+              "per message")]
+
+
+def predictions(shown, native=None, costs: dict | None = None) -> list:
+    """``costs`` ({"t_private", "t_c"} Inputs) replaces the card's (tests feed contrary ones)."""
     from contention_book.harness.recording import open_chapter
 
-    out: list[Prediction] = []
+    out: list = []
     paper = _pub(shown, "lmax-2011")
     native = native if native is not None else getattr(shown, "native", None)
-    fs = native.table("false_sharing") if native is not None and hasattr(native, "table") else None
-    if fs is None and native is not None and getattr(native, "recording", None) is not None \
-            and native.recording.has("results/false_sharing.csv"):
-        fs = native.recording.csv("results/false_sharing.csv")
-    if paper is not None and fs is not None:
+    if paper is not None:
+        if costs is None:
+            card, rid = card_of(native) if native is not None else (None, "?")
+            costs = {} if card is None else {
+                k: v for k, v in (("t_private", card_input(card, rid, "plain_private", "t_private")),
+                                  ("t_c", card_input(card, rid, "atomic_contended", "t_c"))) if v is not None}
+            why = ("no machine card in this recording" if card is None else
+                   "the machine card lacks the cost, or a rule of physics bars it")
+        else:
+            why = "the test's costs lack it"
         inc = open_chapter(SPEC.chapter, paper.recording.id).csv("published/increment_costs.csv").set_index("method")
-        src = f"measured: {native.recording.id}, the false-sharing runs"
-        private = Input.measured("one thread incrementing a private counter", "t_private",
-                                 fs.loc[fs["layout"] == "single", "ns_per_increment"], "ns", src)
-        shared = Input.measured("two threads adding atomically to one counter", "t_shared",
-                                fs.loc[fs["layout"] == "shared_atomic", "ns_per_increment"], "ns", src)
         n = float(inc.loc["single thread", "increments"])
         total = Input.exact("increments in the paper's test", "n", n, "increments", f"published: {PAPER}")
-        out.append(predict(
-            SPEC.chapter, "one private counter: one increment per t_private", "T₁ = n · t_private",
-            "500M increments, one thread", "ms", "value", float(inc.loc["single thread", "elapsed_ms"]),
-            f"{inc.loc['single thread', 'elapsed_ms']:,.0f} ms ({PAPER})",
-            lambda v: v["n"] * v["t_private"] * 1e-6, (total, private), vary="n",
-            lacks="the paper's machine (2010-era Intel, Java): a per-increment cost is the CPU's own, so this "
-                  "prediction tests how far a cost travels between machines"))
-        out.append(predict(
-            SPEC.chapter, "one shared counter: one line transfer per increment", "T₂ = (n/2) · t_shared",
-            "500M increments, two threads with CAS", "ms", "value", float(inc.loc["two threads with CAS", "elapsed_ms"]),
-            f"{inc.loc['two threads with CAS', 'elapsed_ms']:,.0f} ms ({PAPER})",
-            lambda v: v["n"] / 2 * v["t_shared"] * 1e-6, (total, shared), vary="n",
-            lacks="the paper's compare-and-swap retries when the other thread wrote first; the atomic add measured "
-                  "here never fails, so it is a floor for a CAS loop"))
+        for key, method, model, eq, f, lacks in (
+                ("t_private", "single thread", "one private counter: one increment per t_private", "T₁ = n · t_private",
+                 lambda v: v["n"] * v["t_private"] * 1e-6,
+                 "the paper's machine (2010-era Intel, Java): a per-increment cost is the CPU's own, so this "
+                 "prediction tests how far a cost travels between machines"),
+                ("t_c", "two threads with CAS", "one shared counter: the card's contended increment (batched)",
+                 "T₂ = n · t_c", lambda v: v["n"] * v["t_c"] * 1e-6,
+                 "the paper's compare-and-swap retries when the other thread wrote first (the atomic add measured "
+                 "here never fails), and its machine's batching of increments per line transfer")):
+            ms = float(inc.loc[method, "elapsed_ms"])
+            text = f"{ms:,.0f} ms ({PAPER})"
+            if key not in costs:
+                out.append(no_model(SPEC.chapter, f"500M increments, {method}", text, why))
+                continue
+            v, lo, hi = precision(f"{ms:g}")
+            out.append(predict(SPEC.chapter, model, eq, f"500M increments, {method}", "ms", "value", v, text, f,
+                               (total, costs[key]), vary="n", lacks=lacks, published_low=lo, published_high=hi))
     adkin = _pub(shown, "imoltp")
     if adkin is not None:
         host = adkin.recording.host
@@ -74,18 +122,15 @@ def predictions(shown, native=None) -> list[Prediction]:
         facts = open_chapter(SPEC.chapter, adkin.recording.id).csv("published/findings.csv")
         knee = facts.loc[facts["topic"] == "scaling_knee", "sessions"]
         if cores and logical and len(knee):
-            lo = Input.exact("physical cores", "C", float(cores), "cores", f"published: {ADKIN}")
-            hi = Input.exact("logical CPUs", "L", float(logical), "CPUs", f"published: {ADKIN}")
-            from ..shared.spread import Spread
-
-            band = Spread(float(cores), float(cores), float(logical), 2, "given interval")
-            out.append(Prediction(
+            lo_in = Input.exact("physical cores", "C", float(cores), "cores", f"published: {ADKIN}")
+            hi_in = Input.exact("logical CPUs", "L", float(logical), "CPUs", f"published: {ADKIN}")
+            out.append(range_prediction(
                 SPEC.chapter, "CPU-bound threads stop scaling once they share cores", "C ≤ N_knee ≤ L",
-                "where version 1 falls away from linear scaling", "threads", "value", float(knee.iloc[0]),
-                f"{knee.iloc[0]:.0f} threads ({ADKIN})", band, (lo, hi),
+                "where version 1 falls away from linear scaling", "threads", float(knee.iloc[0]),
+                f"{knee.iloc[0]:.0f} threads ({ADKIN})", float(cores), float(logical), (lo_in, hi_in),
                 lacks="how much a hyper-thread sibling takes from its core for this code; the range is the "
                       "machine's topology, not a cost measured here"))
-    return out
+    return gate(out, machine_predictions(shown))
 
 
 def usl_fits(shown):

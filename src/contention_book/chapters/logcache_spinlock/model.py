@@ -5,16 +5,49 @@ backing off, and it takes two of the 40 logical CPUs away from them.  If the
 workers' useful CPU share is 1 − b (b: share of sampled CPU in
 LogAppendContext::BackOff), the gain is at most
 G ≤ (N_after / N_before) · (1 − b_after) / (1 − b_before).
-No cost measured on this machine enters this bound: it is the article's
-profile read as an Amdahl bound, and it can be wrong only if the published
-gain exceeds it, which means time that the CPU samples did not see.
+No cost measured on this machine enters this bound: every input is the
+article's own profile, so it is shown as *published only* and not scored.
+
+On this machine first (the native toy, two workers on two CPUs, one
+spinlock): the appends are serialised by the lock, so two workers cannot
+beat one worker's time per append t₁; if every append moved the lock's line
+to the other core, each would add a one-way transfer t_xfer from the
+recording's machine card.  The 2-worker rate lies in the range
+1/(t₁ + t_xfer) … 1/t₁ (limiting cases, not a probability interval).
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, Prediction, predict
+from ..shared.capacity import Input, Prediction, card_input, card_of, measured_value, predict, range_prediction
 from .spec import SPEC
 
 CITE = "Adkin 2015 (seed 001)"
+
+
+def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
+    """The toy's 2-worker rate (log writer sharing a worker's CPU) from its 1-worker rate and the card's transfer;
+    ``t_xfer`` replaces the card's (tests feed contrary ones)."""
+    m = shown.measured.get("native") if isinstance(shown.measured, dict) else shown.measured
+    if m is None or m.runs is None or "workers" not in m.runs.columns:
+        return []
+    if t_xfer is None:
+        card, rid = card_of(m)
+        t_xfer = card_input(card, rid, "one_way_transfer", "t_xfer")
+    if t_xfer is None:
+        return []
+    runs = m.runs[m.runs["variant"] == "writer_shared"]
+    one, two = runs[runs["workers"] == 1], runs[runs["workers"] == 2]
+    if one.empty or two.empty:
+        return []
+    t1 = Input.measured("time per append, 1 worker", "t₁", (1e9 / one["throughput"]).tolist(), "ns",
+                        f"measured: {m.id}, writer_shared, 1 worker")
+    got, lo, hi = measured_value(two["throughput"].tolist())
+    a, x = t1.value.median, t_xfer.value.median
+    return [range_prediction(
+        SPEC.chapter, "one spinlock serialises the appends; at most one line transfer per append",
+        "1/(t₁ + t_xfer) ≤ X₂ ≤ 1/t₁", "the toy's rate with 2 workers (this machine)", "appends/s", got,
+        f"{got:,.0f} appends/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {m.id})", 1e9 / (a + x), 1e9 / a, (t1, t_xfer),
+        lacks="the log writer's flushes and a preempted lock holder (the writer shares a worker's CPU), which can "
+              "take the rate below the floor", value_low=lo, value_high=hi)]
 
 
 def predictions(shown, shares=None) -> list[Prediction]:
@@ -48,6 +81,7 @@ def predictions(shown, shares=None) -> list[Prediction]:
         lacks="time the default run spent neither working nor backing off: workers asleep or descheduled while the "
               "log writer, sharing its core, waits for CPU. CPU samples do not see a thread that is not running, so a "
               "gain above this bound says that time was large")]
+    # every input is published: the verdict says so and nothing is scored, whatever this machine measured
 
 
 def usl_fits(shown):

@@ -14,14 +14,22 @@ triangular distribution over its measured interval (low, median, high), the
 equation is evaluated per draw, and the 2.5-97.5 percentiles are the
 prediction's interval.  Seeded, so a page rebuilds the same numbers.
 
-The verdict of a prediction (:data:`PREDICTION_VERDICTS`):
+The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the colon is its category):
 
-- *predicted*: the published value lies inside the predicted interval;
-- *predicted as a bound*: the model can only bound the quantity (the article
-  does not give a needed quantity, or the model is a ceiling), and the
-  published value is on the bound's side;
-- *missed*: outside, with by how much;
-- *no model*: the mechanism has no equation here, with why.
+- *predicted*: the published (or measured) value, with its own precision ("around 5.5 s" is
+  5.45-5.55 s), overlaps the predicted interval; a published lower bound ("over 4 min") is compared as a
+  bound: predicted when the interval reaches it;
+- *predicted as a bound*: the model can only bound the quantity, and the value is on the bound's side;
+- *predicted as a range*: the model gives a range from two limiting cases (not a probability interval),
+  and the value lies in it;
+- *missed*: outside, with the computed ratio value/prediction;
+- *model invalid*: the equation's output leaves its domain (a negative time, a rate above its ceiling);
+- *published only*: every input is published, so nothing measured here is tested: not scored;
+- *workload bound*: a bound that follows from the workload's own description: not a prediction, not scored;
+- *model failed here*: the same model missed this machine's own measurement first: not scored;
+- *no model*: an input is missing, with why.
+
+Only the first four are scored (:data:`SCORED`).
 """
 from __future__ import annotations
 
@@ -33,8 +41,10 @@ import pandas as pd
 
 from .spread import Spread, spread
 
-PREDICTION_VERDICTS = ("predicted", "predicted as a bound", "missed", "no model")
-KINDS = ("value", "at least", "at most")  # what the model says of the quantity
+PREDICTION_VERDICTS = ("predicted", "predicted as a bound", "predicted as a range", "missed", "model invalid",
+                       "published only", "workload bound", "model failed here", "no model")
+SCORED = ("predicted", "predicted as a bound", "predicted as a range", "missed")
+KINDS = ("value", "at least", "at most", "range", "workload bound")  # what the model says of the quantity
 DRAWS = 4000
 SEED = 20261126
 
@@ -83,19 +93,36 @@ class Prediction:
     verdict: str = field(default="")
     f: Callable | None = field(default=None, compare=False, repr=False)  # the equation, for the figure's curve
     vary: str = ""             # the input symbol the figure sweeps (the article's point sits at its value)
+    published_low: float | None = None   # the published value's own precision ("around 5.5 s": 5.45), or a
+    published_high: float | None = None  # measured value's p10-p90
+    domain: tuple[float, float, str] | None = None  # (lowest, highest, what leaving it means) of the output
+    failed_here: str = ""      # set by :func:`gate`: the model's own-machine prediction missed
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"prediction {self.model!r}: kind {self.kind!r}, expected one of {KINDS}")
         object.__setattr__(self, "verdict", judge_prediction(self))
 
+    @property
+    def category(self) -> str:
+        return self.verdict.split(":")[0]
+
     def row(self) -> dict:
         p = self.predicted
-        shown = {"value": "", "at least": "≥ ", "at most": "≤ "}[self.kind]
+        if self.kind == "range":
+            shown = f"range {_fmt(p.low)}–{_fmt(p.high)} {self.unit} (from limiting cases, not a probability)"
+        elif self.kind == "workload bound":
+            shown = f"≤ {_fmt(p.high)} {self.unit} (from the workload alone)"
+        else:
+            mark = {"value": "", "at least": "≥ ", "at most": "≤ "}[self.kind]
+            shown = f"{mark}{_fmt(p.median)} {self.unit}"
+            if p.high > p.low:
+                shown += f" (95% {_fmt(p.low)}–{_fmt(p.high)})"
+            elif _published_only(self):
+                shown += " (from published numbers alone)"
         return {"chapter": self.chapter, "model": self.model, "equation": self.equation, "quantity": self.quantity,
                 "inputs": "; ".join(f"{i.symbol} = {_fmt(i.value.median)} {i.unit}" for i in self.inputs),
-                "predicted": f"{shown}{_fmt(p.median)} {self.unit} (95% {_fmt(p.low)}–{_fmt(p.high)})",
-                "published": self.published_text, "verdict": self.verdict, "lacks": self.lacks}
+                "predicted": shown, "published": self.published_text, "verdict": self.verdict, "lacks": self.lacks}
 
 
 def no_model(chapter: str, quantity: str, published_text: str, why: str) -> dict:
@@ -115,35 +142,77 @@ def _fmt(v: float) -> str:
     return f"{v:.2g}"
 
 
+def ratio(a: float, b: float) -> str:
+    """a/b to three significant digits, as every ratio on the pages is shown (5.5/5.63 → "0.977")."""
+    return f"{a / b:.3g}"
+
+
+def _published_only(p: Prediction) -> bool:
+    return bool(p.inputs) and all(i.source.startswith("published") for i in p.inputs)
+
+
 def judge_prediction(p: Prediction) -> str:
     """The verdict rule, stated once: see the module docstring."""
     s, pub = p.predicted, p.published
     if s.n == 0 or not np.isfinite(s.median):
         return "no model: an input was not measured in this recording"
+    if p.domain is not None:
+        lowest, highest, why = p.domain
+        if not lowest <= s.median <= highest:
+            return f"model invalid: the equation gives {_fmt(s.median)} {p.unit}, {why}"
+    if p.kind == "workload bound":
+        return "workload bound: it follows from the workload's description alone, so it predicts nothing measured"
+    if _published_only(p):
+        return "published only: every input is published, so nothing measured here is tested"
+    if p.failed_here:
+        return f"model failed here: {p.failed_here}"
     lo, hi = s.low, s.high
+    plo = pub if p.published_low is None else min(p.published_low, pub)
+    phi = pub if p.published_high is None else max(p.published_high, pub)
+    shown_pub = _fmt(pub) if plo == phi else f"{_fmt(pub)} ({_fmt(plo)}–{_fmt(phi)})"
 
     def miss(ref: float) -> str:
-        side = "above" if pub > hi else "below"
-        shown = f"the published {_fmt(pub)} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)}"
+        side = "above" if plo > hi else "below"
+        shown = f"{shown_pub} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)}"
         if ref > 0 and np.isfinite(ref):
-            return f"missed: {shown} ({pub / ref:.3g}× the prediction)"
+            return f"missed: {shown} ({ratio(pub, ref)}× the prediction)"
         return f"missed: {shown}"
 
+    if p.kind == "range":  # a miss is measured from the nearer end
+        return "predicted as a range" if phi >= lo and plo <= hi else miss(hi if plo > hi else lo)
     if p.kind == "at least":  # the model says the quantity is at least L
-        if p.published_kind == "at most" and pub < lo:
+        if p.published_kind == "at most" and phi < lo:
             return miss(lo)
-        return "predicted as a bound" if pub >= lo or p.published_kind == "at least" else miss(lo)
+        return "predicted as a bound" if phi >= lo or p.published_kind == "at least" else miss(lo)
     if p.kind == "at most":
-        if p.published_kind == "at least" and pub > hi:
+        if p.published_kind == "at least" and plo > hi:
             return miss(hi)
-        return "predicted as a bound" if pub <= hi or p.published_kind == "at most" else miss(hi)
-    if p.published_kind == "at least":  # "over 4 minutes": the interval must reach past it
-        return "predicted" if hi >= pub else miss(hi)
+        return "predicted as a bound" if plo <= hi or p.published_kind == "at most" else miss(hi)
+    if p.published_kind == "at least":  # "over 4 minutes": the interval must reach it; a miss is "at least"
+        if hi >= plo:
+            return "predicted"
+        return (f"missed: the published value is over {_fmt(pub)}, above the predicted {_fmt(lo)}–{_fmt(hi)} "
+                f"(at least {ratio(pub, s.median)}× the prediction)")
     if p.published_kind == "at most":
-        return "predicted" if lo <= pub else miss(lo)
-    if lo <= pub <= hi:
+        if lo <= phi:
+            return "predicted"
+        return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_fmt(lo)}–{_fmt(hi)} "
+                f"(at most {ratio(pub, s.median)}× the prediction)")
+    if phi >= lo and plo <= hi:
         return "predicted"
     return miss(s.median)
+
+
+def gate(article: Sequence[Prediction | dict], machine: Sequence[Prediction]) -> list:
+    """The article predictions of a model whose own-machine prediction missed (or left its domain) are marked
+    *model failed here* and not scored; the others are returned as they are."""
+    from dataclasses import replace
+
+    failed = [m for m in machine if m.category in ("missed", "model invalid")]
+    if not failed:
+        return list(article)
+    why = "; ".join(f"on this machine it predicted {m.quantity}: {m.verdict}" for m in failed)
+    return [replace(p, failed_here=why) if isinstance(p, Prediction) else p for p in article]
 
 
 def propagate(f: Callable[[Mapping[str, np.ndarray]], np.ndarray], inputs: Sequence[Input],
@@ -168,11 +237,30 @@ def propagate(f: Callable[[Mapping[str, np.ndarray]], np.ndarray], inputs: Seque
 
 def predict(chapter: str, model: str, equation: str, quantity: str, unit: str, kind: str, published: float,
             published_text: str, f: Callable, inputs: Sequence[Input], lacks: str = "", published_kind: str = "value",
-            vary: str = "") -> Prediction:
+            vary: str = "", published_low: float | None = None, published_high: float | None = None,
+            domain: tuple[float, float, str] | None = None) -> Prediction:
     """A :class:`Prediction` whose interval is propagated from ``inputs`` through ``f``; ``vary`` names the input
-    the page's figure sweeps."""
+    the page's figure sweeps; ``published_low``/``high`` the compared value's own precision or spread; ``domain``
+    where the output means something."""
     return Prediction(chapter, model, equation, quantity, unit, kind, published, published_text,
-                      propagate(f, inputs), tuple(inputs), lacks, published_kind, f=f, vary=vary)
+                      propagate(f, inputs), tuple(inputs), lacks, published_kind, f=f, vary=vary,
+                      published_low=published_low, published_high=published_high, domain=domain)
+
+
+def precision(text_value: str) -> tuple[float, float, float]:
+    """A published number "around 5.5" as (5.5, 5.45, 5.55): half a unit of its last digit either side."""
+    v = float(text_value)
+    decimals = len(text_value.split(".")[1]) if "." in text_value else 0
+    half = 0.5 * 10 ** (-decimals)
+    return v, v - half, v + half
+
+
+def measured_value(values: Sequence[float]) -> tuple[float, float, float]:
+    """A measured value as (median, p10, p90) over its repetitions."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if not len(v):
+        return np.nan, np.nan, np.nan
+    return float(np.median(v)), float(np.percentile(v, 10)), float(np.percentile(v, 90))
 
 
 def sweep(p: Prediction, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -312,35 +400,42 @@ def usl_row(fit: UslFit, curve: str, kappa_measured: Spread | None = None) -> di
             "source": fit.source}
 
 
-# -- the machine's hand-off costs ---------------------------------------------------------------------------
+# -- the machine card of the recording a chapter renders ------------------------------------------------
 
-COSTS_CHAPTER = "logcache-spinlock"        # the chapter whose native run measures line transfers and wake-ups
-COSTS_RECORDING = "measured-native-reference"
+NO_CARD = "no machine card in this recording"
 
 
-def machine_costs(recording: str = "") -> dict[str, Input]:
-    """Line transfer, same-CPU switch and cross-CPU wake-up, as :class:`Input` rows, from the native run of the
-    cache-line chapter (``make chapter CH=logcache-spinlock SOURCE=live ENGINE=native`` measures them on the
-    reader's machine; the book's own reference is the default).  Medians with their p10-p90."""
-    from contention_book.harness.recording import open_chapter
+def range_prediction(chapter: str, model: str, equation: str, quantity: str, unit: str, value: float, text: str,
+                     low: float, high: float, inputs: Sequence[Input], lacks: str, value_low: float | None = None,
+                     value_high: float | None = None) -> Prediction:
+    """A prediction that is a range between two limiting cases, each at the inputs' medians (never an interval
+    of probability)."""
+    lo, hi = min(low, high), max(low, high)
+    return Prediction(chapter, model, equation, quantity, unit, "range", value, text,
+                      Spread(float(np.sqrt(lo * hi)) if lo > 0 else (lo + hi) / 2, lo, hi, 2, "range"),
+                      tuple(inputs), lacks, published_low=value_low, published_high=value_high)
 
-    r = open_chapter(COSTS_CHAPTER, recording or COSTS_RECORDING)
-    src = f"measured: {COSTS_CHAPTER}/{r.id}"
-    out: dict[str, Input] = {}
-    if r.has("results/core_to_core.csv"):
-        c2c = r.csv("results/core_to_core.csv")
-        row = c2c.sort_values("median_one_way_ns").iloc[0]
-        out["t_xfer"] = Input.interval("cache-line transfer between two cores (one way)", "t_xfer",
-                                       row["median_one_way_ns"], row["p10_one_way_ns"], row["p90_one_way_ns"], "ns",
-                                       f"{src}, CPU {int(row['cpu_a'])}↔{int(row['cpu_b'])}")
-    if r.has("results/context_switch.csv"):
-        cs = r.csv("results/context_switch.csv")
-        for key, placement, name in (("t_switch", "same_cpu", "context switch on one CPU"),
-                                     ("t_wake", "different_cpus", "wake-up of a sleeping thread on another CPU")):
-            part = cs[(cs["method"] == "pipe") & (cs["placement"] == placement)]
-            if len(part):
-                row = part.iloc[0]
-                out[key] = Input.interval(name, key, row["median_ns_per_handoff"], row["p10_ns_per_handoff"],
-                                          row["p90_ns_per_handoff"], "ns", f"{src} (pipe ping-pong)")
-    out["_host"] = r.host  # type: ignore[assignment]
-    return out
+
+def card_of(view) -> tuple[dict | None, str]:
+    """(card, recording id) of a chapter's measured view; (None, id) when it has no card."""
+    from contention_book.harness import machine_card
+
+    r = getattr(view, "recording", view)
+    rid = getattr(view, "id", None) or getattr(r, "id", "?")
+    if not hasattr(r, "has"):  # not a recording (a test's stand-in): no card
+        return None, rid
+    return machine_card.load(r), rid
+
+
+def card_input(card: dict | None, rid: str, quantity: str, symbol: str, name: str | None = None) -> Input | None:
+    """One cost of a recording's own card as an :class:`Input` (the medians of its start and end, the hull of
+    their p10-p90), or None when the card lacks it or a broken rule of physics bars it."""
+    from contention_book.harness import machine_card
+
+    if card is None or quantity in machine_card.barred(card):
+        return None
+    c = machine_card.cost(card, quantity)
+    if c is None:
+        return None
+    return Input.interval(name or machine_card.WORDS[quantity], symbol, c.median, c.low, c.high, c.unit,
+                          f"measured: machine card of {rid} ({' and '.join(c.phases)})")
