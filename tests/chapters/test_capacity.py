@@ -57,7 +57,7 @@ def test_usl_fit_recovers_sigma_and_kappa(sigma, kappa):
         for rep in range(5):
             x = 1000 * n / (1 + sigma * (n - 1) + kappa * n * (n - 1)) * rng.normal(1, 0.01)
             rows.append({"n": n, "x": x})
-    fit, draws = fit_usl(pd.DataFrame(rows), "n", "x", "synthetic")
+    fit, draws = fit_usl(pd.DataFrame(rows), "n", "x", "synthetic", resamples=100)
     assert fit.sigma.low - 0.02 <= sigma <= fit.sigma.high + 0.02
     assert fit.kappa.low - 0.001 <= kappa <= fit.kappa.high + 0.001
     if kappa > 0:
@@ -133,3 +133,16 @@ def test_gate_marks_the_article_rows_of_a_model_that_missed_here():
     assert gate(article, [predict(10.3)])[0].verdict == "predicted"
     [failed] = gate(article, [predict(30.0)])
     assert failed.category == "model failed here" and failed.category not in SCORED
+
+
+def test_usl_fits_only_levels_within_the_cpus_and_shows_residuals():
+    from contention_book.chapters.shared.capacity import usl_residuals
+    rows = [{"n": n, "x": 1000 * n / (1 + 0.05 * (n - 1) + 0.002 * n * (n - 1)) * f}
+            for n in (1, 2, 4, 8, 16, 32) for f in (0.99, 1.0, 1.01)]
+    frame = pd.DataFrame(rows)
+    assert fit_usl(frame, "n", "x", "s", cpus=2) is None          # a 2-CPU machine: 2 levels within, no fit
+    assert fit_usl(frame, "n", "x", "s", cpus=4) is None          # 3 levels
+    fit, draws = fit_usl(frame, "n", "x", "s", cpus=8, resamples=100)
+    assert fit.points == 4 and draws.shape[1] == 2
+    res = usl_residuals(fit, frame[frame["n"] <= 8], "n", "x")
+    assert res.startswith("1: ") and all(abs(float(r.split(": ")[1].rstrip("%"))) < 2 for r in res.split("; "))

@@ -79,8 +79,8 @@ def predictions(shown, partitions: int = 4) -> list:
 
 def usl_fits(shown):
     """USL fits to the measured insert rate per key design (sessions as the concurrency)."""
-    from ..shared.capacity_page import usl_curves
+    from ..shared.capacity_page import recording_cpus, usl_curves
     from .spec import LABELS
 
     m = shown.measured
-    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS)
+    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS, cpus=recording_cpus(m))

@@ -94,14 +94,9 @@ def predictions(shown, costs: dict | None = None) -> list:
 
 def usl_fits(shown):
     """USL fits to the native sweep's records/s per lock kind (threads as the concurrency)."""
-    from ..shared.capacity_page import usl_curves
+    from ..shared.capacity_page import recording_cpus, usl_curves
 
     from .spec import KIND_LABELS
 
     return usl_curves(shown.measured.runs, "threads", "records_per_s", "kind", f"measured: {shown.measured.id}",
-                      KIND_LABELS, cpus=_cpus(shown.measured))
-
-
-def _cpus(view) -> int | None:
-    v = view.recording.host.get("logical_cpus") if getattr(view, "recording", None) is not None else None
-    return int(v) if v else None
+                      KIND_LABELS, cpus=recording_cpus(shown.measured))

@@ -136,16 +136,16 @@ def predictions(shown, native=None, costs: dict | None = None) -> list:
 def usl_fits(shown):
     """USL fits to the database designs' delivered rate (messages dequeued per second) and the native queues'
     rate, with sessions or producers as the concurrency."""
-    from ..shared.capacity_page import usl_curves
+    from ..shared.capacity_page import recording_cpus, usl_curves
     from .spec import LABELS
 
     out = []
     db = getattr(shown, "db", None)
     if db is not None and db.runs is not None:
         rate = "dequeue_per_s" if "dequeue_per_s" in db.runs.columns else "throughput"
-        out += usl_curves(db.runs, "sessions", rate, "variant", f"measured: {db.id}", LABELS)
+        out += usl_curves(db.runs, "sessions", rate, "variant", f"measured: {db.id}", LABELS, cpus=recording_cpus(db))
     native = getattr(shown, "native", None)
     if native is not None and native.runs is not None:
         out += usl_curves(native.runs, "sessions", "throughput", "variant", f"measured: {native.id}",
-                          {k: f"{v} (C model)" for k, v in LABELS.items()})
+                          {k: f"{v} (C model)" for k, v in LABELS.items()}, cpus=recording_cpus(native))
     return out

@@ -86,10 +86,10 @@ def predictions(shown, shares=None) -> list[Prediction]:
 
 def usl_fits(shown):
     """USL fits to the PostgreSQL analogue's insert rate per variant (sessions as the concurrency)."""
-    from ..shared.capacity_page import usl_curves
+    from ..shared.capacity_page import recording_cpus, usl_curves
     from .spec import LABELS
 
     m = shown.measured.get("postgres") if isinstance(shown.measured, dict) else shown.measured
     if m is None or m.runs is None:
         return []
-    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS)
+    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS, cpus=recording_cpus(m))

@@ -311,64 +311,63 @@ class UslFit:
         return np.percentile(curves, 2.5, axis=0), np.percentile(curves, 97.5, axis=0)
 
 
-def _log_error(n: np.ndarray, logx: np.ndarray, lam: float, sig: np.ndarray, kap: np.ndarray) -> np.ndarray:
-    pred = np.log(lam * n) - np.log1p(sig[:, None, None] * (n - 1) + kap[None, :, None] * n * (n - 1))
-    return ((pred - logx) ** 2).sum(axis=2)
+def _fit_once(n: np.ndarray, x: np.ndarray, p0: tuple | None = None) -> tuple[float, float, float]:
+    """(σ, κ, λ) by SciPy's least squares in log throughput, σ in [0, 1], κ ≥ 0, λ > 0 (log space weighs a
+    curve that falls by orders of magnitude evenly)."""
+    from scipy.optimize import curve_fit
 
+    def log_usl(nn, sig, kap, loglam):
+        return loglam + np.log(nn) - np.log1p(sig * (nn - 1) + kap * nn * (nn - 1))
 
-def _fit_once(n: np.ndarray, x: np.ndarray) -> tuple[float, float, float]:
-    """σ in [0, 1] and κ ≥ 0 minimising the squared error of log throughput, λ = the median rate at N = 1.
+    def jac(nn, sig, kap, loglam):
+        d = 1 + sig * (nn - 1) + kap * nn * (nn - 1)
+        return np.stack([-(nn - 1) / d, -nn * (nn - 1) / d, np.ones_like(nn)], axis=1)
 
-    A coarse grid (κ log-spaced) then a finer one around its best cell: robust where a curve falls by
-    orders of magnitude, which a linearised fit weights badly, and fast enough to bootstrap."""
-    lam = float(np.median(x[n == 1]))
-    logx = np.log(x)
-    sig = np.linspace(0.0, 1.0, 26)
-    kap = np.concatenate([[0.0], np.logspace(-7, 2, 37)])
-    err = _log_error(n, logx, lam, sig, kap)
-    i, j = np.unravel_index(int(np.argmin(err)), err.shape)
-    sig = np.linspace(sig[max(i - 1, 0)], sig[min(i + 1, len(sig) - 1)], 21)
-    if j == 0:
-        kap = np.concatenate([[0.0], np.logspace(-8, -7 + 0.25, 10)])
-    else:
-        kap = np.logspace(np.log10(kap[max(j - 1, 1)]), np.log10(kap[min(j + 1, len(kap) - 1)]), 21)
-    err = _log_error(n, logx, lam, sig, kap)
-    i, j = np.unravel_index(int(np.argmin(err)), err.shape)
-    return float(sig[i]), float(kap[j]), lam
+    lam0 = float(np.median(x[n == n.min()]) / n.min())
+    try:
+        (sig, kap, loglam), _ = curve_fit(log_usl, n, np.log(x), p0=p0 or (0.1, 0.001, np.log(lam0)),
+                                          bounds=([0.0, 0.0, -np.inf], [1.0, np.inf, np.inf]), jac=jac,
+                                          max_nfev=2000)
+    except (RuntimeError, ValueError):
+        return np.nan, np.nan, lam0
+    return float(sig), float(kap), float(np.exp(loglam))
 
 
 MIN_POINTS = 4
 
 
-def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 300
+def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 300, cpus: int | None = None
             ) -> tuple[UslFit, np.ndarray] | None:
-    """σ and κ fitted to a throughput curve with at least :data:`MIN_POINTS` concurrency levels including 1.
+    """σ, κ and λ fitted to a throughput curve (``scipy.optimize.curve_fit``), with percentile intervals from
+    ``scipy.stats.bootstrap`` over the (N, X) points.  Only levels within ``cpus`` count (beyond, σ would also hold
+    the time threads wait for a CPU); None when fewer than :data:`MIN_POINTS` levels, one of them 1, remain."""
+    from scipy import stats
 
-    Fitted in log throughput over a grid of σ in [0, 1] and κ ≥ 0, with X(1)
-    fixed at the measured single-session rate.  The bootstrap resamples the repetitions within each
-    concurrency level (or, with one value per level, the residuals).  Returns
-    the fit and its (σ, κ) draws, or None when the curve is too short."""
     part = frame[[n, x]].apply(pd.to_numeric, errors="coerce").dropna()
     part = part[part[x] > 0]
+    if cpus:
+        part = part[part[n] <= cpus]
     levels = np.sort(part[n].unique())
     if len(levels) < MIN_POINTS or 1 not in levels:
         return None
     nn, xx = part[n].to_numpy(float), part[x].to_numpy(float)
     s0, k0, lam = _fit_once(nn, xx)
-    rng = np.random.default_rng(SEED)
-    groups = [xx[nn == lv] for lv in levels]
-    draws = []
-    if all(len(g) > 1 for g in groups):
-        for _ in range(resamples):
-            xs = np.concatenate([rng.choice(g, size=len(g)) for g in groups])
-            ns = np.concatenate([np.full(len(g), lv) for g, lv in zip(groups, levels)])
-            draws.append(_fit_once(ns, xs)[:2])
-    else:
-        fitted = lam * nn / (1 + s0 * (nn - 1) + k0 * nn * (nn - 1))
-        resid = xx / fitted
-        for _ in range(resamples):
-            draws.append(_fit_once(nn, fitted * rng.choice(resid, size=len(resid)))[:2])
-    d = np.asarray(draws)
+    if not np.isfinite(s0):
+        return None
+
+    def stat(ns, xs):
+        if len(np.unique(ns)) < 3:   # a resample without enough levels fits nothing
+            return np.array([np.nan, np.nan])
+        return np.array(_fit_once(ns, xs, (max(s0, 1e-6), max(k0, 1e-9), np.log(lam)))[:2])
+
+    import warnings
+
+    with warnings.catch_warnings():  # resamples that fit nothing are NaN and dropped below; SciPy warns of them
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        boot = stats.bootstrap((nn, xx), stat, paired=True, vectorized=False, n_resamples=resamples,
+                               method="percentile", random_state=SEED)
+    d = boot.bootstrap_distribution.T
+    d = d[np.isfinite(d).all(axis=1)]
 
     def interval(values: np.ndarray, mid: float) -> Spread:
         lo, hi = np.percentile(values, [2.5, 97.5])
@@ -380,24 +379,31 @@ def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 3
         nstar0 = float(max(1.0, np.sqrt(max(1 - s0, 0) / k0))) if k0 > 0 else float("inf")
     finite = nstar[np.isfinite(nstar)]
     if len(finite) == len(nstar):
-        ns = interval(nstar, nstar0)
+        ns_ = interval(nstar, nstar0)
     else:
         lo = float(np.percentile(finite, 2.5)) if len(finite) else float("inf")
-        ns = Spread(nstar0, min(lo, nstar0), float("inf"), len(nstar), "bootstrap 95%")
-    fit = UslFit(interval(d[:, 0], s0), interval(d[:, 1], k0), lam, ns, len(levels), source)
+        ns_ = Spread(nstar0, min(lo, nstar0), float("inf"), len(nstar), "bootstrap 95%")
+    fit = UslFit(interval(d[:, 0], s0), interval(d[:, 1], k0), lam, ns_, len(levels), source)
     return fit, d
 
 
-def usl_row(fit: UslFit, curve: str, kappa_measured: Spread | None = None) -> dict:
-    """One row of a chapter's USL table: σ, κ, N* with intervals, and κ's measured counterpart if any."""
+def usl_residuals(fit: UslFit, frame: pd.DataFrame, n: str, x: str) -> str:
+    """Measured over fitted, per concurrency level (medians), as the table shows them: "1: +0.4%; 2: −3.1%"."""
+    med = frame.groupby(n)[x].median()
+    return "; ".join(f"{lv:g}: {(v / float(fit.curve(np.asarray([lv]))[0]) - 1) * 100:+.1f}%" for lv, v in med.items())
+
+
+def usl_row(fit: UslFit, curve: str, sigma_transfer: Spread | None = None, residuals: str = "") -> dict:
+    """One row of a chapter's USL table: σ, κ, N* with intervals, σ's counterpart if every operation moved one
+    line in its serial part (t_xfer · λ: a serial cost, so beside σ, not κ), and the residuals."""
     def show(s: Spread, digits: str = ".3g") -> str:
         return f"{s.median:{digits}} ({s.low:{digits}}–{s.high:{digits}})" if np.isfinite(s.high) else \
             f"{s.median:{digits}} ({s.low:{digits}}–∞)"
 
     return {"curve": curve, "concurrency levels": fit.points, "σ (contention)": show(fit.sigma),
+            "σ if one transfer per operation": show(sigma_transfer) if sigma_transfer is not None else "—",
             "κ (coherency)": show(fit.kappa), "peak concurrency N*": show(fit.n_star, ".1f"),
-            "κ from measured costs": show(kappa_measured) if kappa_measured is not None else "—",
-            "source": fit.source}
+            "residuals (measured/fitted − 1)": residuals or "—", "source": fit.source}
 
 
 # -- the machine card of the recording a chapter renders ------------------------------------------------

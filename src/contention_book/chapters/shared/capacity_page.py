@@ -37,7 +37,10 @@ def intro(preds: Sequence[Prediction | dict]) -> str:
              "the published number lies inside the interval, *predicted as a bound* when the model can only bound "
              "the quantity and the published number is on the bound's side, and *missed* otherwise, with by how "
              "much.", ""]
+    from .capacity import SCORED
+
     verdicts = [(p.verdict if isinstance(p, Prediction) else p["verdict"]).split(":")[0] for p in preds]
+    verdicts = [v for v in verdicts if v in SCORED]  # unscored rows (published only, failed here …) are no misses
     missed = verdicts.count("missed")
     if missed and missed * 2 >= len(verdicts):
         head = ("The prediction below misses." if len(verdicts) == 1 else
@@ -100,15 +103,19 @@ def figure(preds: Sequence[Prediction | dict]):
     return fig
 
 
-def usl_frame(fits, kappa_from: Input | None = None) -> pd.DataFrame:
-    """The USL table: σ, κ, N* per curve, with κ's counterpart from a measured line transfer where given."""
+def usl_frame(fits, transfer: Input | None = None) -> pd.DataFrame:
+    """The USL table: σ, κ, N* per curve and the residuals; beside σ, the serial share one line transfer per
+    operation would take (t_xfer · λ, from the recording's own machine card, where it has one)."""
+    from .capacity import usl_residuals
+
     rows = []
-    for name, fit, _draws, _points in fits:
+    for name, fit, _draws, points in fits:
         k = None
-        if kappa_from is not None:
-            t = kappa_from.value
+        if transfer is not None:
+            t = transfer.value
             k = Spread(t.median * 1e-9 * fit.lam, t.low * 1e-9 * fit.lam, t.high * 1e-9 * fit.lam, t.n, t.method)
-        rows.append(usl_row(fit, name, k))
+        n_col, x_col = points.columns[0], points.columns[1]
+        rows.append(usl_row(fit, name, k, usl_residuals(fit, points, n_col, x_col)))
     return pd.DataFrame(rows)
 
 
@@ -136,19 +143,124 @@ def usl_figure(fits, n_label: str, x_label: str, cpus: int | None = None):
     return fig
 
 
-def usl_curves(runs: pd.DataFrame | None, n: str, x: str, by: str, source: str, labels=None):
-    """USL fits for every group of ``runs`` (a variant, a lock kind) that has 4 or more concurrency levels."""
+def usl_curves(runs: pd.DataFrame | None, n: str, x: str, by: str, source: str, labels=None,
+               cpus: int | None = None):
+    """USL fits for every group of ``runs`` (a variant, a lock kind) with 4 or more concurrency levels within
+    ``cpus`` (the points kept are those levels)."""
     from .capacity import fit_usl
 
     out = []
     if runs is None or not {n, x, by} <= set(runs.columns):
         return out
     for key, part in runs.groupby(by):
-        got = fit_usl(part, n, x, source)
+        got = fit_usl(part, n, x, source, cpus=cpus)
         if got:
             name = (labels or {}).get(key, str(key))
-            out.append((name, got[0], got[1], part[[n, x]]))
+            kept = part[pd.to_numeric(part[n], errors="coerce") <= cpus] if cpus else part
+            out.append((name, got[0], got[1], kept[[n, x]]))
     return out
+
+
+def no_usl_words(cpus: int | None) -> str:
+    """The one sentence a chapter says when no curve can carry a fit."""
+    from .capacity import MIN_POINTS
+
+    within = f"within this machine's {cpus} CPUs" if cpus else "within the machine's CPUs"
+    return (f"No USL fit: no curve in this recording has {MIN_POINTS} concurrency levels {within}, and levels "
+            "beyond the CPUs would also measure the wait for a CPU.")
+
+
+def recording_cpus(view) -> int | None:
+    """The logical CPUs of the machine a measured view was recorded on."""
+    r = getattr(view, "recording", None)
+    v = r.host.get("logical_cpus") if r is not None else None
+    return int(v) if v else None
+
+
+def _card_transfer(shown) -> Input | None:
+    """The one-way transfer from the card of the measured recording shown (the first one with a card)."""
+    from .capacity import card_input, card_of
+
+    m = getattr(shown, "measured", None)
+    views = list(m.values()) if isinstance(m, dict) else [m]
+    views += [getattr(shown, "native", None), getattr(shown, "db", None)]
+    for v in views:
+        if v is None or getattr(v, "recording", None) is None:
+            continue
+        card, rid = card_of(v)
+        got = card_input(card, rid, "one_way_transfer", "t_xfer")
+        if got is not None:
+            return got
+    return None
+
+
+def machine_frame(preds: Sequence[Prediction]) -> pd.DataFrame:
+    """The "Predictions for this machine" table."""
+    rows = [p.row() for p in preds]
+    return pd.DataFrame([{"quantity": r["quantity"], "equation": r["equation"], "inputs": r["inputs"],
+                          "predicted": r["predicted"], "measured": r["published"], "verdict": r["verdict"]}
+                         for r in rows], columns=["quantity", "equation", "inputs", "predicted", "measured", "verdict"])
+
+
+def machine_words(chapter_views) -> str:
+    """What the section says about the cards: none, or each card's broken rules and a moved placement."""
+    from contention_book.harness import machine_card
+
+    from .capacity import NO_CARD, card_of
+
+    lines = []
+    for v in chapter_views:
+        card, rid = card_of(v)
+        if card is None:
+            lines.append(f"{rid}: *{NO_CARD}*, so no prediction for this machine takes a cost from one.")
+            continue
+        broken = [r for r in machine_card.rules(card) if r.broken]
+        moved = machine_card.placement_moved(card)
+        said = f"{rid}: the machine card (on the Data page) " + (
+            "obeys the rules of physics" if not broken else
+            "breaks " + "; ".join(f"*{r.name}*: {r.says}" for r in broken))
+        if moved:
+            said += f"; its start and end disagree beyond their spread ({', '.join(moved)}): the placement moved"
+        lines.append(said + ".")
+    return "\n\n".join(lines)
+
+
+def save_machine_predictions(chapter: str, preds: Sequence[Prediction]) -> None:
+    """Keep a chapter's own-machine rows for Findings' "Predictions for this machine" section."""
+    from contention_book.harness.book_pages import PREDICTIONS_DIR, page_data_dir
+    from contention_book.harness.recording import repo_root
+
+    if page_data_dir() is None:
+        return
+    out = repo_root() / PREDICTIONS_DIR / f"{chapter}-machine.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(machine_frame(preds).rename(columns={"measured": "published"}).to_json(
+        orient="records", force_ascii=False, indent=1), encoding="utf-8")
+
+
+def measured_views(shown) -> list:
+    m = getattr(shown, "measured", None)
+    views = list(m.values()) if isinstance(m, dict) else [m] if m is not None else []
+    views += [v for v in (getattr(shown, "native", None), getattr(shown, "db", None)) if v is not None]
+    return [v for v in views if getattr(v, "recording", None) is not None]
+
+
+def show_machine_predictions(chapter, shown) -> None:
+    """The "Predictions for this machine" table: each model first predicts one of this recording's own contended
+    measurements from its uncontended ones and the recording's machine card; rows saved for Findings."""
+    import importlib
+
+    from IPython.display import Markdown, display
+
+    from .notebook import show_table
+
+    model = importlib.import_module(f"{chapter.__name__}.model")
+    preds = model.machine_predictions(shown) if hasattr(model, "machine_predictions") else []
+    save_machine_predictions(chapter.SPEC.chapter, preds)
+    display(Markdown(machine_words(measured_views(shown))))
+    if preds:
+        show_table(machine_frame(preds).set_index("quantity"), "Predictions for this machine: each model against "
+                   "this recording's own contended measurement, judged by the same rule as the article's.")
 
 
 USL_WORDS = ("**Universal Scalability Law.** Where a measured curve has four or more concurrency levels (one of them "
@@ -167,7 +279,6 @@ def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "ope
 
     from IPython.display import Markdown, display
 
-    from .capacity import machine_costs
     from .notebook import show_figure, show_table
 
     model = importlib.import_module(f"{chapter.__name__}.model")
@@ -190,14 +301,13 @@ def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "ope
                              "the band its 95% interval, the red mark the article's number (a triangle where the "
                              "article or the model gives only a bound).\n```"))
     fits = model.usl_fits(shown) if hasattr(model, "usl_fits") else []
+    if hasattr(model, "usl_fits") and not fits:
+        views = measured_views(shown)
+        display(Markdown(no_usl_words(recording_cpus(views[0]) if views else None)))
     if fits:
-        try:
-            t_xfer = machine_costs().get("t_xfer")
-        except Exception:  # the cache-line chapter's run is not there: no κ counterpart
-            t_xfer = None
         display(Markdown(USL_WORDS))
-        show_table(usl_frame(fits, t_xfer).set_index("curve"), "USL fits to this recording's curves (95% intervals "
-                   "in brackets).")
+        show_table(usl_frame(fits, _card_transfer(shown)).set_index("curve"), "USL fits to this recording's curves "
+                   "within its CPUs (95% intervals in brackets).")
         cpus = getattr(getattr(shown, "measured", None), "logical_cpus", None)
         fig = usl_figure(fits, n_label, x_label, int(cpus) if isinstance(cpus, (int, float)) and cpus else None)
         show_figure(f"fig_{key}_usl", fig)
