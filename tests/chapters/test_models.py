@@ -246,3 +246,47 @@ def test_a_card_whose_private_increment_is_below_a_cycle_gives_no_private_cost(t
     one = model.predictions(shown)[0]
     assert one["verdict"].startswith("no model") and "rule of physics" in one["verdict"]
     assert model.ring_handoff_rule(shown).broken           # 128 ns p50 < the card's 200 ns transfer
+
+
+# -- the page: no card, no machine prediction; no USL fit on two CPUs -----------------------------------------
+
+def test_the_page_says_when_a_recording_has_no_card():
+    from contention_book.chapters.latch_fairness import recordings
+    from contention_book.chapters.shared.capacity_page import machine_words, measured_views
+    words = machine_words(measured_views(recordings.load_shown()))
+    assert "measured-native-reference: *no machine card in this recording*" in words
+
+
+def test_the_page_names_a_broken_rule_of_the_card(tmp_path):
+    from contention_book.chapters.latch_fairness import recordings
+    from contention_book.chapters.shared.capacity_page import machine_frame, machine_words, measured_views
+    from contention_book.chapters.latch_fairness import model
+    card = _card(atomic_contended=15.0, ops_per_transfer=13.0)
+    shown = recordings.load_shown(str(_with_card(tmp_path, "latch-fairness", "measured-native-reference", card)))
+    words = machine_words(measured_views(shown))
+    assert "breaks *contended atomic ≥ one-way transfer*" in words and "13 increments per transfer" in words
+    frame = machine_frame(model.machine_predictions(shown))
+    assert list(frame.columns) == ["quantity", "equation", "inputs", "predicted", "measured", "verdict"]
+    assert len(frame) == 1
+
+
+def test_no_usl_fit_on_the_books_two_cpu_recordings():
+    from contention_book.chapters.latch_fairness import model, recordings
+    from contention_book.chapters.shared.capacity_page import no_usl_words
+    shown = recordings.load_shown()
+    assert shown.measured.recording.host["logical_cpus"] == 2 and model.usl_fits(shown) == []
+    assert no_usl_words(2) == ("No USL fit: no curve in this recording has 4 concurrency levels within this "
+                               "machine's 2 CPUs, and levels beyond the CPUs would also measure the wait for a CPU.")
+
+
+def test_findings_section_for_this_machine(tmp_path):
+    from contention_book.harness.machine_card import machine_predictions_markdown, saved_machine_rows
+    assert "*No chapter saved a prediction for this machine" in machine_predictions_markdown({})
+    (tmp_path / "latch-fairness-machine.json").write_text(json.dumps([{
+        "quantity": "q", "equation": "X = 1 | 2", "inputs": "i", "predicted": "p", "published": "m",
+        "verdict": "missed: x"}]))
+    (tmp_path / "latch-fairness.json").write_text("[]")     # the article rows are not this section's
+    rows = saved_machine_rows(tmp_path)
+    assert list(rows) == ["latch-fairness"]
+    md = machine_predictions_markdown(rows)
+    assert md.startswith("## Predictions for this machine") and "| latch-fairness | q | X = 1 \\| 2 |" in md
