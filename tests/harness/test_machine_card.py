@@ -43,6 +43,7 @@ def test_start_and_end_go_into_the_recording_and_read_back(tmp_path):
     lines = []
     w = writer(tmp_path)
     mc.at_start(w, lines.append, run=fake_run(QUIET))
+    assert not (w.tmp / mc.CARD).exists()      # a card alone must not look like data the run wrote
     w.write_text("runs.csv", "a\n1\n")
     mc.at_end(w, lines.append, run=fake_run(QUIET))
     w.close()
@@ -51,6 +52,16 @@ def test_start_and_end_go_into_the_recording_and_read_back(tmp_path):
     assert got["topology"]["pair"] == [0, 1] and "hypervisor" in got["topology"]
     assert mc.cost(got, "one_way_transfer").median == 200
     assert "machine card at the start" in lines[0] and "transfer 200.0 ns" in lines[0]
+
+
+def test_the_switch_skips_the_card(tmp_path, monkeypatch):
+    monkeypatch.setenv(mc.SKIP_ENV, "0")
+    w = writer(tmp_path)
+    mc.at_start(w, run=fake_run(QUIET))
+    w.write_text("runs.csv", "a\n1\n")
+    mc.at_end(w, run=fake_run(QUIET))
+    w.close()
+    assert mc.load(Recording.open(tmp_path / "r")) is None
 
 
 def test_a_recording_without_a_card_has_none(tmp_path):

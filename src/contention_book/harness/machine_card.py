@@ -167,17 +167,25 @@ def measure_into(card: dict, phase: str, run: Callable | None = None) -> dict:
 
 # -- the runner's two calls -----------------------------------------------------------------------------------
 
+SKIP_ENV = "CONTENTION_BOOK_MACHINE_CARD"  # "0": the runner measures no card (the runner's own fault tests)
+_STARTED: dict[int, dict] = {}              # a run's start phase, until its end phase joins it
+
+
 def at_start(writer, log: Callable[[str], None] = print, run: Callable | None = None) -> None:
-    """Measure the card's start phase into the recording being written (``writer``: a RecordingWriter)."""
+    """Measure the card's start phase for the recording being written (``writer``: a RecordingWriter).  It is
+    kept here, not written yet: a recording holding only a card would look as if the run wrote data."""
+    if os.environ.get(SKIP_ENV) == "0":
+        return
     card = measure_into(new_card(), "start", run)
-    writer.write_json(CARD, card, DESCRIPTION)
+    _STARTED[id(writer)] = card
     log(f"[run] machine card at the start: {summary(card, 'start')}")
 
 
 def at_end(writer, log: Callable[[str], None] = print, run: Callable | None = None) -> None:
-    """Measure the end phase and say whether the placement moved since the start."""
-    path = writer.tmp / CARD
-    card = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else new_card()
+    """Measure the end phase, say whether the placement moved since the start, and write the card."""
+    if os.environ.get(SKIP_ENV) == "0":
+        return
+    card = _STARTED.pop(id(writer), None) or new_card()
     measure_into(card, "end", run)
     moved = placement_moved(card)
     card["placement_moved"] = moved
@@ -384,7 +392,11 @@ def card_markdown(card: Mapping, title: str) -> str:
         lines.append(f"- {r.name}: {'**broken**: ' if r.broken else ''}{r.says}"
                      + (f" (no model uses: {', '.join(r.bars)})" if r.broken and r.bars else ""))
     moved = placement_moved(card)
-    lines.append(f"- placement: {'**moved** between start and end (' + ', '.join(moved) + ' disagree beyond their spread)' if moved else 'start and end agree within their spread' if len(names) > 1 else 'one phase only'}")
+    if moved:
+        placement = f"**moved** between start and end ({', '.join(moved)} disagree beyond their spread)"
+    else:
+        placement = "start and end agree within their spread" if len(names) > 1 else "one phase only"
+    lines.append(f"- placement: {placement}")
     return "\n".join(lines) + "\n"
 
 
