@@ -154,3 +154,14 @@ def test_the_real_program_measures_every_quantity_with_sane_physics():
     # the private loops keep every increment: none below one cycle at the clock the chain measured
     assert not mc.rule_private_cycle(c).broken, mc.rule_private_cycle(c).says
     assert costs["futex_wake"]["median"] > costs["one_way_transfer"]["median"]
+
+
+def test_a_card_started_before_the_run_is_not_marked_added_after(tmp_path):
+    started = mc.measure_into(mc.new_card(pair=[0, 1], cpus=[0, 1]), "start",
+                              fake_run({**QUIET, "one_way_transfer": (26, 25, 27, 24)}))
+    w = writer(tmp_path)
+    w.write_text("runs.csv", "a\n1\n")
+    w.close()
+    mc.add_to_recording(tmp_path / "r", log=lambda s: None, run=fake_run(QUIET), started=started)
+    got = mc.load(Recording.open(tmp_path / "r"))
+    assert "added_after_the_run" not in got and got["placement_moved"] == ["one_way_transfer"]

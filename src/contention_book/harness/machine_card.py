@@ -194,19 +194,22 @@ def at_end(writer, log: Callable[[str], None] = print, run: Callable | None = No
         + (f"; the placement moved ({', '.join(moved)} disagree beyond their spread)" if moved else ""))
 
 
-def add_to_recording(path: str | os.PathLike, log: Callable[[str], None] = print, run: Callable | None = None
-                     ) -> Path:
-    """Add a card to a sealed recording (right after it was made, when the runner's hook is not in): both
-    phases are measured now, one after the other, and the card says it was added after the run."""
+def add_to_recording(path: str | os.PathLike, log: Callable[[str], None] = print, run: Callable | None = None,
+                     started: dict | None = None) -> Path:
+    """Add a card to a sealed recording (when the runner's hook is not in).  ``started``: a card whose start
+    phase was measured just before the run (see ``around``); without it both phases are measured now, and the
+    card says it was added after the run."""
     from .recording import MANIFEST, Recording, sha256_of
 
     folder = Path(path)
     Recording.open(folder)  # a complete, unchanged recording, or a clear error
     if (folder / CARD).exists():
         raise CardError(f"recording {folder}: {CARD} already exists; refusing to replace it")
-    card = measure_into(measure_into(new_card(), "start", run), "end", run)
+    card = started if started is not None else measure_into(new_card(), "start", run)
+    card = measure_into(card, "end", run)
     card["placement_moved"] = placement_moved(card)
-    card["added_after_the_run"] = True
+    if started is None:
+        card["added_after_the_run"] = True
     (folder / CARD).write_text(json.dumps(card, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     mpath = folder / MANIFEST
     manifest = json.loads(mpath.read_text(encoding="utf-8"))
@@ -463,7 +466,31 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--cpus", default="", help="the pair to measure, e.g. 0,1 (default: the first two allowed)")
     a = sub.add_parser("add", help="add a card to a sealed recording (at re-record time, without the runner hook)")
     a.add_argument("recording", nargs="+")
+    r = sub.add_parser("around", help="measure the start phase, run a live run that records to RECORDING, measure "
+                                      "the end phase and add the card: ... around DIR -- python -m contention_book.run "
+                                      "<chapter> --engine native --record-to DIR")
+    r.add_argument("recording")
+    r.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
+    if args.cmd == "around":
+        import subprocess
+
+        command = [c for c in args.command if c != "--"]
+        if not command:
+            print("machine_card around: give the run's command after --", file=sys.stderr)
+            return 2
+        started = measure_into(new_card(), "start")
+        print(f"machine card at the start: {summary(started, 'start')}", file=sys.stderr)
+        status = subprocess.call(command)
+        if status != 0:
+            print(f"machine_card around: the run exited {status}; no card added", file=sys.stderr)
+            return status
+        try:
+            add_to_recording(args.recording, log=lambda line: print(line, file=sys.stderr), started=started)
+        except (CardError, ValueError, OSError) as exc:
+            print(f"machine_card around: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if args.cmd == "measure":
         pair = [int(c) for c in args.cpus.split(",")] if args.cpus else None
         card = measure_into(measure_into(new_card(pair), "start"), "end")
