@@ -143,7 +143,7 @@ def test_a_second_run_started_alongside_is_refused_at_once(home, chapter, engine
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=180)
     assert second.returncode == 2, out
-    assert f"in use by another run (pid {first.pid}, started " in out
+    assert f"in use by another run (pid {first.pid}, chapter {chapter} on {engine}, started " in out
     assert took < 2, f"refused after {took:.1f} s"
     assert not (home / "second").exists()
     assert not _leftovers(home)

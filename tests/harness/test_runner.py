@@ -174,7 +174,8 @@ def test_a_second_run_is_refused_at_once_naming_the_first(tmp_path):
         first.send_signal(signal.SIGINT)
         finish(first, lines)
     assert second.returncode == runner.EXIT_REFUSED, second.stdout + second.stderr
-    assert f"in use by another run (pid {first.pid}, started " in second.stdout
+    assert f"chapter toy on this machine is in use by another run (pid {first.pid}, chapter toy on native, " \
+           "started " in second.stdout
     assert took < 10  # refused at once (the interpreter's start-up is most of this)
     assert not (tmp_path / "rec2").exists()
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from . import redaction
-from .recording import repo_root
+from .checkout import repo_root  # not .recording: the run's locks are taken before pandas loads
 
 ENV_VAR = "CONTENTION_BOOK_EMBEDDED_PG"
 ROOT_ENV = "CONTENTION_BOOK_PG_ROOT"  # another home for the cluster than .cache/pg

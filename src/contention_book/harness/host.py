@@ -66,10 +66,13 @@ def local_host() -> dict:
 QUIET_WAIT_ENV = "CONTENTION_BOOK_QUIET_WAIT_S"  # longest wait for a quiet machine before a run (0: no wait)
 QUIET_WAIT_S = 120.0
 QUIET_CHECK_S = 5.0
+TEST_LOAD_ENV = "CONTENTION_BOOK_TEST_LOAD_1MIN"  # tests only: the load this process reads, to hold a run in its wait
 
 
 def load_1min() -> float | None:
     """The 1-minute load average, or None where the system has none (Windows)."""
+    if os.environ.get(TEST_LOAD_ENV):
+        return float(os.environ[TEST_LOAD_ENV])
     try:
         return float(os.getloadavg()[0])
     except (OSError, AttributeError):
@@ -91,11 +94,12 @@ def wait_limit() -> float:
 
 
 def wait_for_quiet(log, *, limit_s: float | None = None, every_s: float = QUIET_CHECK_S, loadavg=None,
-                   sleep=None, clock=None, cpus: int | None = None) -> dict:
+                   sleep=None, clock=None, cpus: int | None = None, remote: bool = False) -> dict:
     """Before a run: if the 1-minute load average is above half the logical CPUs, something else is running,
     and the run would measure it too.  Wait (checking every ``every_s``, saying so) until it drops to half,
     for ``limit_s`` at most, then go on either way.  Returns the manifest's ``load`` block without the
-    after-figure; :func:`finish_load` adds it."""
+    after-figure; :func:`finish_load` adds it.  ``remote``: the server is another machine, whose load this
+    cannot see; the wait is then for this client's own load, and the log says so."""
     import time
 
     loadavg = loadavg or load_1min
@@ -109,6 +113,9 @@ def wait_for_quiet(log, *, limit_s: float | None = None, every_s: float = QUIET_
         log("[run] this system reports no load average; the run starts without checking for other work")
         return {}
     started = clock()
+    if remote and load > threshold and limit_s > 0:
+        log("[run] the server runs elsewhere: this wait is for this machine's own load (the client's, whose "
+            "sessions must keep up), not the server's, which it cannot see")
     if load > threshold and limit_s > 0:
         log(f"[run] 1-minute load average {load:.2f} is above {threshold:g} (half of {cpus} logical CPUs): waiting up "
             f"to {limit_s:g} s for the machine to quieten ({QUIET_WAIT_ENV} sets the limit)")

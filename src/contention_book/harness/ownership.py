@@ -44,13 +44,16 @@ class RunBusy(TargetError):
     """Another run holds what this run needs."""
 
 
-def _stamp() -> str:
-    return f"pid {os.getpid()}, started {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}"
+def _stamp(holder: str = "") -> str:
+    """'pid N, <holder>, started T': who holds a lock, for the refusal a second run prints."""
+    return (f"pid {os.getpid()}, {holder + ', ' if holder else ''}"
+            f"started {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}")
 
 
 @contextlib.contextmanager
-def local_lock(path: Path, what: str) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` for the block; refuse at once if another process holds it."""
+def local_lock(path: Path, what: str, holder: str = "") -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` for the block; refuse at once if another process holds it.
+    ``holder`` (the chapter and engine, say) is written beside this run's pid and start for that refusal."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a+", encoding="utf-8")
     try:
@@ -74,7 +77,7 @@ def local_lock(path: Path, what: str) -> Iterator[None]:
                               "(Ctrl-C or SIGTERM restores what it changed)") from None
         fh.seek(0)
         fh.truncate()
-        fh.write(_stamp() + "\n")
+        fh.write(_stamp(holder) + "\n")
         fh.flush()
         yield
     finally:

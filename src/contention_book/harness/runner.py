@@ -27,17 +27,21 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from . import recording as rec
-from .guard import RestoreFailed, ServerChangeNotAllowed
-from .live import COMMAND_ENV, default_destination, live_target, measured_writer
 from . import guard
+from .checkout import repo_root
+from .guard import RestoreFailed, ServerChangeNotAllowed
 from .ownership import check_connections, connections_needed, database_lock, local_lock
 from .params import ParameterError, describe, parse, split_assignments
 from .redaction import redact
-from .spec import ChapterSpec
-from .targets import Target, TargetError, check_identifier, check_target_name, ensure_own_database
+from .targets import ENGINES, Target, TargetError, check_identifier, check_target_name, ensure_own_database
+
+if TYPE_CHECKING:
+    from . import recording as rec
+    from .spec import ChapterSpec
+# The recording machinery (pandas, jsonschema) and the chapters load after the run's locks are taken, so a second
+# run is refused before it spends seconds importing them on a busy machine (main, hold_run_locks).
 
 SEAL_PAUSE_ENV = "CONTENTION_BOOK_TEST_SEAL_PAUSE_S"  # tests only: seconds to wait just before sealing
 EXIT_FAILED = 1
@@ -251,13 +255,30 @@ def check_request(spec: ChapterSpec, engine: str, raw: Mapping[str, Any], *, tar
                   record_to: str | None = None) -> tuple[dict[str, Any], Path]:
     """Everything a run refuses before it starts (target name, parameters, destination): typed parameters and
     the recording's path.  The book calls it too, so a refusal is the last thing ``make chapter`` prints."""
+    from . import recording as rec
+    from .live import default_destination
+
     check_target_name(target)
+    check_environment()
     params = resolve_params(spec, engine, raw)
     dest = default_destination(spec.chapter, record_to, engine)
     if dest.exists():
         raise rec.RecordingExistsError(f"recording {dest} already exists; refusing to overwrite it")
     check_destination(dest)
     return params, dest
+
+
+def check_environment() -> None:
+    """The settings a run reads from the environment (the quiet-machine wait, the reconnect budget), checked
+    before anything starts, so a typo is refused naming the variable instead of failing mid-run."""
+    from .driver import reconnect_budget_s
+    from .host import wait_limit
+
+    for read in (wait_limit, reconnect_budget_s):
+        try:
+            read()
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
 
 
 OUTCOME_ENV = "CONTENTION_BOOK_RUN_OUTCOME"  # a file where the run leaves its last word when it did not complete
@@ -275,23 +296,32 @@ def leave_outcome(line: str) -> None:
 
 def command_line(argv: list[str] | None) -> str:
     """The command recorded in the manifest: the make line if make set it, else this one."""
+    from .live import COMMAND_ENV
+
     if os.environ.get(COMMAND_ENV):
         return os.environ[COMMAND_ENV]
     return " ".join(["python -m contention_book.run", *(argv if argv is not None else sys.argv[1:])])
 
 
 def _has_data(writer: rec.RecordingWriter) -> bool:
+    from . import recording as rec
+
     return any(p.is_file() and p.name not in (rec.MANIFEST, rec.OWNER, "run.log") for p in writer.tmp.rglob("*"))
 
 
 def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Mapping[str, Any], *,
                 engine: str, target: str | None = None, record_to: str | None = None,
                 allow_server_changes: bool = False, command: str = "", log: RunLog | None = None) -> Path:
-    """Validate, reach the target, open the recording, run the engine's runner, seal the recording.
+    """Validate, take the run's locks, reach the target, wait for a quiet machine, run, seal the recording.
 
-    The recording is ``complete`` only if the runner returned normally and
-    wrote data; otherwise it is kept ``incomplete`` with the reason.
+    That order makes a run that cannot run say so at once: a second run is refused by the first's lock, and an
+    unreachable target within its connect timeout, both before the quiet-machine wait (up to two minutes).
+    The recording is ``complete`` only if the runner returned normally and wrote data; otherwise it is kept
+    ``incomplete`` with the reason.
     """
+    from . import recording as rec
+    from .live import measured_writer
+
     log = log or RunLog()
     params, dest = check_request(spec, engine, raw_params, target=target, record_to=record_to)
     if not command:
@@ -300,57 +330,106 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
                            + [f"--param {k}={v}" for k, v in raw_params.items()])
     if engine not in runners:
         raise ParameterError(f"chapter {spec.chapter} has no live runner for engine {engine!r}")
+    if engine == "native" and target:
+        raise ParameterError("engine native runs on this machine: it takes no target")
     shown = {k: v for k, v in params.items() if v not in (None, "", [])}
     log(f"[run] {spec.chapter} on {engine}{f' (target {target})' if target else ''}")
     log(f"[run] parameters: {', '.join(f'{k}={v}' for k, v in shown.items())}")
     allowed = "allowed (each printed before it runs, restored after)" if allow_server_changes else "not allowed"
     log(f"[run] server-wide changes (opt-in: trace flags, affinity, statistics clearing): {allowed}")
     log(f"[run] recording: {dest}")
-    from .host import wait_for_quiet
-
-    quiet = wait_for_quiet(log)  # the load before the run, after waiting (a while at most) for other work to end
-    started = time.monotonic()
     title = spec.titles.get(engine, spec.chapter)
-    if engine == "native":
-        from . import native
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(hold_run_locks(spec.chapter, engine, target))
+        log(f"[run] run lock taken: a second run of {spec.chapter}"
+            f"{' or of any chapter on the embedded PostgreSQL' if engine == 'postgres' and not target else ''}"
+            f"{' or of any native benchmark' if engine == 'native' else ''} is refused until this one ends")
+        if engine == "native":
+            from . import native
 
-        if target:
-            raise ParameterError("engine native runs on this machine: it takes no target")
-        with local_lock(rec.repo_root() / ".cache" / "native.lock", "the native benchmarks on this machine"):
+            quiet, started = _wait_for_quiet(log, remote=False)
             rec.repair_abandoned(dest.parent, log)
-            with native.writer(dest, chapter=spec.chapter, parameters={"engine": engine, **params},
-                               command=command, title=title, programs=spec.native_programs) as writer:
-                _run(runners[engine], RunContext(spec, engine, params, writer, log, None, allow_server_changes,
-                                                 command), quiet)
-    else:
-        needed = connections_needed(params, int(spec.extra.get("connections_per_session", {}).get(engine, 1)))
-        with contextlib.ExitStack() as stack:
-            if not target:
-                from .embedded_pg import EmbeddedPostgres
-
-                stack.enter_context(local_lock(EmbeddedPostgres.default_root() / "run.lock",
-                                               "the book's embedded PostgreSQL"))
-            tgt = stack.enter_context(live_target(target, engine, log=log, connections=needed + 10))
-            check_connections(tgt, needed)
-            if engine == "sqlserver":  # before anything is created or changed: refuse now, or print the plan
-                from .sqlserver_preflight import preflight
-
-                params = preflight(spec, params, raw_params, tgt, allow_server_changes=allow_server_changes, log=log)
-            if params.get("database"):
-                if tgt.engine == "sqlserver":  # its lock lives in master: taken before the lab database is touched
-                    stack.enter_context(database_lock(tgt, params["database"], log=log))
-                ensure_own_database(tgt, params["database"], log=log)
-                if tgt.engine != "sqlserver":  # PostgreSQL's advisory lock lives in the database itself
-                    stack.enter_context(database_lock(tgt, params["database"], log=log))
-                # owning the database, first undo what a killed run on this target left changed
-                stack.enter_context(guard.journal(guard.journal_path(tgt), tgt.connect, log=log))
+            writer = native.writer(dest, chapter=spec.chapter, parameters={"engine": engine, **params},
+                                   command=command, title=title, programs=spec.native_programs)
+            tgt = None
+        else:
+            tgt, params = _reach_target(stack, spec, engine, target, params, raw_params, allow_server_changes, log)
+            quiet, started = _wait_for_quiet(log, remote=bool(target))
             rec.repair_abandoned(dest.parent, log)
             writer = measured_writer(tgt, spec.chapter, {"engine": engine, **params}, command, dest, title)
-            with writer:
-                _run(runners[engine], RunContext(spec, engine, params, writer, log, tgt, allow_server_changes,
-                                                 command), quiet)
+        with writer:
+            _run(runners[engine], RunContext(spec, engine, params, writer, log, tgt, allow_server_changes, command),
+                 quiet)
     log(f"[run] {spec.chapter} complete in {time.monotonic() - started:,.0f} s: {dest}")
     return dest
+
+
+LOCK_DIR_ENV = "CONTENTION_BOOK_LOCK_DIR"  # where the chapters' and the native benchmarks' run locks live
+
+
+def run_locks(chapter: str, engine: str, target: str | None) -> list[tuple[Path, str]]:
+    """The run's local locks, taken first: its chapter on this machine, and the native benchmarks or the embedded
+    cluster it would share with another run.  Each is an flock, freed by the kernel when its holder dies."""
+    where = Path(os.environ.get(LOCK_DIR_ENV) or repo_root() / ".cache")
+    locks = [(where / f"run-{chapter}.lock", f"chapter {chapter} on this machine")]
+    if engine == "native":
+        locks.append((where / "native.lock", "the native benchmarks on this machine"))
+    elif not target:
+        from .embedded_pg import EmbeddedPostgres
+
+        locks.append((EmbeddedPostgres.default_root() / "run.lock", "the book's embedded PostgreSQL"))
+    return locks
+
+
+_HELD: set[Path] = set()  # the run locks this process holds (main takes them before the chapter loads)
+
+
+@contextlib.contextmanager
+def hold_run_locks(chapter: str, engine: str, target: str | None) -> Iterator[None]:
+    """Hold :func:`run_locks` for the block (those this process does not hold already); refuse at once with
+    :class:`~.ownership.RunBusy`, naming the holder's pid, chapter and start, if another run holds one."""
+    with contextlib.ExitStack() as stack:
+        for path, what in run_locks(chapter, engine, target):
+            key = path.absolute()
+            if key in _HELD:
+                continue
+            stack.enter_context(local_lock(path, what, holder=f"chapter {chapter} on {engine}"))
+            _HELD.add(key)
+            stack.callback(_HELD.discard, key)
+        yield
+
+
+def _reach_target(stack: contextlib.ExitStack, spec: ChapterSpec, engine: str, target: str | None,
+                  params: dict[str, Any], raw_params: Mapping[str, Any], allow_server_changes: bool,
+                  log: RunLog) -> tuple[Target, dict[str, Any]]:
+    """Connect (within the connect timeout), preflight, own the lab database and repair what a killed run left:
+    the target and the parameters the preflight settled."""
+    needed = connections_needed(params, int(spec.extra.get("connections_per_session", {}).get(engine, 1)))
+    from .live import live_target
+
+    tgt = stack.enter_context(live_target(target, engine, log=log, connections=needed + 10))
+    check_connections(tgt, needed)
+    if engine == "sqlserver":  # before anything is created or changed: refuse now, or print the plan
+        from .sqlserver_preflight import preflight
+
+        params = preflight(spec, params, raw_params, tgt, allow_server_changes=allow_server_changes, log=log)
+    if params.get("database"):
+        if tgt.engine == "sqlserver":  # its lock lives in master: taken before the lab database is touched
+            stack.enter_context(database_lock(tgt, params["database"], log=log))
+        ensure_own_database(tgt, params["database"], log=log)
+        if tgt.engine != "sqlserver":  # PostgreSQL's advisory lock lives in the database itself
+            stack.enter_context(database_lock(tgt, params["database"], log=log))
+        # owning the database, first undo what a killed run on this target left changed
+        stack.enter_context(guard.journal(guard.journal_path(tgt), tgt.connect, log=log))
+    return tgt, params
+
+
+def _wait_for_quiet(log: RunLog, remote: bool) -> tuple[dict, float]:
+    """The load before the run, after waiting (a while at most) for other work on this machine to end, and the
+    moment the run proper starts."""
+    from .host import wait_for_quiet
+
+    return wait_for_quiet(log, remote=remote), time.monotonic()
 
 
 def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None) -> None:
@@ -435,25 +514,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--help-params", action="store_true", help="list the chapter's parameters and exit")
     ap.add_argument("--debug", action="store_true", help="print a traceback when the run fails")
     args = ap.parse_args(argv)
-    spec = package(args.chapter, "spec").SPEC
     if args.help_params:
+        spec = package(args.chapter, "spec").SPEC
         print(f"parameters of {args.chapter} on {args.engine}:\n{describe(spec.params, args.engine)}")
         return 0
-    try:
-        raw = split_assignments(args.param)
-    except ParameterError as exc:
-        print(f"[run] refused: {exc}", flush=True)
-        leave_outcome(f"refused: {exc}")
-        return EXIT_REFUSED
-    return serve(spec, package(args.chapter, "live").RUNNERS, raw, engine=args.engine, target=args.target,
-                 record_to=args.record_to, allow_server_changes=args.allow_server_changes,
-                 command=command_line(argv), debug=args.debug)
+    with contextlib.ExitStack() as held:
+        try:  # what needs no chapter loaded, then the run's locks: a second run is refused before the imports
+            raw = split_assignments(args.param)
+            check_target_name(args.target)
+            if args.engine not in ("native", *ENGINES):
+                raise ParameterError(f"--engine {args.engine!r}: expected native, postgres or sqlserver")
+            held.enter_context(hold_run_locks(args.chapter, args.engine, args.target))
+        except (ParameterError, TargetError) as exc:
+            print(f"[run] refused: {exc}", flush=True)
+            leave_outcome(f"refused: {exc}")
+            return EXIT_REFUSED
+        return serve(package(args.chapter, "spec").SPEC, package(args.chapter, "live").RUNNERS, raw,
+                     engine=args.engine, target=args.target, record_to=args.record_to,
+                     allow_server_changes=args.allow_server_changes, command=command_line(argv), debug=args.debug)
 
 
 def serve(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Mapping[str, Any], *,
           engine: str, target: str | None = None, record_to: str | None = None,
           allow_server_changes: bool = False, command: str = "", debug: bool = False) -> int:
     """Run a chapter with the stop signals handled; the process's exit status."""
+    from . import recording as rec
+
     log = RunLog()
     with stop_signals(log):
         try:
