@@ -29,6 +29,22 @@ def guard_journal_dir(tmp_path_factory):
         os.environ[JOURNAL_DIR_ENV] = saved
 
 
+@pytest.fixture(scope="session", autouse=True)
+def run_lock_dir(tmp_path_factory):
+    """The chapters' run locks in a directory of this test session (each xdist worker has its own), not the
+    checkout's .cache: tests on two workers running the same chapter must not refuse each other."""
+    from contention_book.harness.runner import LOCK_DIR_ENV
+
+    path = tmp_path_factory.mktemp("run-locks")
+    saved = os.environ.get(LOCK_DIR_ENV)
+    os.environ[LOCK_DIR_ENV] = str(path)
+    yield path
+    if saved is None:
+        os.environ.pop(LOCK_DIR_ENV, None)
+    else:
+        os.environ[LOCK_DIR_ENV] = saved
+
+
 @pytest.fixture(scope="session")
 def pg():
     """The embedded cluster, in a temporary directory, with KNOWN_PASSWORD."""
