@@ -256,8 +256,9 @@ class Cost:
 
 
 def cost(card: Mapping, quantity: str) -> Cost | None:
-    got = [(name, p["costs"][quantity]) for name, p in card.get("phases", {}).items()
-           if "costs" in p and quantity in p["costs"]]
+    phases = card.get("phases", {})
+    got = [(name, phases[name]["costs"][quantity]) for name in ("start", "end")
+           if "costs" in phases.get(name, {}) and quantity in phases[name]["costs"]]
     if not got:
         return None
     meds = [c["median"] for _, c in got]

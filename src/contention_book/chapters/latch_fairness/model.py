@@ -68,9 +68,10 @@ def predictions(shown, costs: dict | None = None) -> list:
         return [no_model(SPEC.chapter, "the fair run's elapsed time", f"around {p['pub_fair_s']:g} s ({CITE})", why)]
     waits = Input.exact("latch waits in the fair run", "W", p["pub_fair_latch_waits"], "waits",
                         f"published: {CITE}, sys.dm_os_latch_stats")
-    t_fair = Input.exact("the fair run's elapsed time", "T_fair", p["pub_fair_s"], "s", f"published: {CITE}")
     wake, xfer = costs["t_wake"], costs["t_xfer"]
     fair_v, fair_lo, fair_hi = precision(f"{p['pub_fair_s']:g}")
+    t_fair = Input.interval("the fair run's elapsed time (\"around\": half its last digit either side)", "T_fair",
+                            fair_v, fair_lo, fair_hi, "s", f"published: {CITE}")
     unfair_v, unfair_lo, unfair_hi = precision(f"{p['pub_unfair_s']:g}")
     fair = predict(
         SPEC.chapter, "a fair hand-off puts one wake-up on the latch's path per wait",
