@@ -138,6 +138,20 @@ class Table:
         return ("published" in self.required) if kind == "published" else (engine in self.required)
 
 
+#: Off-CPU and wake-up stacks of a live run (perftools.capture.OffCpuRecorder), folded, weighed in microseconds
+#: blocked: ``stacks/<variant>.offcpu-folded.gz`` and ``stacks/<variant>.wakeup-folded.gz`` (not ``.folded.gz``,
+#: which a recording reads as a CPU profile), and one row per capture in OFFCPU_CAPTURES: what it folded and what
+#: it cost (perf record's own CPU seconds, per second recorded; perf.data's bytes).
+OFFCPU_STACKS = "stacks/{variant}.offcpu-folded.gz"
+WAKEUP_STACKS = "stacks/{variant}.wakeup-folded.gz"
+OFFCPU_CAPTURES = Table(
+    "stacks/offcpu_captures.csv",
+    ("variant", "sessions", "repetition", "threads", "call_graph", "window_s", "events", "intervals", "blocked_us",
+     "open_at_end", "began_before", "wakeup_us", "perf_cpu_s", "perf_cpu_per_s", "data_bytes", "fold_s"),
+    description="per off-CPU capture: the point, the threads watched, intervals folded and dropped, perf's cost",
+    unique=("variant", "sessions", "repetition"), text=("threads", "call_graph"))
+
+
 def known_variants(variants: Mapping[str, tuple[str, ...]], labels: Mapping[str, str]) -> tuple[str, ...]:
     """Every variant name a recording of the chapter may hold: its engines' variants and the labelled ones."""
     return tuple(sorted(set(labels) | {v for vs in variants.values() for v in vs}))

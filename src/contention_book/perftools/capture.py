@@ -498,3 +498,48 @@ class OffCpuRecorder:
             folded.write_lines(result.lines(), dest)
         st.fold_s = round(time.monotonic() - t0, 3)
         st.ok, st.why = True, ""
+
+
+#: The columns of a recording's ``stacks/offcpu_captures.csv`` (declared in harness.spec as OFFCPU_CAPTURES).
+OFFCPU_COLUMNS = ("variant", "sessions", "repetition", "threads", "call_graph", "window_s", "events", "intervals",
+                  "blocked_us", "open_at_end", "began_before", "wakeup_us", "perf_cpu_s", "perf_cpu_per_s",
+                  "data_bytes", "fold_s")
+
+
+def offcpu_row(status: OffCpuStatus, **keys) -> dict:
+    """One ``stacks/offcpu_captures.csv`` row: the point's keys, what the capture folded and what it cost."""
+    d = status.as_dict()
+    row = {**keys, **{c: d.get(c) for c in OFFCPU_COLUMNS if c in d}}
+    row["perf_cpu_per_s"] = status.perf_cpu_per_s
+    return {c: row.get(c) for c in OFFCPU_COLUMNS}
+
+
+def start_offcpu(writer, name: str, *, pids=(), comms=(), perf: str | None = None) -> OffCpuRecorder:
+    """An :class:`OffCpuRecorder` into ``writer``'s ``stacks/`` (a recording writer: ``file_path``,
+    ``append_csv``, ``add_note``), started.  ``PERF`` names another perf binary, as for CPU stacks."""
+    rec = OffCpuRecorder(writer.file_path("stacks/offcpu_captures.csv").parent, name=name, pids=pids, comms=comms,
+                         perf=perf or os.environ.get("PERF", "perf"))
+    rec.start()
+    return rec
+
+
+def finish_offcpu(writer, recorder: OffCpuRecorder | None, log=None, **keys) -> OffCpuStatus | None:
+    """Stop an off-CPU capture; keep its stacks and its row, or note why there are none (no partial files)."""
+    if recorder is None:
+        return None
+    import pandas as pd
+
+    st = recorder.stop()
+    name = Path(st.offcpu_path or "x").name.split(".")[0]
+    if st.ok:
+        writer.append_csv("stacks/offcpu_captures.csv", pd.DataFrame([offcpu_row(st, **keys)]))
+        if log:
+            log(f"[off-CPU] {name}: {st.intervals:,} blocked intervals, {st.blocked_us / 1e6:,.2f} s blocked in "
+                f"{st.window_s:.1f} s; perf {st.perf_cpu_s} s CPU ({st.perf_cpu_per_s * 1e3:.0f} ms per s), "
+                f"{st.data_bytes / 1e6:.1f} MB")
+        return st
+    writer.add_note(f"off-CPU stacks for {name}: not recorded: {st.why}")
+    for p in (st.offcpu_path, st.wakeup_path):
+        if p and Path(p).exists():
+            Path(p).unlink()
+    return st

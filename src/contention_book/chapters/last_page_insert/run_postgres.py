@@ -19,6 +19,7 @@ from contention_book.harness import pg_waits, workloads
 from contention_book.harness.driver import RETRYABLE, RunResult, Statement, run_sessions
 from contention_book.harness.load_record import driver_options, record
 from contention_book.harness.live import finish_stacks, start_stacks
+from contention_book.perftools.capture import finish_offcpu, start_offcpu
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
@@ -86,7 +87,7 @@ class PostgresRun:
         deepest = n == max(self.sessions)
         pins = PollingSampler(self.connect, workloads.load(CHAPTER, "postgres", "pinned_buffers")[0],
                               hz=self.pin_hz, name="pin-sampler") if n in self.pin_points and self.pin_hz > 0 else None
-        recorder = {"perf": None}
+        recorder = {"perf": None, "offcpu": None}
         counted = {}
 
         def setup(cur, i):
@@ -99,6 +100,8 @@ class PostgresRun:
                 counted["before"] = count_rows(conn, "postgres")
             if deepest and self.stacks and self.repetition == 0:  # one profile per variant is enough
                 recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
+                # the same window, off the CPU: where the inserting backends sleep (stacks/<variant>.offcpu-folded.gz)
+                recorder["offcpu"] = start_offcpu(self.w, variant, pids=sorted(pids.values()))
             if pins is not None:
                 pins.start()
             # last: the sessions wait at the barrier (ClientRead) while perf starts, and that is not the window
@@ -114,6 +117,9 @@ class PostgresRun:
             waits.stop()
             if pins is not None:
                 pins.stop()
+            # off-CPU first: its window then ends with the CPU capture's, not after that one's post-processing
+            finish_offcpu(self.w, recorder["offcpu"], self.log, variant=variant, sessions=n,
+                          repetition=self.repetition, threads="inserting backends")
             finish_stacks(self.w, variant, recorder["perf"], self.log)
         if result.errors:
             samples = "; ".join(s for st in result.per_session for s in st.error_samples[:1])

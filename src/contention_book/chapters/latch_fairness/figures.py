@@ -154,3 +154,32 @@ def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
         ax.set_title(title, fontsize="medium")
     legend_under_figure(fig, axes[0])
     return fig
+
+
+def plot_offcpu(measured, variant: str = "fair", caption: str = ""):
+    """Off-CPU flame graph of the native lock's threads at the deciding thread count: where the convoy sleeps.
+
+    Reads ``stacks/<variant>.offcpu-folded.gz`` and the capture's row in
+    ``stacks/offcpu_captures.csv`` (harness.spec.OFFCPU_CAPTURES); a recording
+    without them (made before off-CPU capture, or where perf was not allowed)
+    gets a figure that says so."""
+    from contention_book.harness.recording import check_values
+    from contention_book.harness.spec import OFFCPU_CAPTURES, OFFCPU_STACKS
+    from contention_book.perftools import offcpu_view
+
+    from ..shared.style import FLAME_WIDTH_IN, module_colour
+
+    title = "{variant} lock at the deciding thread count: latch_convoy's threads off the CPU".format(variant=variant)
+    name = OFFCPU_STACKS.format(variant=variant)
+    r = getattr(measured, "recording", None)
+    if r is None or not r.has(name):
+        why = "no recording" if r is None else f"recording {r.id} has no {name}"
+        return offcpu_view.note_figure(f"{title}: {why}. Off-CPU stacks are captured by live runs on Linux "
+                                       "where perf may trace the scheduler (root, or perf_event_paranoid <= -1); "
+                                       "the recording's notes say why a run has none.", width=FLAME_WIDTH_IN)
+    rows = None
+    if r.has(OFFCPU_CAPTURES.path):
+        rows = r.csv(OFFCPU_CAPTURES.path, OFFCPU_CAPTURES.columns)
+        check_values(r, OFFCPU_CAPTURES.path, rows, OFFCPU_CAPTURES.numeric, OFFCPU_CAPTURES.text)
+    words = " ".join(x for x in (offcpu_view.capture_words(rows, variant), "A fair lock's waiters sleep in futex_wait until the holder hands the lock over; the unfair lock's waiters sleep less, because a running thread may take the lock back first. Who woke them: the wake-up stacks beside this file.", caption) if x)
+    return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_IN, colour_of=module_colour)

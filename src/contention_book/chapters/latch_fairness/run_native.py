@@ -68,5 +68,37 @@ def run_native(ctx) -> None:
     if allowed != writer.manifest["host"].get("logical_cpus"):
         writer.add_note(f"the run was allowed {allowed} of the machine's "
                         f"{writer.manifest['host'].get('logical_cpus')} logical CPUs")
+    offcpu_runs(ctx, runs, args, thread_list, duration_ms)
     writer.add_note("wait latency is the time from asking for the lock to holding it, every acquisition "
                     "included; quantiles come from a log-bucketed histogram (buckets at most 12.5% wide)")
+
+
+def offcpu_runs(ctx, runs: pd.DataFrame, args: list[str], thread_list, duration_ms: int) -> None:
+    """The fair and the unfair lock once more each, at the deciding thread count (the most threads within the
+    CPUs), under an off-CPU capture (stacks/<kind>.offcpu-folded.gz: where the convoy sleeps, who wakes it).
+    The sweep's own rows are never taken under perf; this run's throughput beside the sweep's median at the
+    same point is the capture's cost, in a note.  OFFCPU=0 in the environment leaves it out."""
+    from contention_book.perftools.capture import finish_offcpu, start_offcpu
+
+    from .tables import within_cpus
+
+    kinds = [k for k in ("fair", "unfair") if k in ctx.variants]
+    n = within_cpus(thread_list, ctx.writer.manifest["host"].get("logical_cpus"))
+    if os.environ.get("OFFCPU", "1") == "0" or not kinds or n is None:
+        return
+    for kind in kinds:
+        extra = list(args)
+        for flag, value in (("--kinds", kind), ("--threads", str(n)), ("--repetitions", "1")):
+            extra[extra.index(flag) + 1] = value
+        rec = start_offcpu(ctx.writer, kind, comms=[PROGRAM])
+        try:
+            row = native.run(PROGRAM, extra, timeout_s=duration_ms / 1000 * 3 + 60)
+        finally:
+            st = finish_offcpu(ctx.writer, rec, ctx.log, variant=kind, sessions=n, repetition=0,
+                               threads=f"{PROGRAM} threads")
+        if st is not None and st.ok:
+            sweep = runs[(runs["variant"] == kind) & (runs["sessions"] == n)]["throughput"].median()
+            under = float(row["records_per_s"].iloc[0])
+            ctx.writer.add_note(f"off-CPU capture of {kind} at {n} threads: {under:,.0f} records/s under perf against "
+                                f"the sweep's median {sweep:,.0f} without ({under / sweep - 1:+.0%}); perf record "
+                                f"used {st.perf_cpu_s} s of CPU in {st.window_s} s")

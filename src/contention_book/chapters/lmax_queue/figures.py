@@ -233,3 +233,32 @@ def plot_pressure(db: LmaxRecording):
     ax.legend(fontsize=7, title=None, bbox_to_anchor=(1.01, 1), loc="upper left")
     ax.tick_params(axis="y", labelsize=7)
     return fig
+
+
+def plot_offcpu(measured, variant: str = "skip_locked", caption: str = ""):
+    """Off-CPU flame graph of the queue's consumer backends (the most producers, first repetition).
+
+    Reads ``stacks/<variant>.offcpu-folded.gz`` and the capture's row in
+    ``stacks/offcpu_captures.csv`` (harness.spec.OFFCPU_CAPTURES); a recording
+    without them (made before off-CPU capture, or where perf was not allowed)
+    gets a figure that says so."""
+    from contention_book.harness.recording import check_values
+    from contention_book.harness.spec import OFFCPU_CAPTURES, OFFCPU_STACKS
+    from contention_book.perftools import offcpu_view
+
+    from ..shared.style import FLAME_WIDTH_IN, module_colour
+
+    title = "{variant}: the consumers off the CPU".format(variant=variant)
+    name = OFFCPU_STACKS.format(variant=variant)
+    r = getattr(measured, "recording", None)
+    if r is None or not r.has(name):
+        why = "no recording" if r is None else f"recording {r.id} has no {name}"
+        return offcpu_view.note_figure(f"{title}: {why}. Off-CPU stacks are captured by live runs on Linux "
+                                       "where perf may trace the scheduler (root, or perf_event_paranoid <= -1); "
+                                       "the recording's notes say why a run has none.", width=FLAME_WIDTH_IN)
+    rows = None
+    if r.has(OFFCPU_CAPTURES.path):
+        rows = r.csv(OFFCPU_CAPTURES.path, OFFCPU_CAPTURES.columns)
+        check_values(r, OFFCPU_CAPTURES.path, rows, OFFCPU_CAPTURES.numeric, OFFCPU_CAPTURES.text)
+    words = " ".join(x for x in (offcpu_view.capture_words(rows, variant), "A consumer's pg_sleep back-off is a timed wait (WaitLatch, epoll_wait in state S); a lock wait is a semaphore wait (futex_wait); a client read is a socket read (epoll_wait under secure_read).", caption) if x)
+    return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_IN, colour_of=module_colour)

@@ -16,6 +16,7 @@ accounting identities (spec ``RUNS_IDENTITIES``) before it is recorded.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from array import array
 from typing import Callable
@@ -30,6 +31,7 @@ from contention_book.harness.pg_waits import sampler as wait_sampler, shares
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
+from contention_book.perftools.capture import finish_offcpu, start_offcpu
 
 from .spec import CHAPTER, FILES
 
@@ -179,6 +181,7 @@ class PostgresQueueRun:
         self.cap = int(messages_per_session) or None
         self.log = log
         self.load, self.wait_source, self.check = load or {}, wait_source, check
+        self.sessions: list[int] = []  # the run's session counts: the off-CPU capture is at the most
 
     def connect(self):
         return self.t.connect(self.db)
@@ -214,8 +217,17 @@ class PostgresQueueRun:
 
         sampler = wait_sampler(self.connect, self.db, hz=20, source=self.wait_source)
 
+        offcpu = {"rec": None}
+        # the consumers' off-CPU time (pg_sleep back-off, lock waits, client reads), once per variant: at the
+        # most producers, first repetition (stacks/<variant>.offcpu-folded.gz); OFFCPU=0 in the environment: off
+        watch = (repetition == 0 and sessions == max(self.sessions or [sessions])
+                 and os.environ.get("OFFCPU", "1") != "0")
+
         def ready():  # every session warmed up and waiting at the start line: the backlog the window starts with
             start["backlog"] = self.backlog(ring)
+            if watch:
+                consumer_pids = sorted(pid for i, pid in pids.items() if i >= sessions)
+                offcpu["rec"] = start_offcpu(self.w, variant, pids=consumer_pids)
             sampler.start()
 
         result = run_sessions(self.connect, calls.statement(), sessions=sessions + consumers,
@@ -223,6 +235,8 @@ class PostgresQueueRun:
                               retry_on=RETRYABLE, **self.load,
                               progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}")
         sampler.stop()
+        finish_offcpu(self.w, offcpu["rec"], self.log, variant=variant, sessions=sessions, repetition=repetition,
+                      threads="consumers")
         producers = result.per_session[:sessions]
         error_count = result.errors
         errors = [e for s in result.per_session for e in s.error_samples]
@@ -302,6 +316,7 @@ def run_postgres(ctx) -> None:
     run = PostgresQueueRun(target, database, writer, queue_size, duration_s, messages_per_session, log,
                            pushes_per_call=pushes_per_call, load=driver_options(p), wait_source=p["wait_source"],
                            check=lambda row: ctx.check_balanced("runs", row))
+    run.sessions = [int(n) for n in sessions]
     for repetition, variant in interleaved(variants, p["repetitions"]):
         for n in sessions:
             run.point(variant, int(n), repetition)

@@ -1,0 +1,117 @@
+"""Off-CPU stacks drawn and summarised: the flame graph of time blocked, and where it was blocked.
+
+The folded files :mod:`.offcpu` writes (µs blocked, the process as the
+root frame, the blocking state as the top frame) read as any folded stacks;
+this module adds what an off-CPU view needs beyond a CPU one: the words
+that say what it can and cannot see, under the figure, and a note figure
+for a recording without off-CPU stacks.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+__all__ = ["load", "flame", "note_figure", "blocked_by", "state_of", "CAN_SEE", "CANNOT_SEE"]
+
+CAN_SEE = ("Width: time the watched threads spent off the CPU, from leaving it to coming back, by the stack "
+           "they left it with; the top frame is the state they left in (S sleeping: a lock, a semaphore, a "
+           "socket, a timer; D uninterruptible: mostly disk; R preempted: runnable, waiting for a CPU).")
+CANNOT_SEE = ("It cannot see time on the CPU (spinning, work: the CPU flame graph), why a wait ended (the "
+              "wake-up stacks), waits that had not ended when the capture stopped (dropped, counted), or which "
+              "lock a semaphore stood for: PostgreSQL's LWLock sleeps and its heavyweight lock waits all sleep "
+              "on the backend's one semaphore, told apart only by the frames below it.")
+
+_STATE = re.compile(r"^\[state (\S+)")
+
+
+def load(path):
+    """A folded off-CPU (or wake-up) file as a :class:`Profile`; weights are microseconds."""
+    from .importers import folded
+
+    p = folded.load(path, process_root=True)
+    p.meta["weight_unit"] = "µs"
+    return p
+
+
+def state_of(frame: str) -> str | None:
+    m = _STATE.match(frame)
+    return m.group(1) if m else None
+
+
+def blocked_by(path, *, top: int = 10):
+    """Blocked time by the deepest frame outside the kernel and the state, largest first: a DataFrame of
+    ``site``, ``state``, ``us``, ``share`` (of all blocked time in the file).  The site is where the
+    program asked to wait (a semaphore wait, a futex, a socket read)."""
+    import pandas as pd
+
+    from .source import open_text
+
+    rows: dict[tuple[str, str], float] = {}
+    total = 0.0
+    with open_text(path) as f:
+        for line in f:
+            stack, _, w = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            frames = stack.split(";")
+            state = state_of(frames[-1]) or ""
+            user = [fr for fr in frames[1:] if not fr.startswith(("[kernel.kallsyms]!", "[state "))]
+            site = user[-1] if user else "(kernel only)"
+            rows[(site, state)] = rows.get((site, state), 0.0) + float(w)
+            total += float(w)
+    out = pd.DataFrame([(s, st, us) for (s, st), us in rows.items()], columns=["site", "state", "us"])
+    out["share"] = out["us"] / total if total else 0.0
+    return out.sort_values("us", ascending=False).head(top).reset_index(drop=True)
+
+
+def note_figure(text: str, *, width: float = 7.6):
+    """A small figure that says, in words, why there is no graph."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, 1.2))
+    ax = fig.subplots()
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=9)
+    return fig
+
+
+def flame(path, title: str, *, caption: str = "", width: float = 12.0, colour_of=None, min_fraction: float = 0.005):
+    """An off-CPU flame graph of ``path`` with what it can and cannot see (and ``caption``) beneath it;
+    a note figure when the file is missing or holds no blocked time."""
+    from . import flame as fl
+
+    if not Path(path).is_file():
+        return note_figure(f"{title}: no off-CPU stacks in this recording ({Path(path).name} is absent)", width=width)
+    p = load(path)
+    if not len(p.samples) or p.total_weight <= 0:
+        return note_figure(f"{title}: the off-CPU capture holds no blocked time", width=width)
+    total_ms = p.total_weight / 1000
+    fig = fl.flame_figure(p, title=f"{title} ({total_ms:,.0f} ms blocked in all)", width=width,
+                          colour_of=colour_of, min_fraction=min_fraction)
+    fig.axes[0].set_xlabel("share of the time blocked (boxes under {:.1%} merged)".format(min_fraction))
+    import textwrap
+
+    words = " ".join(x for x in (CAN_SEE, CANNOT_SEE, caption) if x)
+    # said above the graph, under its title (the module legend takes the space below it)
+    ax = fig.axes[0]
+    ax.set_title(f"{title} ({total_ms:,.0f} ms blocked in all)\n" + textwrap.fill(words, int(width * 16)),
+                 fontsize=7.5, loc="left")
+    fig.set_figheight(fig.get_figheight() + 0.16 * (words.count(" ") // int(width * 2.6) + 1))
+    return fig
+
+
+def capture_words(rows, variant: str) -> str:
+    """One sentence about a capture from its ``stacks/offcpu_captures.csv`` rows (a DataFrame): where it
+    ran, what it folded and dropped, and what perf itself cost; empty when the variant has no row."""
+    if rows is None or not len(rows):
+        return ""
+    r = rows[rows["variant"] == variant]
+    if not len(r):
+        return ""
+    r = r.iloc[0]
+    return (f"Captured at {int(r['sessions'])} sessions ({r['threads']}, call graph {r['call_graph']}) for "
+            f"{r['window_s']:.1f} s: {int(r['intervals']):,} blocked intervals; {int(r['open_at_end'])} still open "
+            f"at the end and {int(r['began_before'])} begun before it were dropped. perf record used "
+            f"{r['perf_cpu_per_s'] * 1e3:.0f} ms of CPU per second and wrote {r['data_bytes'] / 1e6:.1f} MB; the "
+            "sleeping threads' own cost of each event (in the kernel) is not in that figure.")
