@@ -273,8 +273,9 @@ def check_environment() -> None:
     before anything starts, so a typo is refused naming the variable instead of failing mid-run."""
     from .driver import reconnect_budget_s
     from .host import wait_limit
+    from .progress import interval_lines
 
-    for read in (wait_limit, reconnect_budget_s):
+    for read in (wait_limit, reconnect_budget_s, interval_lines):
         try:
             read()
         except ValueError as exc:
