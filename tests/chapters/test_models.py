@@ -23,10 +23,12 @@ def ns(name, symbol, median, spread=0.05):
 
 # -- chapter 1 ----------------------------------------------------------------------------------------------
 
-def latch_shown(two_thread_rate):
+def latch_shown(two_thread_rate, handoffs_per_record=1.0):
     from contention_book.chapters.latch_fairness import recordings
-    rows = [{"kind": "fair", "threads": 1, "records_per_s": 1e9 / 60 * f} for f in (0.98, 1.0, 1.02)]
-    rows += [{"kind": "fair", "threads": 2, "records_per_s": two_thread_rate * f} for f in (0.97, 1.0, 1.03)]
+    rows = [{"kind": "fair", "threads": 1, "records_per_s": 1e9 / 60 * f, "records": 1e6, "handoffs": 0}
+            for f in (0.98, 1.0, 1.02)]
+    rows += [{"kind": "fair", "threads": 2, "records_per_s": two_thread_rate * f, "records": 1e6,
+              "handoffs": 1e6 * handoffs_per_record} for f in (0.97, 1.0, 1.03)]
     measured = SimpleNamespace(runs=pd.DataFrame(rows), id="test", is_native=True)
     return SimpleNamespace(published=recordings.load(recordings.PUBLISHED), measured=measured)
 
@@ -36,7 +38,7 @@ def test_latch_fair_rate_on_this_machine_then_the_article():
     fast = {"t_wake": ns("w", "t_wake", 3_700), "t_xfer": ns("x", "t_xfer", 20)}
     shown = latch_shown(1e9 / (60 + 3_700))                  # the fair lock runs as the wake-up says
     [machine] = model.machine_predictions(shown, costs=fast)
-    assert machine.verdict == "predicted" and machine.equation == "X₂ = 1 / (t_hold + t_wake)"
+    assert machine.verdict == "predicted" and machine.equation == "X₂ = 1 / (t_hold + h · t_wake)"
     bound, unfair = model.predictions(shown, costs=fast)
     assert bound.verdict == "predicted as a bound"          # 271,609 × 3.7 µs ≈ 1.0 s ≤ around 5.5 s
     assert unfair.verdict == "predicted"                    # 5.5 − 1.0 ≈ 4.5, inside "around 4.5 s" (4.45–4.55)
@@ -51,6 +53,15 @@ def test_latch_model_that_misses_its_own_machine_is_not_scored_on_the_article():
     for p in model.predictions(shown, costs=fast):
         assert p.category == "model failed here" and p.category not in SCORED
         assert "on this machine it predicted the fair lock's rate" in p.verdict
+
+
+def test_latch_threads_that_hardly_met_do_not_test_the_wake_up():
+    from contention_book.chapters.latch_fairness import model
+    fast = {"t_wake": ns("w", "t_wake", 3_700), "t_xfer": ns("x", "t_xfer", 20)}
+    shown = latch_shown(1e9 / 60, handoffs_per_record=1e-5)     # a busy machine: one thread ran at a time
+    [machine] = model.machine_predictions(shown, costs=fast)
+    assert machine.category == "model invalid" and "hardly met" in machine.verdict
+    assert {p.category for p in model.predictions(shown, costs=fast)} == {"model failed here"}
 
 
 def test_latch_slow_wake_misses_the_bound_and_the_unfair_model_leaves_its_domain():

@@ -16,7 +16,7 @@ QUIET = {"cycle": (0.31, 0.30, 0.33, 0.30), "one_way_transfer": (200, 190, 210, 
          "atomic_private": (6.0, 5.8, 6.3, 5.7), "plain_private": (1.2, 1.1, 1.3, 1.0)}
 
 
-def fake_run(values):
+def fake_run(values, load=None):
     def run(program, args, timeout_s=None):
         assert program == "machine_card" and "--cpu-a=0" in args and "--cpu-b=1" in args
         return pd.DataFrame([{"quantity": q, "cpu_a": 0, "cpu_b": 1, "repetitions": 31, "median": m, "p10": lo,
@@ -85,6 +85,8 @@ def test_start_and_end_that_disagree_say_the_placement_moved():
     mc.measure_into(c, "end", fake_run(QUIET))
     assert mc.placement_moved(c) == ["one_way_transfer"]
     assert "**moved**" in mc.card_markdown(c, "x")
+    c["phases"]["end"]["load_1min"] = c["topology"]["logical_cpus"] + 5.0
+    assert "The machine was busy" in mc.card_markdown(c, "x")
     assert mc.placement_moved(card()) == []
 
 

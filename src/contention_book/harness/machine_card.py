@@ -390,7 +390,10 @@ def card_markdown(card: Mapping, title: str) -> str:
         if "error" in phases[n]:
             lines.append(f"\n*{n}: not measured: {phases[n]['error']}*")
         elif phases[n].get("load_1min") is not None:
-            lines.append(f"\n{n}: measured at {phases[n]['taken']}, 1-minute load {phases[n]['load_1min']}.")
+            load, cpus = phases[n]["load_1min"], t.get("logical_cpus") or 0
+            busy = (f" The machine was busy (load above its {cpus} CPUs): the spreads include time other work held "
+                    "the CPUs, and a contended run may have had one thread running at a time.") if load > cpus else ""
+            lines.append(f"\n{n}: measured at {phases[n]['taken']}, 1-minute load {load}.{busy}")
     lines.append("")
     for r in rules(card):
         lines.append(f"- {r.name}: {'**broken**: ' if r.broken else ''}{r.says}"

@@ -97,6 +97,7 @@ class Prediction:
     published_high: float | None = None  # measured value's p10-p90
     domain: tuple[float, float, str] | None = None  # (lowest, highest, what leaving it means) of the output
     failed_here: str = ""      # set by :func:`gate`: the model's own-machine prediction missed
+    invalid: str = ""          # why the inputs lie outside the model's domain (the run does not test it)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -156,6 +157,8 @@ def judge_prediction(p: Prediction) -> str:
     s, pub = p.predicted, p.published
     if s.n == 0 or not np.isfinite(s.median):
         return "no model: an input was not measured in this recording"
+    if p.invalid:
+        return f"model invalid: {p.invalid}"
     if p.domain is not None:
         lowest, highest, why = p.domain
         if not lowest <= s.median <= highest:
@@ -238,13 +241,13 @@ def propagate(f: Callable[[Mapping[str, np.ndarray]], np.ndarray], inputs: Seque
 def predict(chapter: str, model: str, equation: str, quantity: str, unit: str, kind: str, published: float,
             published_text: str, f: Callable, inputs: Sequence[Input], lacks: str = "", published_kind: str = "value",
             vary: str = "", published_low: float | None = None, published_high: float | None = None,
-            domain: tuple[float, float, str] | None = None) -> Prediction:
+            domain: tuple[float, float, str] | None = None, invalid: str = "") -> Prediction:
     """A :class:`Prediction` whose interval is propagated from ``inputs`` through ``f``; ``vary`` names the input
     the page's figure sweeps; ``published_low``/``high`` the compared value's own precision or spread; ``domain``
     where the output means something."""
     return Prediction(chapter, model, equation, quantity, unit, kind, published, published_text,
                       propagate(f, inputs), tuple(inputs), lacks, published_kind, f=f, vary=vary,
-                      published_low=published_low, published_high=published_high, domain=domain)
+                      published_low=published_low, published_high=published_high, domain=domain, invalid=invalid)
 
 
 def precision(text_value: str) -> tuple[float, float, float]:
