@@ -172,7 +172,7 @@ def judge_prediction(p: Prediction) -> str:
     lo, hi = s.low, s.high
     plo = pub if p.published_low is None else min(p.published_low, pub)
     phi = pub if p.published_high is None else max(p.published_high, pub)
-    shown_pub = _fmt(pub) if plo == phi else f"{_fmt(pub)} ({_fmt(plo)}–{_fmt(phi)})"
+    shown_pub = _fmt(pub) if _fmt(plo) == _fmt(phi) else f"{_fmt(pub)} ({_fmt(plo)}–{_fmt(phi)})"
 
     def miss(ref: float) -> str:
         side = "above" if plo > hi else "below"
