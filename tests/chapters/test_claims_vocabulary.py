@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from contention_book.chapters.shared.claims import Claim, Size, above, judge
+from contention_book.chapters.shared.claims import WEAKER, Claim, Size, above, below, judge
 from contention_book.chapters.shared.spread import spread
 
 
@@ -42,3 +42,23 @@ def test_claim_refuses_the_old_vocabulary_and_a_bare_verdict():
     with pytest.raises(ValueError, match="tested on"):
         Claim("c", "p", "m", "r", "direction reproduced", size="not compared: x")
     Claim("c", "p", "m", "r", "direction reproduced", tested_on="C model on 2 CPUs", size="not compared: x")
+
+
+def test_a_ratio_short_of_the_threshold_on_the_articles_side_is_weaker_not_differs():
+    grows = spread([1.10, 1.14, 1.16, 1.18, 1.15])  # above 1 (more pages), below the claimed 1.2
+    assert above(grows, 1.2) == "weaker"
+    assert judge(above(grows, 1.2), Size.not_comparable("an analogue"))[0] == WEAKER
+    shrinks = spread([0.8, 0.85, 0.9, 0.82, 0.88])   # fewer pages: the other way
+    assert judge(above(shrinks, 1.2), Size.not_comparable("an analogue"))[0] == "differs"
+    fewer = spread([0.6, 0.7, 0.68, 0.65, 0.72])     # waits fell, not to half
+    assert below(fewer, 0.5) == "weaker" and below(spread([1.1, 1.2, 1.15, 1.3, 1.2]), 0.5) == "differs"
+    assert below(fewer, 0.5, ratio=False) == "differs"  # a share has no "no effect" point to be weaker against
+    assert above(spread([1.3, 1.4, 1.35, 1.5, 1.45]), 1.2) == "agrees"
+    assert above(spread([0.9, 1.1, 1.0, 1.05, 0.95]), 1.2) == "differs"  # straddles 1: no direction shown
+
+
+def test_the_weaker_word_is_defined_for_the_findings_page():
+    from contention_book.harness.verdict_table import VOCABULARY
+
+    assert WEAKER in dict(VOCABULARY) and "short of the claim" in dict(VOCABULARY)[WEAKER]
+    Claim("c", "p", "m", "r", WEAKER, tested_on="PostgreSQL 15 analogue on 2 CPUs", size="not compared: x")

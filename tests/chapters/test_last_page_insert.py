@@ -248,7 +248,7 @@ def test_little_law_and_verdicts_can_go_either_way():
     assert v["With hash partitioning the page-latch waits go away"] == "direction reproduced"  # 50% -> 10%
     same = _fake(runs, [(a, b, c, 50 if c == "LWLock:BufferContent" else d) for a, b, c, d in waits], repetitions=3)
     assert analysis.verdicts([], same).set_index("claim")["verdict"][
-        "With hash partitioning the page-latch waits go away"] == "differs"  # 50% -> 36%: not gone
+        "With hash partitioning the page-latch waits go away"] == "direction reproduced, weaker"  # 50% -> 36%: fewer, not gone
     idle = _fake(runs, [("sequential", 1, "CPU", 10), ("sequential", 4, analysis.IDLE, 95),
                         ("sequential", 4, "CPU", 5), ("hash_partitioned", 4, "CPU", 5)], repetitions=3)
     vi = analysis.verdicts([], idle).set_index("claim")

@@ -148,6 +148,18 @@ def test_ghost_table_grows(ghost):
     big = scaled(same, "relation", end("open_snapshot"), "pages", 3)
     assert verdict(_ghost(ghost, same), "The table grows") == "differs"
     assert verdict(_ghost(ghost, big), "The table grows") == "direction reproduced"
+    a_little = scaled(same, "relation", end("open_snapshot"), "pages", 1.1)  # grows, short of the 1.2× claimed
+    assert verdict(_ghost(ghost, a_little), "The table grows") == "direction reproduced, weaker"
+    shrinks = scaled(same, "relation", end("open_snapshot"), "pages", 0.8)
+    assert verdict(_ghost(ghost, shrinks), "The table grows") == "differs"
+
+
+def test_the_reference_recordings_give_weaker_where_the_direction_holds_short_of_the_claim(ghost, lpi):
+    """Issue 31: 1.16× more pages (the claim asks 1.2×) and 0.68× the latch share (the claim asks below 0.5) point
+    the article's way; they are "direction reproduced, weaker", not "differs"."""
+    assert verdict(_ghost(ghost, ghost.measured), "The table grows") == "direction reproduced, weaker"
+    assert verdict(_lpi(lpi, lpi.measured), "With hash partitioning the page-latch waits go away") \
+        == "direction reproduced, weaker"
 
 
 # -- chapter 1: latch fairness (native) ----------------------------------------------------------------------
@@ -594,6 +606,7 @@ def test_logcache_sqlserver_affinity_both_ways(logcache):
 
     assert with_rates(186_915.0, 436_781.0) == "direction reproduced"   # the article's direction
     assert with_rates(436_781.0, 186_915.0) == "differs"  # the masks reversed
-    assert with_rates(200_000.0, 205_000.0) == "differs"  # 1.025x in every repetition: below 1.05
+    assert with_rates(200_000.0, 205_000.0) == "direction reproduced, weaker"  # 1.025x every time: short of 1.05
+    assert with_rates(200_000.0, 200_000.0) == "differs"  # no gain at all
     # repetitions from 0.95x to 1.15x: the interval straddles 1.05
     assert with_rates(200_000.0, 200_000.0, (0.95, 1.0, 1.05, 1.10, 1.15)) == "inconclusive"

@@ -24,6 +24,8 @@ VOCABULARY = (
                    "on a platform where the two sizes can be set side by side."),
     ("direction reproduced", "the direction holds, but the sizes cannot be compared (a C model or a PostgreSQL "
                              "analogue against SQL Server, 2 CPUs against a large server); the row says why."),
+    ("direction reproduced, weaker", "the measurement moves the article's way (its interval lies on the "
+                                     "article's side of no effect), but stops short of the claim's threshold."),
     ("differs", "the measurement points the other way, or the direction holds and the size falls outside the "
                 "stated factor."),
     ("inconclusive", "the interval over repetitions straddles the threshold, or too few repetitions ran."),
@@ -32,6 +34,12 @@ VOCABULARY = (
     ("not testable with this recording", "the recording shown lacks the point that decides the claim; the row "
                                          "names the point."),
 )
+
+
+def breakable(escaped: str) -> str:
+    """Escaped text whose long identifiers may wrap after ``_`` or ``::`` only (LATCH_SPIN_STATS,
+    LogAppendContext::BackOff): the page's CSS forbids breaks inside words."""
+    return re.sub(r"(?<=[A-Za-z0-9])(_|::)(?=[A-Za-z0-9])", r"\1<wbr>", escaped)
 
 
 def words(text: object) -> int:
@@ -101,14 +109,16 @@ def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
                 cells.append(f"<td>{value}</td>")
                 continue
             text = MISSING if _is_missing(value) else str(value)
-            cell = html.escape(text)
-            if words(text) > MAX_CELL_WORDS:
-                cell = html.escape(short(text)) + notes.ref(text)
-            if col == "verdict":
-                cell = f'<span class="verdict verdict-{re.sub(r"[^a-z]+", "-", head(text).lower())}">{cell}</span>'
+            cell = breakable(html.escape(text))
+            if col == "verdict":  # the verdict word alone; what qualifies it goes to a note
+                why = text.split(":", 1)[1].strip() if ":" in text else ""
+                cell = (f'<span class="verdict verdict-{re.sub(r"[^a-z]+", "-", head(text).lower())}">'
+                        f'{html.escape(head(text))}</span>' + (notes.ref(why, "why") if why else ""))
                 rule = r.get("rule") if "rule" in rows.columns else None
                 if not _is_missing(rule):
                     cell += notes.ref(str(rule), "rule")
+            elif words(text) > MAX_CELL_WORDS:
+                cell = breakable(html.escape(short(text))) + notes.ref(text)
             cells.append(f"<td>{cell}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     head_row = "".join(f"<th>{html.escape(LABELS.get(c, c))}</th>" for c in columns)

@@ -111,7 +111,7 @@ def verdicts(shown) -> pd.DataFrame:
 
     def add(key, published, measured_text, direction, size: Size | None = None):
         size = size or Size.not_comparable(analogue or "the sources print no comparable figure")
-        if direction.split(":")[0] in ("agrees", "differs"):
+        if direction.split(":")[0] in ("agrees", "weaker", "differs"):
             verdict, size_text = judge(direction, size)
         else:  # an inconclusive row still says whether its size could have been compared; an untested one not
             verdict, size_text = direction, (size.outcome()[1] if direction.startswith("inconclusive") else "")

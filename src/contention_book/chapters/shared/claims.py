@@ -17,6 +17,10 @@ Only a claim whose direction holds *and* whose size was compared and
 matched is *reproduced*.  A direction that holds where the size cannot be
 compared (a C model, a PostgreSQL analogue, 2 CPUs against 40 cores) is
 *direction reproduced*, and the row says why the size was not compared.
+A ratio that moves the article's way (its interval lies on the article's
+side of 1, no effect) but stops short of the claim's threshold is
+*direction reproduced, weaker*; *differs* is kept for a measurement that
+points the other way, or a size outside the stated factor.
 """
 from __future__ import annotations
 
@@ -25,9 +29,10 @@ from typing import Iterable
 
 import pandas as pd
 
-VERDICTS = ("reproduced", "direction reproduced", "differs", "inconclusive", "not testable here",
+WEAKER = "direction reproduced, weaker"
+VERDICTS = ("reproduced", "direction reproduced", WEAKER, "differs", "inconclusive", "not testable here",
             "not testable with this recording")
-DIRECTIONS = ("agrees", "differs", "inconclusive", "not testable here", "not testable with this recording")
+DIRECTIONS = ("agrees", "weaker", "differs", "inconclusive", "not testable here", "not testable with this recording")
 COLUMNS = ["claim", "published", "recording", "tested_on", "measured", "size", "rule", "verdict"]
 
 
@@ -50,7 +55,7 @@ class Claim:
     def __post_init__(self) -> None:
         if head(self.verdict) not in VERDICTS:
             raise ValueError(f"claim {self.claim!r}: verdict {self.verdict!r}, expected one of {VERDICTS}")
-        if head(self.verdict) in ("reproduced", "direction reproduced", "differs") and not self.tested_on:
+        if head(self.verdict) in ("reproduced", "direction reproduced", WEAKER, "differs") and not self.tested_on:
             raise ValueError(f"claim {self.claim!r}: a {head(self.verdict)!r} verdict must say what it was tested on")
         if head(self.verdict) in ("reproduced", "direction reproduced") and not self.size:
             raise ValueError(f"claim {self.claim!r}: a {head(self.verdict)!r} verdict must say whether the size "
@@ -137,6 +142,8 @@ def judge(direction: str, size: Size) -> tuple[str, str]:
     if word not in DIRECTIONS:
         raise ValueError(f"direction {direction!r}: expected one of {DIRECTIONS}")
     outcome, text = size.outcome()
+    if word == "weaker":  # the direction holds, short of the threshold: no size can match a claim it falls short of
+        return WEAKER, text
     if word != "agrees":
         return direction, (text if word == "differs" else "")
     if outcome == "not compared":
@@ -156,23 +163,32 @@ def missing_point(what: str) -> str:
 # -- directions from repeated measurements --------------------------------------------------------------------
 
 MIN_REPETITIONS = 3  # fewer paired repetitions than this and no verdict is drawn
+NO_EFFECT = 1.0      # a ratio of 1: the two variants did the same
 
 
-def rule_above(threshold: float, what: str = "the ratio") -> str:
+def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> str:
+    if weaker:  # at most about 30 words besides ``what``: a rule is a footnote
+        low, high = sorted((NO_EFFECT, threshold))
+        return (f"holds when the interval over repetitions of {what} lies {side} {threshold:g}; weaker when "
+                f"between {low:g} and {high:g}; differs when {other} {threshold:g} otherwise; else inconclusive (or "
+                f"under {MIN_REPETITIONS} repetitions)")
+    return (f"the direction holds when the interval over repetitions of {what} lies {side} {threshold:g}; differs "
+            f"when it lies {other.split()[-1]}; inconclusive when it straddles {threshold:g} or fewer than "
+            f"{MIN_REPETITIONS} repetitions ran")
+
+
+def rule_above(threshold: float, what: str = "the ratio", ratio: bool = True) -> str:
     """The words of :func:`above`'s rule, for a Claim's ``rule``."""
-    return (f"the direction holds when the interval over repetitions of {what} lies above {threshold:g}; differs "
-            f"when it lies below; inconclusive when it straddles {threshold:g} or fewer than {MIN_REPETITIONS} "
-            "repetitions ran")
+    return _rule(what, "above", "below", threshold, ratio and threshold > NO_EFFECT)
 
 
-def rule_below(threshold: float, what: str = "the ratio") -> str:
+def rule_below(threshold: float, what: str = "the ratio", ratio: bool = True) -> str:
     """The words of :func:`below`'s rule."""
-    return (f"the direction holds when the interval over repetitions of {what} lies below {threshold:g}; differs "
-            f"when it lies above; inconclusive when it straddles {threshold:g} or fewer than {MIN_REPETITIONS} "
-            "repetitions ran")
+    return _rule(what, "below", "above", threshold, ratio and threshold < NO_EFFECT)
 
 
-def _decide(s, inside: bool, outside: bool, threshold: float) -> str:
+def _decide(s, inside: bool, outside: bool, threshold: float, short: bool = False) -> str:
+    """``short``: the interval lies beyond the threshold but on the article's side of :data:`NO_EFFECT`."""
     if s.n == 0:
         return "not testable with this recording: nothing measured at the deciding point"
     if s.n < MIN_REPETITIONS:
@@ -180,15 +196,19 @@ def _decide(s, inside: bool, outside: bool, threshold: float) -> str:
     if inside:
         return "agrees"
     if outside:
-        return "differs"
+        return "weaker" if short else "differs"
     return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {threshold:g}"
 
 
-def above(s, threshold: float) -> str:
-    """The direction of a claim that a quantity exceeds ``threshold``, from its :class:`spread.Spread`."""
-    return _decide(s, s.lies_above(threshold), s.lies_below(threshold), threshold)
+def above(s, threshold: float, ratio: bool = True) -> str:
+    """The direction of a claim that a quantity exceeds ``threshold``, from its :class:`spread.Spread`.
+    ``ratio``: the quantity is a ratio of two variants, so an interval between 1 and a threshold above 1 moved
+    the article's way, weaker than it claims (a share or a difference has no such point: ``ratio=False``)."""
+    short = ratio and threshold > NO_EFFECT and s.lies_above(NO_EFFECT)
+    return _decide(s, s.lies_above(threshold), s.lies_below(threshold), threshold, short)
 
 
-def below(s, threshold: float) -> str:
-    """The direction of a claim that a quantity stays under ``threshold``."""
-    return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold)
+def below(s, threshold: float, ratio: bool = True) -> str:
+    """The direction of a claim that a quantity stays under ``threshold`` (``ratio`` as for :func:`above`)."""
+    short = ratio and threshold < NO_EFFECT and s.lies_below(NO_EFFECT)
+    return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold, short)
