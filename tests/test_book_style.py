@@ -124,7 +124,8 @@ def test_a_table_has_its_caption_and_leaves_out_a_column_empty_throughout():
 def test_a_wide_table_with_few_rows_is_turned_on_its_side():
     frame = pd.DataFrame({"variant": ["a", "b"], **{f"col_{i}": [i, i + 1] for i in range(20)}})
     html = display.table_html(frame, caption="wide")
-    assert html.count("<table") == 1 and "Turned on its side" in html
+    assert html.count("<table") == 1 and 'data-transposed="1"' in html
+    assert "Turned on its side" not in html  # said by the table's shape, not by a note under each one
     assert html.count("<tr") == 21  # a header row and one row per former column
 
 
@@ -138,6 +139,16 @@ def test_a_wide_table_with_many_rows_is_split_into_parts_that_each_fit():
         header = re.search(r"<thead>.*?</thead>", table, re.S).group(0)
         first_row = re.search(r"<tr.*?</tr>", header, re.S).group(0)
         assert first_row.count("<th") <= display.MAX_COLUMNS and "variant" in header  # every part names its rows
+
+
+def test_a_split_never_leaves_a_part_of_one_column():
+    import re
+
+    for width in range(9, 40):
+        frame = pd.DataFrame({"variant": [f"v{i}" for i in range(30)], **{f"col_{i}": range(30) for i in range(width)}})
+        for table in re.findall(r"<table.*?</table>", display.table_html(frame, caption="wide"), re.S):
+            header = re.search(r"<thead>.*?</thead>", table, re.S).group(0)
+            assert header.count("<th") - 1 >= 2, (width, header)  # the row labels and at least two data columns
 
 
 def test_count_axes_get_whole_number_ticks_and_fractional_ones_are_flagged():
@@ -212,6 +223,22 @@ def test_a_flame_graph_says_what_it_shows():
     assert "XLogInsert, about 60% of the samples; ExecInsert, about 20%" in alt and "LWLockAcquire, about 20%" in alt
     assert "all," not in alt  # the root holds no samples itself
     plt.close(fig)
+
+
+def test_a_flame_graph_alt_text_names_whole_functions_not_the_cut_labels():
+    """Issue 31: a box too narrow for its name is labelled "Loc…" on the drawing; its alt text says the name."""
+    from contention_book.chapters.shared.notebook import flame_alt
+    from contention_book.perftools.flame import flame_figure
+    from contention_book.perftools.model import Profile
+
+    fig = flame_figure(Profile.from_records([
+        (["postgres!main", "postgres!ExecInsert", "postgres!XLogInsertRecord"], 30.0),
+        (["postgres!main", "kernel!_raw_spin_unlock_irqrestore"], 6.0),  # a box about 8 characters wide
+        (["postgres!main", "postgres!LWLockAcquire"], 64.0)]))
+    drawn = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any(d.endswith("…") for d in drawn), drawn  # the drawing does cut a label
+    alt = flame_alt(fig, "a test")
+    assert "…" not in alt and "_raw_spin_unlock_irqrestore, about 6% of the samples" in alt, alt
 
 
 def test_provenance_never_shows_a_machine_path():

@@ -108,6 +108,7 @@ def visited(site):
 
 def test_every_page_is_visited(visited):
     assert any(k.startswith("chapters/") for k in visited), sorted(visited)
+    assert sum(k.endswith("-details.html") for k in visited) == sum(_is_main_chapter(k) for k in visited)
     for name in ("intro.html", "findings.html", "glossary.html", "data.html", "references.html"):
         assert name in visited
 
@@ -163,7 +164,7 @@ def _article_urls(chapter: str) -> set[str]:
 
 def test_every_chapter_links_its_source_article(site, visited):
     base, _ = site
-    chapters = [rel for rel in visited if rel.startswith("chapters/")]
+    chapters = [rel for rel in visited if _is_main_chapter(rel)]
     assert len(chapters) == 5, chapters
     for rel in chapters:
         linked = {h.rstrip("/") for h in visited[rel]["links"] if h.startswith("http") and not h.startswith(base)}
@@ -239,8 +240,13 @@ def shapes(site):
     return out
 
 
+def _is_main_chapter(rel: str) -> bool:
+    """A chapter's main page (chapters/NN-name.html), not its details page."""
+    return rel.startswith("chapters/") and not rel.endswith("-details.html")
+
+
 def _chapters(shapes):
-    found = {rel: v for rel, v in shapes.items() if rel.startswith("chapters/")}
+    found = {rel: v for rel, v in shapes.items() if _is_main_chapter(rel)}
     assert found, "no chapter pages"
     return found
 

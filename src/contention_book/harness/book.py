@@ -12,6 +12,7 @@ go to ``book/chapters/`` (never committed) and the HTML to
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -112,6 +113,89 @@ def notebooks() -> dict[str, Path]:
 
 def executed_path(notebook: Path) -> Path:
     return repo_root() / "book" / "chapters" / notebook.name
+
+
+DETAILS_TAG = "details"  # a notebook cell with this tag goes to the chapter's details page, not its main page
+HIDDEN_INPUT = ("remove-input", "remove-cell", "hide-input")
+
+
+def details_path(page: Path) -> Path:
+    """Where a chapter's details page goes: ``NN-name-details.ipynb`` beside its executed main page."""
+    return page.with_name(f"{page.stem}-details.ipynb")
+
+
+def _is_glue(output) -> bool:
+    return "scrapbook" in (output.get("metadata") or {})
+
+
+def _heading(cell) -> str | None:
+    """The last second-level heading a markdown cell opens (the section a following cell belongs to)."""
+    found = None
+    if cell.cell_type == "markdown":
+        fence = False
+        for line in cell.source.splitlines():
+            if line.lstrip().startswith(("```", ":::")):
+                fence = not fence
+            elif not fence and re.match(r"##\s+\S", line):
+                found = line.lstrip("#").strip()
+    return found
+
+
+def split_page(page: Path) -> Path:
+    """Make the executed copy a page a reader reads: no code input shown, and the cells tagged ``details``
+    moved to a second page of the chapter, linked both ways.
+
+    Every code cell gets ``remove-input`` (its outputs stay): the book shows results, never the code that made
+    them (the code is in the notebook and in ``src/``).  A details cell keeps its order and is put under the
+    heading of the section it came from; each page keeps a copy of every glued value (outputs only, hidden), so
+    the prose on either page finds the numbers it quotes.  Returns the details page."""
+    import copy
+
+    import nbformat
+
+    nb = nbformat.read(page, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            tags = list(cell.metadata.get("tags", []))
+            if not set(tags) & set(HIDDEN_INPUT) or "hide-input" in tags:
+                tags = [t for t in tags if t != "hide-input"] + ["remove-input"]
+            cell.metadata["tags"] = tags
+    title = next((line[2:].strip() for c in nb.cells if c.cell_type == "markdown"
+                  for line in c.source.splitlines() if line.startswith("# ")), page.stem)
+    main, details, section, written = [], [], None, None
+    for cell in nb.cells:
+        is_details = DETAILS_TAG in cell.metadata.get("tags", [])
+        if is_details:
+            if section and _heading(cell) is None and written != section:
+                details.append(nbformat.v4.new_markdown_cell(f"## {section}"))
+            details.append(cell)
+            written = _heading(cell) or written
+        else:
+            main.append(cell)
+        section = _heading(cell) or section
+        if cell.cell_type == "code" and any(_is_glue(o) for o in cell.get("outputs", [])):
+            glue_only = copy.deepcopy(cell)
+            glue_only.outputs = [o for o in cell.outputs if _is_glue(o)]
+            glue_only.metadata["tags"] = ["remove-cell"]
+            (main if is_details else details).append(glue_only)
+    there = details_path(page)
+    back = nbformat.v4.new_markdown_cell(
+        f"# {title}: details\n\n*The per-point tables, the model's inputs and the load checks behind "
+        f"{{doc}}`{title} <{page.stem}>`. The chapter's main page has the finding, the mechanism, the evidence "
+        "and what to do on your own server.*")
+    link = nbformat.v4.new_markdown_cell(
+        f"*Per-point tables, the capacity model's inputs and the load checks: {{doc}}`this chapter's details "
+        f"page <{there.stem}>`.*")
+    if not any(c.cell_type == "markdown" for c in details):
+        details.append(nbformat.v4.new_markdown_cell("*This chapter has nothing beyond its main page.*"))
+    at = next((i + 1 for i, c in enumerate(main) if "In short" in (c.source + json.dumps(c.get("outputs", [])))),
+              next((i + 1 for i, c in enumerate(main) if c.cell_type == "markdown"), 0))
+    main.insert(at, link)
+    nb_details = copy.deepcopy(nb)
+    nb.cells, nb_details.cells = main, [back, *details]
+    nbformat.write(nb, page)
+    nbformat.write(nb_details, there)
+    return there
 
 
 class ChapterFailed(SystemExit):
@@ -270,6 +354,7 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
             failed.parent.mkdir(parents=True, exist_ok=True)
             out.replace(failed)
             placeholder(chapter, source, out, message)
+            split_page(out)
             where = f"the executed notebook with the error is {failed}"
         said = _kernel_said(kernel_log)
         raise ChapterFailed(f"[book] chapter {chapter} failed in cell {exc.exec_count}: {message}\n[book] {where}"
@@ -282,6 +367,7 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     finally:
         if kernel is None:
             kernel_log.close()
+    split_page(out)
     print(f"[book] {chapter} executed in {time.perf_counter() - started:.1f} s", flush=True)
     return out
 

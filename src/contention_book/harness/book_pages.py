@@ -102,6 +102,8 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
             f"link for the numbers behind a row. In this build: {summary}.\n\n"
             "A verdict answers two questions: does the measurement point the article's way (the *direction*), and "
             "is its size comparable with the article's, within a stated factor (the *size*)?\n\n"
+            f"({INTERVALS_LABEL})=\n## How to read a number and its interval\n\n{INTERVALS}\n\n"
+            "## The verdicts\n\n"
             "```{raw} html\n" + counts + "\n```\n\n"
             "```{raw} html\n" + table + "\n```\n" + predictions_section(notebooks))
     out = repo_root() / "book" / "findings.md"
@@ -110,6 +112,32 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
 
 
 PREDICTIONS_DIR = VERDICTS_DIR.parent / "predictions"   # written by each chapter's capacity section
+
+# Said once, here, for every chapter (chapters.shared.spread and capacity_page link to these labels; a test
+# checks the numbers against spread's constants).
+INTERVALS_LABEL, CAPACITY_LABEL, USL_LABEL = "how-to-read-intervals", "how-the-models-predict", "how-usl-is-fitted"
+INTERVALS = ("A measured number followed by two numbers in brackets, such as 1.23× (1.10–1.41), is the median over "
+             "the repetitions of a run and its 95% bootstrap interval (the middle 95% of the medians of 4,000 "
+             "resamples, seeded so that a page rebuilds the same numbers). Where fewer than 5 repetitions ran, the "
+             "brackets say so: (range 1.10–1.41, 3 runs) gives the lowest and highest measured, and (one run) a "
+             "single measurement. Ratios between two variants are paired by repetition (the variants ran "
+             "interleaved), so the pair's ratio cancels most of the machine's drift.")
+CAPACITY_METHOD = (
+    "Each chapter ends (on its details page) with a small model that takes costs measured on the machine that "
+    "rendered the page (the reader's own recording, when a reader re-runs the chapter) and the article's "
+    "description of its workload, and predicts a number the article published. The published number being "
+    "predicted is never an input. Intervals are 95%, propagated from the inputs' measured intervals. A "
+    "prediction is *predicted* when the published number lies inside the interval, *predicted as a bound* when "
+    "the model can only bound the quantity and the published number is on the bound's side, and *missed* "
+    "otherwise, with by how much. Each chapter's section says what its model leaves out.")
+USL_METHOD = (
+    "Where a measured curve has four or more concurrency levels (one of them a single session), the chapter fits "
+    "Gunther's Universal Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) to it: σ is the serial fraction "
+    "(contention), κ the cost of keeping shared data coherent, and the curve peaks at N* = √((1−σ)/κ). "
+    "Intervals are bootstrap 95% over the repetitions. Where the table has one, κ's measured counterpart is one "
+    "cache-line transfer per operation divided by the single-session service time (t_xfer · λ), a floor, since an "
+    "operation moves at least one line. On this book's own 2-CPU recordings every level above 2 is "
+    "oversubscribed, so σ also holds the time the threads wait for a CPU.")
 
 
 def predictions_section(notebooks: dict[str, Path]) -> str:
@@ -139,13 +167,9 @@ def predictions_section(notebooks: dict[str, Path]) -> str:
              "chapter's model predicts for the article's machine, from costs measured on the machine that built "
              f"the book, against the number the article published</caption><thead><tr>{head}</tr></thead>"
              f"<tbody>{body}</tbody></table></div>")
-    return ("\n## Predictions for the articles' machines\n\n"
-            "Each chapter ends with a small model that takes costs measured here (a cache-line transfer, a wake-up, "
-            "a per-version step) and the article's description of its workload, and predicts a number the article "
-            "published; the number being predicted is never an input. *Predicted*: the published number lies in "
-            "the 95% interval. *Predicted as a bound*: the model can only bound it, and the published number is on "
-            "the bound's side. *Missed*: outside, by the factor given. Each chapter's section says what its model "
-            f"leaves out. In this build: {said}.\n\n```{{raw}} html\n{table}\n```\n")
+    return (f"\n({CAPACITY_LABEL})=\n## Predictions for the articles' machines\n\n{CAPACITY_METHOD} "
+            f"In this build: {said}.\n\n```{{raw}} html\n{table}\n```\n\n"
+            f"({USL_LABEL})=\n### The Universal Scalability Law fits\n\n{USL_METHOD}\n")
 
 
 def recordings() -> list[tuple[str, Path, dict]]:

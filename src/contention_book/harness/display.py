@@ -244,6 +244,10 @@ def fit_columns(df: pd.DataFrame, max_columns: int = MAX_COLUMNS) -> tuple[list[
         used += width
     if current:
         parts.append(keyed[current])
+    if len(parts) >= 2 and parts[-1].shape[1] == 1:  # no "part 2 of 2" of one column: share the last two evenly
+        cols = [*parts[-2].columns, *parts[-1].columns]
+        half = (len(cols) + 1) // 2
+        parts[-2:] = [keyed[cols[:half]], keyed[cols[half:]]]
     if len(parts) == 1 and keyed is not df:
         return [df], ""  # one part after all: keep the frame as it was
     return parts, "split"
@@ -273,9 +277,11 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
         if how == "split":
             title = f"{caption} (part {i} of {len(parts)})" if caption else f"Part {i} of {len(parts)}"
         tid = table_id if i == 1 or not table_id else f"{table_id}-{i}"
-        bodies.append(_render(part, glossary, raw, tid, title))
-    if how == "transposed":
-        notes.append("Turned on its side to fit the page: each row of the data is a column here.")
+        body = _render(part, glossary, raw, tid, title)
+        if how == "transposed":
+            body = body.replace("<table", '<table data-transposed="1"', 1)
+        bodies.append(body)
+    # a transposed table says nothing about it: its former rows head its columns, which reads as it is
     if missing:
         notes.append(MISSING_NOTE)
     note = "".join(f'<p class="table-note">{html.escape(n)}</p>' for n in notes)

@@ -172,9 +172,11 @@ def flame_figure(
         text = node.function if node.name != "all" else f"all ({_fmt(total)})"
         if node.merged:
             text = node.name
+        full = text
         if len(text) > room:
             text = text[: room - 1] + "\u2026"
-        ax.text(x / total + 0.002, y + 0.46, text, va="center", ha="left", fontsize=fontsize, clip_on=True)
+        label = ax.text(x / total + 0.002, y + 0.46, text, va="center", ha="left", fontsize=fontsize, clip_on=True)
+        label.full_label = full  # the whole name, for words said about the figure (its alt text)
     ax.set_xlim(0, 1)
     ax.set_ylim((-depth - 0.1, 0.1) if icicle else (-0.1, depth + 0.1))
     ax.set_yticks([])

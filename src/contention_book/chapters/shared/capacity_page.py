@@ -30,13 +30,9 @@ def save_predictions(chapter: str, rows: Sequence[Prediction | dict]) -> None:
 
 def intro(preds: Sequence[Prediction | dict]) -> str:
     """The section's words: each model's equation, what it leaves out, and the verdict rule."""
-    lines = ["Each model below takes costs measured on the machine that rendered this page (the reader's own "
-             "recording, when a reader re-runs the chapter) and the article's description of its workload, and "
-             "predicts a number the article published. The published number being predicted is never an input. "
-             "Intervals are 95%, propagated from the inputs' measured intervals. A prediction is *predicted* when "
-             "the published number lies inside the interval, *predicted as a bound* when the model can only bound "
-             "the quantity and the published number is on the bound's side, and *missed* otherwise, with by how "
-             "much.", ""]
+    from contention_book.harness.book_pages import CAPACITY_LABEL
+
+    lines = [f"How these models are built and judged is said once for every chapter: {{ref}}`{CAPACITY_LABEL}`.", ""]
     from .capacity import SCORED
 
     verdicts = [(p.verdict if isinstance(p, Prediction) else p["verdict"]).split(":")[0] for p in preds]
@@ -263,13 +259,12 @@ def show_machine_predictions(chapter, shown) -> None:
                    "this recording's own contended measurement, judged by the same rule as the article's.")
 
 
-USL_WORDS = ("**Universal Scalability Law.** Where a measured curve has four or more concurrency levels (one of them "
-             "a single session), the table fits Gunther's law X(N) = λN / (1 + σ(N−1) + κN(N−1)) to it: σ is the "
-             "serial fraction (contention), κ the cost of keeping shared data coherent, and the curve peaks at "
-             "N* = √((1−σ)/κ). Intervals are bootstrap 95% over the repetitions. Where the table has one, κ's "
-             "measured counterpart is one cache-line transfer per operation divided by the single-session service "
-             "time (t_xfer · λ), a floor, since an operation moves at least one line. On this book's own 2-CPU "
-             "recordings every level above 2 is oversubscribed, so σ also holds the time the threads wait for a CPU.")
+def usl_words() -> str:
+    """The USL paragraph: one line here, the method once on the Findings page."""
+    from contention_book.harness.book_pages import USL_LABEL
+
+    return (f"**Universal Scalability Law** fits to this recording's curves (how they are made and read: "
+            f"{{ref}}`{USL_LABEL}`).")
 
 
 def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "operations/s") -> None:
@@ -305,7 +300,7 @@ def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "ope
         views = measured_views(shown)
         display(Markdown(no_usl_words(recording_cpus(views[0]) if views else None)))
     if fits:
-        display(Markdown(USL_WORDS))
+        display(Markdown(usl_words()))
         show_table(usl_frame(fits, _card_transfer(shown)).set_index("curve"), "USL fits to this recording's curves "
                    "within its CPUs (95% intervals in brackets).")
         cpus = getattr(getattr(shown, "measured", None), "logical_cpus", None)

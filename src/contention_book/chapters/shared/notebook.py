@@ -278,7 +278,7 @@ def flame_alt(fig, title: str) -> str:
     for ax in fig.axes:
         rects = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
         for t in ax.texts:
-            name = t.get_text().strip()
+            name = str(getattr(t, "full_label", t.get_text())).strip()  # a box's label is cut to fit; not here
             if not name:
                 continue
             x, y = t.get_position()

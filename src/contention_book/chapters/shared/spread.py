@@ -44,17 +44,22 @@ class Spread:
         return self.n > 0 and self.high < threshold
 
     def text(self, fmt: str = ",.1f", unit: str = "") -> str:
-        """'12.3x (11.0-13.5, median of 5)': the number a page prints, with its spread.
+        """'12.3× (11.0–13.5)': the number a page prints, with its spread, in the book's one convention (stated
+        once, on the Findings page: ``harness.book_pages.INTERVALS``): the median over repetitions, then its 95% bootstrap
+        interval in brackets; with fewer than :data:`BOOTSTRAP_FROM` repetitions the brackets say "range" and how
+        many runs, since they hold the lowest and highest measured.
 
         ``fmt="fraction"`` writes a small ratio as a reader says it, ``1/22,000`` rather than
         ``4.5e-05`` (two significant digits in the denominator; 0.1 and above as plain numbers)."""
         if self.n == 0:
             return "not measured"
-        show = _fraction if fmt == "fraction" else (lambda v: f"{v:{fmt}}{unit}")
+        bare = _fraction if fmt == "fraction" else (lambda v: f"{v:{fmt}}")
+        first = bare(self.median) + ("" if fmt == "fraction" else unit)  # the unit once, after the median
         if self.n == 1:
-            return f"{show(self.median)} (one run)"
-        how = "95% interval" if self.method.startswith("bootstrap") else "range"
-        return f"{show(self.median)} ({how} {show(self.low)}–{show(self.high)}, median of {self.n})"
+            return f"{first} (one run)"
+        if self.method.startswith("bootstrap"):
+            return f"{first} ({bare(self.low)}–{bare(self.high)})"
+        return f"{first} (range {bare(self.low)}–{bare(self.high)}, {self.n} runs)"
 
 
 def _fraction(v: float) -> str:
