@@ -353,6 +353,7 @@ class RecordingWriter:
     def _finish(self, state: str, reason: str | None) -> Path:
         files = []
         (self.tmp / OWNER).unlink(missing_ok=True)
+        self._paths_out_of_log()
         for path in sorted(p for p in self.tmp.rglob("*") if p.is_file()):
             rel = path.relative_to(self.tmp).as_posix()
             if rel == MANIFEST:
@@ -382,6 +383,18 @@ class RecordingWriter:
         os.rename(self.tmp, self.dest)
         self._closed = True
         return self.dest
+
+    def _paths_out_of_log(self) -> None:
+        """The run log names folders of the machine that ran it (its cluster, ``--record-to``); a recording is
+        published, so each becomes its place under ``data/`` or a placeholder (``provenance.public_text``)."""
+        from .provenance import public_text
+
+        log = self.tmp / "run.log"
+        if log.is_file():
+            text = log.read_text(encoding="utf-8", errors="replace")
+            public = public_text(text, str(self.manifest.get("chapter", "")), str(self.manifest.get("id", "")))
+            if public != text:
+                log.write_text(public, encoding="utf-8")
 
     def close(self) -> Path:
         return self._finish("complete", None)
