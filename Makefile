@@ -78,8 +78,12 @@ record: .record-run
 .record-run: setup
 	-@$(TRAP_STOP) SOURCE=live $(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
 
+# The suite on every CPU (pytest-xdist; TEST_WORKERS=0 runs it in this process).  Each worker starts its own
+# embedded PostgreSQL, journal and lock folders in its own temporary directory (tests/conftest.py); the tests
+# that build the book into book/_build or read that build run on one worker, in order (--dist loadgroup).
+TEST_WORKERS ?= auto
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lab: setup
 	$(BIN)/python -m pip install --quiet -r requirements-lab.txt
@@ -96,9 +100,11 @@ bench-book: setup
 
 native: $(NATIVE_BIN)
 
+# Written under a temporary name, then renamed: two builds at once (test workers, two chapters) never run or
+# overwrite a half-written program.
 native/build/%: native/%.c native/common.h
 	@mkdir -p native/build
-	$(CC) $(NATIVE_CFLAGS) -o $@ $< -lm
+	$(CC) $(NATIVE_CFLAGS) -o $@.$$$$.tmp $< -lm && mv -f $@.$$$$.tmp $@
 
 clean:
 	rm -rf book/_build book/chapters .pytest_cache native/build

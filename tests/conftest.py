@@ -14,6 +14,23 @@ TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
 os.environ.setdefault("CONTENTION_BOOK_QUIET_WAIT_S", "0")
 
 
+# Tests that build the book into the checkout's book/_build, or read that build, run on one xdist worker one
+# after another (make test: pytest -n 2 --dist loadgroup): two workers never build into the same folder at once,
+# and the browser never reads a build that another worker is rewriting.
+BOOK_BUILD_GROUP = "book-build"
+# The build comes first (test_book.py sorts before the others, as in a run on one CPU); the built-page checks of
+# test_book_reading.py skip on an unbuilt book, so on another worker they could skip or read a half-built one.
+BOOK_BUILD_TESTS = ("tests/test_book.py::test_the_book_builds_with_warnings_as_errors", "tests/test_book_reading.py::",
+                    "tests/test_browser.py::")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(BOOK_BUILD_TESTS):
+            item.add_marker(pytest.mark.xdist_group(BOOK_BUILD_GROUP))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def guard_journal_dir(tmp_path_factory):
     """The guard's journals (what a killed run must restore) in a directory of this test session, not ~/.cache."""
