@@ -6,11 +6,10 @@ import json
 import shutil
 from types import SimpleNamespace
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from contention_book.chapters.shared.capacity import SCORED, Input, Prediction
+from contention_book.chapters.shared.capacity import SCORED, Input
 
 
 def verdicts(preds):
