@@ -81,11 +81,12 @@ def compiler_of(manifest: Mapping[str, Any]) -> str:
 
 
 def engine_words(manifest: Mapping[str, Any]) -> str:
-    """The engine as a reader names it: "C programs", "PostgreSQL 15.18", "SQL Server 16.0.4135.4"."""
+    """The engine as a reader names it: "C programs", "PostgreSQL 15.18", "SQL Server 16.0.4135.4"; a published
+    in-process recording by the language its own manifest names ("Java (the paper's JVM)")."""
     engine = manifest.get("engine") or {}
     name, version = engine.get("name", ""), str(engine.get("version") or "")
     if name == "native":
-        return "C programs"
+        return version if manifest.get("kind") == "published" and version else "C programs"
     if name == "postgres":
         return f"PostgreSQL {version.split()[0]}" if version else "PostgreSQL"
     if name == "sqlserver":

@@ -150,9 +150,16 @@ def verdicts(shown) -> pd.DataFrame:
         h = wide.xs(held, level="variant")
         piled = h[("not_removed", "after_run")] / h[("not_removed", "after_cleanup")].clip(lower=1)
         s = spread(piled)
-        out.add("pile_up", f"{spread(h[('not_removed', 'after_run')]).text(',.0f')} not removable at the end, "
-                           f"{spread(h[('not_removed', 'after_cleanup')]).text(',.0f')} after cleanup; ratio "
-                           f"{s.text(',.0f', '×')}", above(s, PILE_UP))
+
+        end, after = h[("not_removed", "after_run")].dropna(), h[("not_removed", "after_cleanup")].dropna()
+        if len(end) and end.nunique() == 1 and after.nunique() == 1:
+            # counts every repetition saw alike are two numbers, and a ratio to zero says nothing they do not
+            text = (f"{end.iloc[0]:,.0f} versions not removable at the end, {after.iloc[0]:,.0f} after cleanup, "
+                    f"in each of {len(end)} repetitions")
+        else:
+            text = (f"{spread(end).text(',.0f')} not removable at the end, {spread(after).text(',.0f')} after "
+                    "cleanup" + ("" if (after <= 0).any() else f"; ratio {s.text(',.0f', '×')}"))
+        out.add("pile_up", text, above(s, PILE_UP))
     else:
         out.missing("pile_up", "storage statistics after cleanup")
 

@@ -22,7 +22,7 @@ import pandas as pd
 from ..shared.capacity import Input, Prediction, gate, measured_value, precision, predict
 from .spec import SPEC
 
-CITE = "White 2024 (seed 002)"
+CITE = "White 2024"
 PINNING = "open_snapshot"   # the idle REPEATABLE READ transaction: the variant whose snapshot pins every version
 UNPINNED = "baseline"
 

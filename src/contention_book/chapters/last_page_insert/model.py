@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..shared.capacity import Input, card_input, card_of, measured_value, no_model, predict
 from .spec import SPEC
 
-CITE = "Kejser et al. 2009 (seed 003)"
+CITE = "Kejser et al. 2009"
 
 
 def machine_predictions(shown, t_xfer: Input | None = None) -> list:

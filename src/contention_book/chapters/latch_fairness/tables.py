@@ -466,8 +466,7 @@ def key_numbers(shown) -> dict[str, Any]:
     nums.update(native_numbers(measured if measured.is_native else None))
     nums["m_label"] = measured.label
     nums["m_tested_on"] = tested_on(measured) if measured.recording.kind == "measured" else "no measured recording"
-    v = verdicts(shown)["verdict"].map(head).tolist()
-    nums["in_short"] = in_short(nums, v, measured)
+    nums["in_short"] = in_short(nums, verdicts(shown), measured)
     nums["default_sweep_minutes"] = default_sweep_seconds() / 60
     if measured.is_native and "fair" in set(measured.runs["kind"]):
         s = native_summary(measured)
@@ -492,19 +491,27 @@ def default_sweep_seconds() -> float:
     return expected_seconds(p["variants"], p["sessions"], round(p["duration_s"] * 1000), p["repetitions"])
 
 
-def in_short(n: dict[str, Any], verdict_words: list[str], measured: LatchRecording) -> str:
-    """The opening's finding: the claim, what it was tested on, the verdicts as Findings words them, the lesson."""
-    where = (f"a C model of the latch on {n['m_cpus']} CPUs, judged at {n['m_in_threads']} threads (no more "
-             "threads than CPUs, as in the article), not on SQL Server" if measured.is_native and
-             n["m_in_threads"] == n["m_in_threads"] else n["m_tested_on"])
-    claims = ("fewer latch waits", "more spins", "higher throughput", "a longest wait no worse")
-    found = "; ".join(f"{c}: {w}" for c, w in zip(claims, verdict_words))
-    return (f"The article: SQL Server's NESTING_TRANSACTION_FULL latch is fair by default, so every contended "
-            f"hand-off waits for the next owner to wake up; trace flag 3933 makes it unfair, and a parallel insert "
-            f"ran {n['pub_speedup_x']:.2f}× as fast with {n['pub_latch_wait_drop_x']:,.0f} times fewer latch waits. "
-            f"Tested here on {where}. Result, in the Findings' words: {found}. For a DBA: when "
-            "NESTING_TRANSACTION_FULL waits take a real share of a parallel data change, log less or lower the degree "
-            "of parallelism first; trace flag 3933 is undocumented, so ask Microsoft Support before using it.")
+def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) -> str:
+    """The opening: the finding, the number that carries it, the action, then every verdict beside its number."""
+    from ..shared.in_short import Markdown, number, verdict_list
+    from .claims import CLAIMS
+
+    where = (f"a C model of the latch on {n['m_cpus']} CPUs, judged at {n['m_in_threads']} threads, not on SQL "
+             "Server" if measured.is_native and n["m_in_threads"] == n["m_in_threads"] else n["m_tested_on"])
+    labels = dict(zip([str(c) for c in rows["claim"]], ("fewer latch waits (unfair ÷ fair)", "more spins per record",
+                                                       "higher throughput (unfair ÷ fair)",
+                                                       "a longest wait no worse (unfair ÷ fair)")))
+    rate = number(rows["measured"].iloc[2]) if len(rows) > 2 else ""
+    carried = (f"an unfair latch, which lets a running thread take it instead of handing it to a sleeping one, "
+               f"passed {rate} as many records a second as a fair one, in {where}"
+               if rate else f"Tested on {where}")
+    return Markdown(
+        f"**The article:** SQL Server's NESTING_TRANSACTION_FULL latch is fair by default, so every contended "
+        f"hand-off waits for the next owner to wake; trace flag 3933 makes it unfair, and a parallel insert ran "
+        f"{n['pub_speedup_x']:.2f}× as fast with {n['pub_latch_wait_drop_x']:,.0f} times fewer latch waits. "
+        f"**Found here:** {carried[:1].upper() + carried[1:]}. **For a DBA:** when NESTING_TRANSACTION_FULL waits take a real share of a "
+        "parallel data change, log less or lower the degree of parallelism first; trace flag 3933 is undocumented, "
+        f"so ask Microsoft Support before using it. **Verdicts:** {verdict_list(rows, labels)}")
 
 
 def measured_note(measured: LatchRecording) -> str:

@@ -25,7 +25,7 @@ from ..shared.capacity import (Input, Prediction, card_input, card_of, gate, mea
 from .spec import SPEC
 
 PAPER = "Thompson et al. 2011 (LMAX Disruptor paper)"
-ADKIN = "Adkin 2016 (seed 004)"
+ADKIN = "Adkin 2016"
 
 
 def _pub(shown, needle):

@@ -27,10 +27,10 @@ CONSUMING = {"naive", "skip_locked", "disk_naive"}
 SINGLE_SESSION = {"imoltp_v3"}  # the whole loop is one atomic block: it cannot retry, so one session only
 
 LABELS = {
-    "ring": "ring buffer (disruptor)",
+    "ring": "ring",  # one name for the pattern's ring, in C (the figures add "C model") and as a table
     "locked": "mutex + condition variables",
-    "ring_unlogged": "ring table, UNLOGGED",
-    "ring_durable": "ring table, commits wait for the WAL flush",
+    "ring_unlogged": "ring, UNLOGGED",
+    "ring_durable": "ring, commits wait for the WAL flush",
     "naive": "INSERT / DELETE ... RETURNING",
     "skip_locked": "INSERT / DELETE ... SKIP LOCKED",
     "imoltp_v1": "In-Memory OLTP v1 (interpreted loop, two native procs)",
@@ -41,7 +41,7 @@ LABELS = {
     "array_blocking_queue": "ArrayBlockingQueue (Java)",
     "disruptor": "Disruptor (Java)",
 }
-PG_LABELS = {"ring": "ring table (HOT updates, logged)"}
+PG_LABELS: dict[str, str] = {}  # the PostgreSQL ring is called "ring" too: one design, one name
 
 RUNS_COLUMNS = ("variant", "sessions", "throughput")
 FALSE_SHARING_COLUMNS = ("layout", "threads", "increments_per_thread", "ns_per_increment")

@@ -339,6 +339,15 @@ def regime_numbers(db: LmaxRecording, d: pd.DataFrame) -> dict[str, Any]:
     n["db_ring_vs_queue"] = (f"the ring delivered {x:.1f}× the messages of an INSERT/DELETE queue table"
                              if not math.isnan(x) else "this recording has no ring and INSERT/DELETE queue to set "
                              "side by side there")
+    # the queue table at the deciding point: what its producer pushed, where its sessions' time went
+    n["db_naive_push_reg"] = _at(d, "naive", reg, "throughput") if reg is not None else NAN
+    w = db.waits if db.waits is not None else pd.DataFrame(columns=["variant", "sessions", "wait", "share"])
+    at = w[(w["variant"] == "naive") & (w["sessions"] == reg)] if reg is not None else w.iloc[0:0]
+    n["db_naive_cpu_pct"] = float(at.loc[at["wait"] == "CPU", "share"].sum() * 100) if len(at) else NAN
+    n["db_naive_lock_pct"] = float(at.loc[at["wait"].str.startswith("Lock:"), "share"].sum() * 100) \
+        if len(at) else NAN
+    n["db_queue_consumers_words"] = (f"{reg} consumer{'s' if reg != 1 else ''}" if reg is not None
+                                     else "no deciding point")
     n["db_spread_sentence"] = spread_sentence(db)
     return n
 

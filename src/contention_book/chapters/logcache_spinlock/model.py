@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..shared.capacity import Input, Prediction, card_input, card_of, measured_value, predict, range_prediction
 from .spec import SPEC
 
-CITE = "Adkin 2015 (seed 001)"
+CITE = "Adkin 2015"
 
 
 def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:

@@ -124,7 +124,7 @@ def write_adkin(dest) -> None:
 
 
 def write_c2c(dest) -> None:
-    engine = {"name": "native", "version": "as published (CAS ping-pong, median)", "build": None, "edition": None}
+    engine = {"name": "native", "version": "Rust (the core-to-core-latency tool: CAS ping-pong, median), as published", "build": None, "edition": None}
     with RecordingWriter(dest, chapter=CHAPTER, kind="published", engine=engine, host=C2C_HOST,
                          parameters={"method": "cas ping-pong between two pinned threads, median round trip / 2"},
                          citation=NVIENNOT, started="n.d.",

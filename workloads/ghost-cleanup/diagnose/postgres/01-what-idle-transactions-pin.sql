@@ -2,6 +2,7 @@
 -- snapshot (an idle REPEATABLE READ or SERIALIZABLE transaction, or a statement still running),
 -- and no version deleted after it can be removed.  backend_xid set: the session has written and
 -- not committed.  An idle READ COMMITTED transaction that has only read shows neither.
+-- Source: pg_stat_activity (backend_xid, backend_xmin), https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW
 SELECT
     pid,
     usename,

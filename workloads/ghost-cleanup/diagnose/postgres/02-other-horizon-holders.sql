@@ -1,5 +1,6 @@
 -- Besides sessions, replication slots and prepared transactions also hold the horizon back;
 -- they survive disconnects and restarts, so look here when no session explains it.
+-- Sources: https://www.postgresql.org/docs/current/view-pg-replication-slots.html and https://www.postgresql.org/docs/current/view-pg-prepared-xacts.html
 SELECT 'replication slot' AS holder, slot_name AS name, xmin, catalog_xmin,
        age(xmin) AS xmin_age_in_transactions
 FROM pg_replication_slots

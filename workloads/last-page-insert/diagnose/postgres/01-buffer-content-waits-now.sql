@@ -2,6 +2,7 @@
 -- apart: a rightmost-leaf hot spot shows as several backends in LWLock /
 -- BufferContent on the same INSERT (an exclusive buffer content lock is what a
 -- backend takes to add to a page).
+-- Source: pg_stat_activity and the wait events, https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW
 SELECT wait_event_type,
        wait_event,
        count(*) AS backends,

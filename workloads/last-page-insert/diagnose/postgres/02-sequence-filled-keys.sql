@@ -2,6 +2,7 @@
 -- or a DEFAULT nextval(...)): every insert into them goes to the rightmost leaf.
 -- With the tables' insert counts since the statistics were reset, so the busiest
 -- come first.
+-- Sources: https://www.postgresql.org/docs/current/catalog-pg-index.html, https://www.postgresql.org/docs/current/catalog-pg-attribute.html (attidentity), https://www.postgresql.org/docs/current/catalog-pg-attrdef.html
 SELECT n.nspname AS schema_name,
        t.relname AS table_name,
        ic.relname AS index_name,

@@ -1,6 +1,7 @@
 -- Queue-shaped tables: many inserts and deletes (a delete-based queue) or many updates (a
 -- ring updated in place).  A delete-based queue shows dead tuples piling up between vacuums;
 -- a ring should show nearly every update as HOT (heap-only: no new index entry).
+-- Source: pg_stat_user_tables (n_tup_hot_upd: https://www.postgresql.org/docs/current/storage-hot.html), https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ALL-TABLES-VIEW
 SELECT relname,
        n_live_tup,
        n_dead_tup,

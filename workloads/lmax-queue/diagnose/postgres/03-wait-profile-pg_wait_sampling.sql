@@ -1,16 +1,31 @@
--- The same waits sampled continuously by the pg_wait_sampling extension (loaded through
--- shared_preload_libraries and created in this database); without it, this says so.
+-- Where the queue's sessions spent their working time over a longer stretch: wait events
+-- sampled in the background by the pg_wait_sampling extension (loaded through
+-- shared_preload_libraries and created in this database; without it, this says so).
+-- Unlike the snapshot of active sessions before it, this counts every sample since the
+-- profile was last reset (SELECT pg_wait_sampling_reset_profile();), per process: the join
+-- keeps the client backends still connected (background processes sit in Activity:* waits),
+-- and Client:ClientRead, the wait of a session idle between statements, is left out.
+-- Sources: pg_wait_sampling_profile, https://github.com/postgrespro/pg_wait_sampling (README);
+-- backend_type and the wait events,
+-- https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW
 CREATE OR REPLACE FUNCTION pg_temp.queue_wait_profile()
-RETURNS TABLE (event_type text, event text, samples bigint)
+RETURNS TABLE (event_type text, event text, samples bigint, pct_of_working_samples numeric)
 LANGUAGE plpgsql AS $$
 BEGIN
     IF to_regclass('pg_wait_sampling_profile') IS NULL THEN
-        RETURN QUERY SELECT 'pg_wait_sampling is not installed in this database'::text, NULL::text, NULL::bigint;
+        RETURN QUERY SELECT 'pg_wait_sampling is not installed in this database'::text, NULL::text,
+                            NULL::bigint, NULL::numeric;
         RETURN;
     END IF;
     RETURN QUERY EXECUTE
-        'SELECT coalesce(event_type, ''CPU'')::text, coalesce(event, ''running'')::text, sum(count)::bigint
-         FROM pg_wait_sampling_profile GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 15';
+        'SELECT coalesce(p.event_type, ''CPU'')::text, coalesce(p.event, ''running'')::text,
+                sum(p.count)::bigint,
+                round(100.0 * sum(p.count) / sum(sum(p.count)) OVER (), 1)
+         FROM pg_wait_sampling_profile AS p
+         JOIN pg_stat_activity AS a ON a.pid = p.pid AND a.backend_type = ''client backend''
+         WHERE p.pid <> pg_backend_pid()
+           AND (p.event_type, p.event) IS DISTINCT FROM (''Client'', ''ClientRead'')
+         GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 15';
 END
 $$;
 SELECT * FROM pg_temp.queue_wait_profile();

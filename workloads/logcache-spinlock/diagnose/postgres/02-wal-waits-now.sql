@@ -1,5 +1,6 @@
 -- Backends waiting on WAL right now: the insertion locks (LWLock WALInsert), the write lock (LWLock WALWrite),
 -- buffer mapping (WALBufMapping) and WAL I/O.  One snapshot; in psql, repeat it with \watch 0.5.
+-- Source: the LWLock and IO wait events, https://www.postgresql.org/docs/current/monitoring-stats.html#WAIT-EVENT-TABLE
 SELECT wait_event_type,
        wait_event,
        count(*) AS backends
