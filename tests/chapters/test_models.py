@@ -300,3 +300,14 @@ def test_findings_section_for_this_machine(tmp_path):
     assert list(rows) == ["latch-fairness"]
     md = machine_predictions_markdown(rows)
     assert md.startswith("## Predictions for this machine") and "| latch-fairness | q | X = 1 \\| 2 |" in md
+
+
+def test_a_model_outside_its_domain_draws_no_curve():
+    import matplotlib
+    matplotlib.use("Agg")
+    from contention_book.chapters.latch_fairness import model
+    from contention_book.chapters.shared.capacity_page import figure
+    slow = {"t_wake": ns("w", "t_wake", 100_000), "t_xfer": ns("x", "t_xfer", 20)}
+    bound, unfair = model.predictions(latch_shown(1e9 / (60 + 100_000)), costs=slow)
+    assert unfair.category == "model invalid"
+    assert figure([unfair]) is None and len(figure([bound, unfair]).axes) >= 1

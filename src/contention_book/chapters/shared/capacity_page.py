@@ -75,7 +75,8 @@ def _x_range(p: Prediction) -> np.ndarray:
 
 def figure(preds: Sequence[Prediction | dict]):
     """One panel per prediction: the predicted curve with its band as one input varies, and the article's point."""
-    drawable = [p for p in preds if isinstance(p, Prediction) and p.f is not None and p.vary]
+    drawable = [p for p in preds if isinstance(p, Prediction) and p.f is not None and p.vary
+                and p.category != "model invalid"]  # a curve outside its domain (a negative time) shows nothing
     if not drawable:
         return None
     fig, axes = plt.subplots(1, len(drawable), figsize=(3.4 * len(drawable), 2.9), squeeze=False)
