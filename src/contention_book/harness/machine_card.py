@@ -436,6 +436,30 @@ def cards_markdown(data_root: Path | None = None) -> str:
     return "\n".join(out)
 
 
+MODELS_METHOD = (  # Findings' paragraph on how the capacity models are built and judged (book_pages uses it)
+    "Each chapter ends (on its details page) with small models whose costs come only from the machine card of the "
+    "recording the page renders (a line transfer, a futex wake-up, increment costs, measured on the run's CPUs at "
+    "its start and end), plus uncontended measurements of the same recording and the article's description of its "
+    "workload. Each model first predicts one of this machine's own contended measurements (*Predictions for this "
+    "machine*); only then does it predict a number the article published, which is never an input. Intervals are "
+    "95%, propagated from the inputs' intervals; a published number keeps its own precision (\"around 5.5 s\" is "
+    "5.45–5.55 s) and a published bound (\"over 4 min\") is compared as a bound. *Predicted*: the value overlaps "
+    "the interval; *predicted as a bound* or *as a range*: it lies on the bound's side or inside a range of two "
+    "limiting cases (a range is never a probability interval); *missed*: outside, by the computed ratio. Not "
+    "scored: *model invalid* (the output leaves the model's domain, such as a negative time, or the run does not "
+    "test the model), *published only* (every input is published), *workload bound* (it follows from the "
+    "workload's description alone), *model failed here* (the model missed this machine first), and *no model*. A "
+    "card that breaks a rule of physics is shown with the rule, and no model uses the cost it breaks.")
+USL_METHOD = (
+    "Where a measured curve has four or more concurrency levels within the machine's CPUs (one of them a single "
+    "session), the chapter fits Gunther's Universal Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) to those "
+    "levels with SciPy's curve_fit (in log throughput), with percentile intervals from scipy.stats.bootstrap, and "
+    "shows the residuals. σ is the serial fraction (contention), κ the cost of keeping shared data coherent, and "
+    "the curve peaks at N* = √((1−σ)/κ). One line transfer per operation is a serial cost, so its counterpart "
+    "(t_xfer · λ, from the recording's card) stands beside σ. Levels beyond the CPUs are not fitted: there, σ "
+    "would also hold the time threads wait for a CPU. On this book's own 2-CPU recordings no curve qualifies.")
+
+
 def machine_predictions_markdown(rows_by_chapter: Mapping[str, Sequence[Mapping]]) -> str:
     """The Findings section "Predictions for this machine": each chapter's rows (saved by the chapter as
     ``<chapter>-machine.json``), with the same columns and verdict rule as the article predictions."""
