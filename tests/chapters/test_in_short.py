@@ -1,0 +1,123 @@
+"""The "In short" openings: the finding, its number, the action, then every verdict beside its own number
+(issue 31, item 12), and the numbers the openings and verdict rows print where an expert found them wrong."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from contention_book.chapters import ghost_cleanup, last_page_insert, latch_fairness, lmax_queue, logcache_spinlock
+from contention_book.chapters.shared.claims import head
+from contention_book.chapters.shared.in_short import number, verdict_list
+from contention_book.harness.provenance import engine_words
+
+UNTESTED = ("not testable here", "not testable with this recording")
+
+
+def _words(markdown: str) -> int:
+    text = re.sub(r"```\{admonition\} In short\n:class: tip\n|```", "", markdown)
+    return len(re.sub(r"[*`]", "", text).split())
+
+
+def test_number_reads_the_median_and_its_interval():
+    assert number("records/s 73.7× (15.9×–147.5×) the fair lock's") == "73.7× (15.9×–147.5×)"
+    assert number("9% -> 6% of samples (0.68× (0.54×–0.76×))") == "0.68× (0.54×–0.76×)"
+    assert number("1.07× (range 0.99×–1.22×, 3 runs) the ring") == "1.07× (range 0.99×–1.22×, 3 runs)"
+    assert number("ratio 6.2× (6.2×–6.2×)") == "6.2×"  # an interval of one value is one value
+    assert number("PostgreSQL has no such option") == ""
+
+
+def test_verdict_list_puts_each_verdict_beside_its_number_and_groups_the_untested():
+    rows = pd.DataFrame([
+        {"claim": "a", "measured": "2.0× (1.5×–2.5×) faster", "verdict": "direction reproduced"},
+        {"claim": "b", "measured": "0.9× (0.8×–1.2×)", "verdict": "inconclusive: the interval straddles 1"},
+        {"claim": "c", "measured": "needs SQL Server", "verdict": "not testable here: needs SQL Server"},
+    ])
+    text = verdict_list(rows, {"a": "A", "b": "B", "c": "C", "d": "D"}, {"b": "0.9×"})
+    assert "A, 2.0× (1.5×–2.5×): *direction reproduced*" in text
+    assert "B, 0.9×: *inconclusive*" in text
+    assert "*not testable here*: C" in text and "*not testable with this recording*: D" in text
+
+
+def _in_shorts():
+    out = {}
+    sh = latch_fairness.load_shown("")
+    out["latch-fairness"] = (latch_fairness.key_numbers(sh)["in_short"], latch_fairness.verdicts(sh))
+    sh = logcache_spinlock.load_shown("")
+    out["logcache-spinlock"] = (logcache_spinlock.key_numbers(sh)["lc_in_short"], logcache_spinlock.verdicts(sh))
+    sh = ghost_cleanup.load_shown("")
+    rows = ghost_cleanup.verdicts(sh)
+    out["ghost-cleanup"] = (ghost_cleanup.in_short.in_short(sh, rows, ghost_cleanup.key_numbers(sh)), rows)
+    sh = last_page_insert.load_shown("")
+    out["last-page-insert"] = (last_page_insert.key_numbers(sh)["lpi_in_short"], last_page_insert.verdicts(sh))
+    sh = lmax_queue.load_shown("")
+    rows = lmax_queue.verdicts(sh)
+    out["lmax-queue"] = (lmax_queue.claims.verdict_words(rows, sh)["lmax_in_short"], rows)
+    return out
+
+
+@pytest.fixture(scope="module")
+def in_shorts():
+    return _in_shorts()
+
+
+@pytest.mark.parametrize("chapter", ["latch-fairness", "logcache-spinlock", "ghost-cleanup", "last-page-insert",
+                                     "lmax-queue"])
+def test_every_opening_names_every_verdict_and_stays_short(in_shorts, chapter):
+    text, rows = in_shorts[chapter]
+    assert "**For a DBA:**" in text and "**Verdicts" in text
+    listed = text.split("**Verdicts", 1)[1]
+    for word in rows["verdict"].map(head):
+        assert f"*{word}*" in listed, (chapter, word)
+    judged = rows[~rows["verdict"].map(head).isin(UNTESTED)]
+    assert listed.count(": *") >= len(judged), chapter  # one "label, number: *verdict*" per judged claim
+    assert _words(text) <= 185, (chapter, _words(text))  # the browser test allows 190 rendered words
+
+
+def test_the_queue_chapter_shows_its_inconclusive_lead_claim_and_no_borrowed_ratio(in_shorts):
+    text, rows = in_shorts["lmax-queue"]
+    lead = rows[rows["claim"] == lmax_queue.claims.C["ring_1p"]].iloc[0]
+    assert head(lead["verdict"]) == "inconclusive"
+    assert f"{number(lead['measured'])}: *inconclusive*" in text
+    unlogged = rows[rows["claim"] == lmax_queue.claims.C["non_durable"]].iloc[0]
+    assert f"{number(unlogged['measured'])}: *inconclusive*" in text
+    assert "2.3×" not in text and "confounded" in text
+
+
+def test_the_last_page_chapter_shows_both_hash_rows(in_shorts):
+    text, rows = in_shorts["last-page-insert"]
+    for key in ("hash_rate", "hash_waits"):
+        row = rows[rows["claim"] == last_page_insert.claims.C[key]].iloc[0]
+        assert f"{number(row['measured'])}: *{head(row['verdict'])}*" in text
+
+
+def test_no_ratio_to_zero_in_the_ghost_pile_up_row():
+    sh = ghost_cleanup.load_shown("")
+    row = ghost_cleanup.verdicts(sh).set_index("claim").loc[ghost_cleanup.claims.CLAIMS["pile_up"]]
+    assert "0 after cleanup" in row["measured"] and "×" not in row["measured"]
+
+
+def test_the_xdesmgr_analogue_is_computed_from_the_recording():
+    sh = logcache_spinlock.load_shown("")
+    pg = sh.measured.get("postgres")
+    w = pd.read_csv(pg.recording.path / "samples" / "wait_shares.csv")
+    cb = w[(w["backend_type"] == "client backend") & (w["variant"] == "default")]
+    top = cb[cb["sessions"] == cb["sessions"].max()]
+    per = top.groupby(["repetition", "wait"])["samples"].sum().unstack(fill_value=0)
+    xidgen = (per["LWLock:XidGen"] / per.sum(axis=1)).median()
+    n, shares = logcache_spinlock.tables.xid_wait_shares(pg)
+    assert n == int(cb["sessions"].max()) and shares["LWLock:XidGen"].median == pytest.approx(xidgen)
+    row = logcache_spinlock.verdicts(sh).set_index("claim").loc[logcache_spinlock.claims.CLAIM5]
+    assert "LWLock:XidGen" in row["measured"] and head(row["verdict"]) == "not testable here"
+
+
+def test_the_one_session_procarray_share_is_explained_from_the_recording():
+    text = last_page_insert.key_numbers(last_page_insert.load_shown(""))["m_procarray_text"]
+    assert "LWLock:ProcArray" in text and "ProcArrayLock" in text and "sampling off" in text
+
+
+def test_published_in_process_recordings_name_their_language():
+    assert engine_words({"kind": "published", "engine": {"name": "native", "version": "Java (the paper's JVM)"}}) \
+        == "Java (the paper's JVM)"
+    assert engine_words({"kind": "measured", "engine": {"name": "native", "version": "cc 12.2"}}) == "C programs"
