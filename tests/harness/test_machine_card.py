@@ -167,3 +167,25 @@ def test_a_card_started_before_the_run_is_not_marked_added_after(tmp_path):
     mc.add_to_recording(tmp_path / "r", log=lambda s: None, run=fake_run(QUIET), started=started)
     got = mc.load(Recording.open(tmp_path / "r"))
     assert "added_after_the_run" not in got and got["placement_moved"] == ["one_way_transfer"]
+
+
+def test_around_measures_before_and_after_a_run_and_adds_the_card(tmp_path, monkeypatch):
+    calls, real = [], mc.measure_phase
+
+    def phase(pair, repetitions=31, run=None):
+        calls.append(pair)
+        return real(pair, run=fake_run(QUIET))
+    monkeypatch.setattr(mc, "measure_phase", phase)
+    monkeypatch.setattr(mc, "run_cpus", lambda: [0, 1])
+    dest = tmp_path / "rec"
+    script = ("from contention_book.harness.recording import RecordingWriter\n"
+              f"w = RecordingWriter({str(dest)!r}, chapter='latch-fairness', kind='measured', "
+              "engine={'name': 'native', 'version': 'cc'}, host={'cpu_model': None, 'sockets': 1, 'cores': 2, "
+              "'logical_cpus': 2, 'numa_nodes': 1}, parameters={}, "
+              "measured={'tool': 't', 'tool_version': '0', 'command': 'c'})\n"
+              "w.write_text('runs.csv', 'a\\n1\\n')\nw.close()\n")
+    assert mc.main(["around", str(dest), "--", sys.executable, "-c", script]) == 0
+    got = mc.load(Recording.open(dest))
+    assert calls == [[0, 1], [0, 1]] and set(got["phases"]) == {"start", "end"}
+    assert "added_after_the_run" not in got
+    assert mc.main(["around", str(tmp_path / "none"), "--", sys.executable, "-c", "raise SystemExit(3)"]) == 3
