@@ -123,3 +123,25 @@ def test_an_unreadable_journal_is_named(tmp_path):
     with pytest.raises(G.RestoreFailed, match=f"journal {path}: unreadable"):
         with G.journal(path, lambda db: Conn([], []), log=lambda *_: None):
             pass
+
+
+class SignalledAfterRunning(Conn):
+    """The server runs the statement; the stop signal lands before the client has marked it applied."""
+
+    def execute(self, sql):
+        super().execute(sql)
+        if sql.startswith("APPLY"):
+            raise KeyboardInterrupt("SIGINT just after the statement ran")
+        return self
+
+
+def test_a_stop_signal_landing_just_after_a_change_ran_still_restores_it():
+    """The flaky SIGINT fault test (issue 36): DBCC TRACEON had run on the server, the signal arrived before the
+    guard counted the change as applied, and the trace flag was left on."""
+    log = []
+    g = G.StateGuard(lambda db: Conn(log, []) if log else SignalledAfterRunning(log, []), [change("a")],
+                     log=lambda *_: None)
+    with pytest.raises(KeyboardInterrupt):
+        with g:
+            pass
+    assert log == ["APPLY a", "RESTORE a"]

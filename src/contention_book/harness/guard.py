@@ -189,16 +189,22 @@ class StateGuard:
         """Run the statements; the change counts as applied once one of them has succeeded.
 
         A change refused outright (no permission, say) changed nothing and needs no restore; one
-        that failed halfway is restored like a whole one.
+        that failed halfway is restored like a whole one.  A stop signal during a statement counts as
+        applied: the server may have run it before the signal landed (a SIGINT just after DBCC TRACEON
+        returned left the flag on), and restoring a change that did not happen only writes the prior state.
         """
         conn = self.connect(change.database)
         change.applied = change.restore_if_attempted
         try:
             cur = conn.cursor()
             for sql in statements:
-                cur.execute(sql)
-                while cur.nextset():
-                    pass
+                try:
+                    cur.execute(sql)
+                    while cur.nextset():
+                        pass
+                except KeyboardInterrupt:
+                    change.applied = True
+                    raise
                 change.applied = True
         finally:
             conn.close()
