@@ -157,3 +157,15 @@ def test_cli_reads_files_gzip_and_stdin_and_names_bad_input(tmp_path, capsys):
     bad.write_bytes(gzip.compress(text.encode())[:40])
     assert main(["offcpu", str(bad)]) == 2
     assert f"{bad}: expected a complete gzip stream" in capsys.readouterr().err
+
+
+def test_threads_only_leaves_out_the_main_thread_and_tids_select_threads(tmp_path):
+    text = (_switch("bench", 10, "1.000000", "S", "bench", 11, FUTEX).replace("bench 10/10", "bench 10/10")
+            + _switch("bench", 11, "1.000100", "S", "bench", 12, FUTEX).replace("bench 11/11", "bench 10/11")
+            + _switch("bench", 12, "1.000300", "S", "bench", 11, FUTEX).replace("bench 12/12", "bench 10/12")
+            + _switch("bench", 11, "1.000400", "S", "bench", 10, FUTEX).replace("bench 11/11", "bench 10/11"))
+    p = _capture(tmp_path, text)
+    assert sum(offcpu.offcpu(p).stacks.values()) == 400 + 200  # main (10) 400 µs, worker 11 200 µs
+    workers = offcpu.offcpu(p, threads_only=True)
+    assert list(workers.stacks.values()) == [200] and all("(10)" in k for k in workers.stacks)
+    assert sum(offcpu.offcpu(p, tids=[10]).stacks.values()) == 400

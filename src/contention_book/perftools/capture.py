@@ -394,13 +394,13 @@ class OffCpuRecorder:
     """
 
     def __init__(self, out, *, name: str, pids: Iterable[int] = (), comms: Iterable[str] = (), perf: str = "perf",
-                 call_graph: str | None = "fp"):
+                 call_graph: str | None = "fp", threads_only: bool = False):
         out = Path(out)
         self.status = OffCpuStatus(pids=[int(p) for p in pids], comms=[str(c) for c in comms],
                                    offcpu_path=str(out / f"{name}.offcpu-folded.gz"),
                                    wakeup_path=str(out / f"{name}.wakeup-folded.gz"),
                                    call_graph=(call_graph or DEFAULT_CALL_GRAPH))
-        self.perf = perf
+        self.perf, self.threads_only = perf, threads_only
         self._proc: subprocess.Popen | None = None
         self._tmp: str | None = None
         self._err = None
@@ -418,23 +418,51 @@ class OffCpuRecorder:
         try:
             self._tmp = tempfile.mkdtemp(prefix="perftools-offcpu-")
             switch, waking = _filters(st.pids, st.comms)
+            ctl, ack = os.path.join(self._tmp, "ctl"), os.path.join(self._tmp, "ack")
+            os.mkfifo(ctl)
+            os.mkfifo(ack)
+            # -D -1: the events start disabled; 'enable' on the control fifo turns them on and perf answers 'ack'
+            # once they are, so the caller's workload never starts before the capture does (on a loaded
+            # machine perf took 1.4 s to set up system-wide tracing)
             st.command = [shutil.which(self.perf) or self.perf, "record", "-a", *call_graph_args(st.call_graph),
                           "-e", "sched:sched_switch", "--filter", switch, "-e", "sched:sched_waking",
-                          "--filter", waking, "-o", os.path.join(self._tmp, "perf.data")]
+                          "--filter", waking, "-D", "-1", "--control", f"fifo:{ctl},{ack}",
+                          "-o", os.path.join(self._tmp, "perf.data")]
             self._err = open(os.path.join(self._tmp, "record.err"), "w+")
             self._proc = subprocess.Popen(st.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                           stderr=self._err, start_new_session=True)
+            acked = self._enable(ctl, ack)
         except (OSError, ValueError) as exc:
             st.why = f"could not start perf: {exc}"
+            if self._proc is not None and self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
             self._proc = None
             return st
         st.started, self._t0 = time.time(), time.monotonic()
-        st.why = "recording"
-        for _ in range(10):
-            if self._proc.poll() is not None:
-                break
-            time.sleep(0.03)
+        st.why = "recording" if acked else "recording (perf did not confirm it had started within 30 s)"
         return st
+
+    def _enable(self, ctl: str, ack: str, timeout: float = 30.0) -> bool:
+        """Ask perf to start its events; True once it says it has (False: it did not answer in time)."""
+        import select
+
+        # O_RDWR: opening a fifo's end never blocks then, even before perf has opened its own
+        cfd, afd = os.open(ctl, os.O_RDWR | os.O_NONBLOCK), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        try:
+            os.write(cfd, b"enable\n")
+            deadline = time.monotonic() + timeout
+            got = b""
+            while time.monotonic() < deadline and self._proc is not None and self._proc.poll() is None:
+                ready, _, _ = select.select([afd], [], [], 0.1)
+                if ready:
+                    got += os.read(afd, 64)
+                    if b"ack" in got:
+                        return True
+            return False
+        finally:
+            os.close(cfd)
+            os.close(afd)
 
     def _stderr(self) -> str:
         if self._err is None:
@@ -485,6 +513,7 @@ class OffCpuRecorder:
             st.why = f"perf script failed with code {r.returncode}: {_tail(r.stderr)}"
             return
         who = {"tids": st.pids} if st.pids else {"comms": st.comms}
+        who["threads_only"] = self.threads_only
         off = offcpu.offcpu(script, **who)
         wake = offcpu.wakeup(script, **who)
         st.events = sum(off.events.values())
@@ -514,11 +543,12 @@ def offcpu_row(status: OffCpuStatus, **keys) -> dict:
     return {c: row.get(c) for c in OFFCPU_COLUMNS}
 
 
-def start_offcpu(writer, name: str, *, pids=(), comms=(), perf: str | None = None) -> OffCpuRecorder:
+def start_offcpu(writer, name: str, *, pids=(), comms=(), perf: str | None = None,
+                 threads_only: bool = False) -> OffCpuRecorder:
     """An :class:`OffCpuRecorder` into ``writer``'s ``stacks/`` (a recording writer: ``file_path``,
     ``append_csv``, ``add_note``), started.  ``PERF`` names another perf binary, as for CPU stacks."""
     rec = OffCpuRecorder(writer.file_path("stacks/offcpu_captures.csv").parent, name=name, pids=pids, comms=comms,
-                         perf=perf or os.environ.get("PERF", "perf"))
+                         perf=perf or os.environ.get("PERF", "perf"), threads_only=threads_only)
     rec.start()
     return rec
 

@@ -105,7 +105,8 @@ def _process(comm: str, pid: int) -> str:
 
 
 def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | None, wake: bool,
-          tids: Iterable[int] | None = None, comms: Iterable[str] | None = None) -> Folded:
+          tids: Iterable[int] | None = None, comms: Iterable[str] | None = None,
+          threads_only: bool = False) -> Folded:
     name = display_name(path)
     bad = Problems(name, strict)
     other: dict[str, int] = {}
@@ -113,8 +114,10 @@ def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | Non
     tids = None if tids is None else {int(t) for t in tids}
     comms = None if comms is None else {str(c)[:15] for c in comms}  # the kernel keeps 15 characters of a name
 
+    mains: set[int] = set()  # threads_only: main threads seen (tid == pid), left out
+
     def watched(tid: int, comm: str) -> bool:
-        return (tids is None or tid in tids) and (comms is None or comm in comms)
+        return (tids is None or tid in tids) and (comms is None or comm in comms) and tid not in mains
 
     out = Folded({}, source=name)
     ns: dict[str, int] = defaultdict(int)
@@ -135,6 +138,9 @@ def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | Non
                     out.intervals += 1
             elif ev.next_tid and watched(ev.next_tid, ev.next_comm):
                 out.began_before += 1
+            if threads_only and ev.prev_tid == ev.pid:
+                mains.add(ev.prev_tid)
+                opened.pop(ev.prev_tid, None)
             if ev.prev_tid and watched(ev.prev_tid, ev.comm):  # tid 0 is the idle task: never a waiter
                 frames = ";".join(_clean(f) for f in reversed(ev.frames))
                 root = _process(ev.comm, ev.pid) if process_root else ""
@@ -191,19 +197,26 @@ def _fold(path, *, strict: bool, process_root: bool, states: Iterable[str] | Non
 
 
 def offcpu(path, *, strict: bool = False, process_root: bool = True, states: Iterable[str] | None = None,
-           tids: Iterable[int] | None = None, comms: Iterable[str] | None = None) -> Folded:
+           tids: Iterable[int] | None = None, comms: Iterable[str] | None = None,
+           threads_only: bool = False) -> Folded:
     """Off-CPU stacks of a ``perf script`` text of sched_switch events, in µs blocked; see the module doc.
 
     ``states``: keep only intervals in these states (``"S"``, ``"D"``; a
     one-letter state also keeps its variants, ``R`` keeps ``R+``).
     ``tids`` / ``comms``: fold only these threads (ids, or names as the
     kernel keeps them); a capture filtered to some threads also holds the
-    switch-outs of the threads that ran before them, which are not theirs."""
-    return _fold(path, strict=strict, process_root=process_root, states=states, wake=False, tids=tids, comms=comms)
+    switch-outs of the threads that ran before them, which are not theirs.
+    ``threads_only``: leave out each process's main thread (tid = pid; needs
+    headers with ``pid/tid``), which in a benchmark only sleeps while its
+    workers run."""
+    return _fold(path, strict=strict, process_root=process_root, states=states, wake=False, tids=tids, comms=comms,
+                 threads_only=threads_only)
 
 
 def wakeup(path, *, strict: bool = False, states: Iterable[str] | None = None,
-           tids: Iterable[int] | None = None, comms: Iterable[str] | None = None) -> Folded:
+           tids: Iterable[int] | None = None, comms: Iterable[str] | None = None,
+           threads_only: bool = False) -> Folded:
     """Wake-up stacks (woken thread; waker's stack leaf first; waker), in µs the woken thread was blocked;
     ``tids`` / ``comms`` select the woken threads."""
-    return _fold(path, strict=strict, process_root=True, states=states, wake=True, tids=tids, comms=comms)
+    return _fold(path, strict=strict, process_root=True, states=states, wake=True, tids=tids, comms=comms,
+                 threads_only=threads_only)

@@ -90,7 +90,7 @@ def offcpu_runs(ctx, runs: pd.DataFrame, args: list[str], thread_list, duration_
         extra = list(args)
         for flag, value in (("--kinds", kind), ("--threads", str(n)), ("--repetitions", "1")):
             extra[extra.index(flag) + 1] = value
-        rec = start_offcpu(ctx.writer, kind, comms=[PROGRAM])
+        rec = start_offcpu(ctx.writer, kind, comms=[PROGRAM], threads_only=True)  # the workers, not main's sleep
         try:
             row = native.run(PROGRAM, extra, timeout_s=duration_ms / 1000 * 3 + 60)
         finally:
