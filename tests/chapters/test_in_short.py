@@ -25,6 +25,7 @@ def test_number_reads_the_median_and_its_interval():
     assert number("9% -> 6% of samples (0.68× (0.54×–0.76×))") == "0.68× (0.54×–0.76×)"
     assert number("1.07× (range 0.99×–1.22×, 3 runs) the ring") == "1.07× (range 0.99×–1.22×, 3 runs)"
     assert number("ratio 6.2× (6.2×–6.2×)") == "6.2×"  # an interval of one value is one value
+    assert number("ratio 6.2× (6.2–6.2)") == "6.2×"
     assert number("PostgreSQL has no such option") == ""
 
 

@@ -26,7 +26,8 @@ def number(measured: str) -> str:
         return ""
     median, _, inside = m.group(0).partition(" (")
     ends = inside.rstrip(")").removeprefix("range ").removeprefix("95% interval ").split(",")[0].split("–")
-    return median if all(e.strip() == median for e in ends) else m.group(0)  # 6.2× (6.2×–6.2×) is just 6.2×
+    bare = [re.sub(r"[^\d./]", "", e) for e in (median, *ends)]
+    return median if len(set(bare)) == 1 else m.group(0)  # 6.2× (6.2–6.2) is just 6.2×
 
 
 def verdict_list(rows: pd.DataFrame, labels: Mapping[str, str], numbers: Mapping[str, str] | None = None) -> str:
