@@ -33,8 +33,12 @@ Open loop: at 50% and 90% of pgbench's closed-loop rate at --open-sessions
 sessions, ``pgbench -R`` (per-transaction log, latency from each
 transaction's scheduled start) against the driver's ``rate`` (Poisson, the
 same definition), with each client; it prints the p99 latency ratio (goal
-<= 1.2), and the schedule lag (scheduled start to actual start) apart from
-the service time (actual start to end) for pgbench and the driver.  Last, each
+<= 1.2 at both), the schedule lag (scheduled start to actual start) apart
+from the service time (actual start to end) for pgbench and the driver, which
+of the two carries the driver's excess, and each client's CPU per call.
+``--open-only`` runs just this part (one closed-loop pgbench run for the rate,
+then the points; ``--open-only --seconds 3 --repeats 4`` takes about two
+minutes), for a quick paired check on a shared machine.  Last, each
 wait sampler (pg_wait_sampling in the server, polling pg_stat_activity at
 20 Hz) with its observer cost in CPU per second of run.  These are figures
 for a reader, not timed unit tests.
@@ -198,11 +202,18 @@ def main(argv=None) -> int:
     ap.add_argument("--observer-repeats", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3, help="alternating pgbench/driver runs per session count")
     ap.add_argument("--open-sessions", type=int, default=4, help="sessions of the open-loop comparison (default 4)")
+    ap.add_argument("--open-only", action="store_true",
+                    help="only the open-loop comparison (one closed-loop pgbench run for its rate, then the -R points;"
+                         " clients default to loop): a quick check, e.g. --open-only --seconds 3 --repeats 4")
+    ap.add_argument("--shares", default="0.5,0.9", help="open-loop loads as shares of pgbench's closed-loop rate")
     ap.add_argument("--clients", default="pyodbc,psycopg,loop",
                     help="driver clients to compare (default pyodbc,psycopg,loop): pyodbc over psqlODBC and psycopg "
                          "(harness.pg_client over libpq) run a thread per session; loop is psycopg on the event loop "
                          "(harness.pg_loop), what the PostgreSQL chapters run")
     args = ap.parse_args(argv)
+    if args.open_only and "--clients" not in " ".join(argv if argv is not None else sys.argv):
+        args.clients = GOAL_CLIENT
+    shares = [float(x) for x in args.shares.split(",") if x.strip()]
     counts = [int(x) for x in args.sessions.split(",") if x.strip()]
     secs = args.seconds
 
@@ -274,160 +285,161 @@ def main(argv=None) -> int:
 
         kinds = ["pgbench", "floor", *clients, "pgb-prep"]
         rows, cpu_rows = [], []
-        for n in counts:
-            thr = {k: [] for k in kinds}
-            cpu = {k: [] for k in kinds}
-            for rep in range(args.repeats):  # every kind once per repetition, the order rotating, so drift hits all
-                order = kinds[rep % len(kinds):] + kinds[:rep % len(kinds)]
-                for which in order:
-                    truncate()
-                    if which in ("pgbench", "pgb-prep"):
-                        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                        thr[which].append(pgbench(pg, exe, script, n, secs,
-                                                  "prepared" if which == "pgb-prep" else "simple"))
-                        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                        cpu[which].append((ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
-                                          / max(thr[which][-1] * secs, 1))
-                    elif which == "floor":
-                        rate, per_call = odbc_floor(floor_exe, floor_conn, floor_sql, session_sql[0], n, secs)
-                        thr[which].append(rate)
-                        cpu[which].append(per_call)
-                    else:
-                        cpu0 = time.process_time()
-                        res = threads(n, client=which)[0]
-                        cpu[which].append((time.process_time() - cpu0) / max(res.operations, 1))
-                        thr[which].append(res.throughput)
-            ratios = {k: [t / b for t, b in zip(thr[k], thr["pgbench"])] for k in kinds[1:]}
-            cpu_rows.append((n, {k: statistics.median(v) for k, v in cpu.items()}))
-            truncate()
-            proc = run_processes(ENV_VAR, insert, sessions=n, duration_s=secs, setup=session_sql).throughput
-            truncate()
-            srv = threads(n, loop, LOOP_ROWS)[0].throughput * LOOP_ROWS
-            rows.append((n, {k: statistics.median(v) for k, v in thr.items()}, ratios, proc, srv, thr))
-            print(f"[bench-driver] {n} session(s): " + "; ".join(
-                f"{k} {', '.join(f'{x:,.0f}' for x in thr[k])}/s" for k in kinds)
-                + f"; processes {proc:,.0f}/s, server loop {srv:,.0f} rows/s", flush=True)
-
-        print(f"\nSingle-row INSERT, inserts per second, medians of {args.repeats} interleaved runs "
-              "(ratio = x / pgbench, the median of the paired ratios and their range; goal for the driver >= 0.90). "
-              "pgbench runs the simple protocol (the goal's baseline); the floor and psycopg prepare, so the server "
-              "parses and plans less for them: pgb-prep (pgbench -M prepared) shows what that alone is worth")
-        print(f"{'sessions':>8} {'pgbench':>9} " + " ".join(f"{k:>9} {'ratio':>5} {'range':>9}" for k in kinds[1:])
-              + f" {'processes':>9} {'ratio':>5} {'srv loop':>9} {'ratio':>5}")
-        for n, med, ratios, proc, srv, _runs in rows:
-            base = med["pgbench"]
-            print(f"{n:>8} {base:>9,.0f} " + " ".join(
-                f"{med[k]:>9,.0f} {statistics.median(ratios[k]):>5.2f} {min(ratios[k]):>4.2f}-{max(ratios[k]):<4.2f}"
-                for k in kinds[1:]) + f" {proc:>9,.0f} {proc / base:>5.2f} {srv:>9,.0f} {srv / base:>5.2f}")
-        print("\nWhere the time goes: client CPU per insert, µs (on this machine the client and the server share the "
-              "CPUs, so every µs the client spends is taken from the server); floor = C over psqlODBC, prepared")
-        print(f"{'sessions':>8} " + " ".join(f"{k:>9}" for k in kinds))
-        for n, med in cpu_rows:
-            print(f"{n:>8} " + " ".join(f"{med[k] * 1e6:>9.1f}" for k in kinds))
-        for k in kinds[1:]:
-            worst = min(statistics.median(r[2][k]) for r in rows)
-            goal = (f"{'meets' if worst >= 0.9 else 'misses'} the 0.90 goal" if k == GOAL_CLIENT
-                    else "for reference")
-            print(f"worst median {k}/pgbench ratio at {','.join(map(str, counts))} sessions: {worst:.2f} ({goal})")
-        for k in clients:
-            fair = [statistics.median([t / b for t, b in zip(thr_k, thr_p)]) for thr_k, thr_p in
-                    ((r[5][k], r[5]["pgb-prep"]) for r in rows)]
-            print(f"{k}/pgb-prep (pgbench -M prepared), median per session count: {', '.join(f'{x:.2f}' for x in fair)}")
-        print("the server-side loop is not a client driver and is shown for where the loop belongs")
-
-        # -- where one session's time goes, with each client ------------------------------
-        for client in clients:
-            truncate()
-            if client == "loop":  # the event loop's own time: its serving threads, each under its own profiler
-                profs, serve = [], pg_loop.serve
-
-                def profiled(*a, **k):
-                    prof = cProfile.Profile()
-                    profs.append(prof)
-                    prof.enable()
-                    try:
-                        return serve(*a, **k)
-                    finally:
-                        prof.disable()
-                pg_loop.serve = profiled
-                try:
-                    r = run_sessions(connector(client), op_for(client, insert), sessions=max(counts),
-                                     duration_s=min(secs, 3), progress=False)
-                finally:
-                    pg_loop.serve = serve
-                stats = pstats.Stats(*profs)
-                print(f"\nloop: {max(counts)} sessions under cProfile ({r.driver}): {r.throughput:,.0f} calls/s; the "
-                      "serving threads' top functions by own time (select is the wait for the server):")
-                stats.sort_stats("tottime").print_stats(8)
-                continue
-            c = connector(client)()
-            cur = c.cursor()
-            n_calls, in_exec = 0, 0.0
-            prof = cProfile.Profile()
-            prof.enable()
-            t0 = time.perf_counter()
-            while time.perf_counter() - t0 < min(secs, 3):
-                a = time.perf_counter()
-                cur.execute(insert)
-                in_exec += time.perf_counter() - a
-                n_calls += 1
-            total = time.perf_counter() - t0
-            prof.disable()
-            c.close()
-            r = run_sessions(connector(client), lambda cu, _s, _o: cu.execute(insert), sessions=1,
-                             duration_s=min(secs, 3), progress=False)
-            print(f"\n{client}: one session, bare loop (under cProfile): {n_calls / total:,.0f} calls/s, "
-                  f"{total / n_calls * 1e6:.1f} µs per call, of which {in_exec / n_calls * 1e6:.1f} µs inside execute "
-                  f"(client library, network and server) and {(total - in_exec) / n_calls * 1e6:.1f} µs of Python "
-                  f"around it; the sessions driver at 1 session: {r.throughput:,.0f}/s ({1e6 / r.throughput:.1f} µs "
-                  "per call)")
-            print(f"cProfile of that bare loop ({client}), top functions by own time:")
-            pstats.Stats(prof).sort_stats("tottime").print_stats(6)
-            if client == "psycopg":  # the adapter's own share: its execute against libpq's PQexecPrepared alone
-                c = connector(client)()
-                cur, raw = c.cursor(), c.pgconn
-                raw.prepare(b"bench_raw", insert.encode(), None)
-                costs = {}
-                for label, call in (("libpq PQexecPrepared", lambda: raw.exec_prepared(b"bench_raw", None, None)),
-                                    ("pg_client execute", lambda: cur.execute(insert))) * 2:
-                    for _ in range(100):
-                        call()
-                    c0, n_cpu = time.process_time(), 3000
-                    for _ in range(n_cpu):
-                        call()
-                    costs[label] = (time.process_time() - c0) / n_cpu * 1e6
-                c.close()
-                print("psycopg client CPU per insert, one session, no driver: "
-                      + ", ".join(f"{k} {v:.1f} µs" for k, v in costs.items())
-                      + " (the rest of a call's client CPU is libpq and the kernel's socket work)")
-        # the driver's own cost per call: the same loop, bookkeeping and all, around a call that does nothing
-        for n in (1, max(counts)):
-            idle = run_sessions(lambda: _NoConnection(), lambda _c, _s, _o: None, sessions=n, duration_s=1.0,
-                                progress=False)
-            print(f"The driver alone (a call that does nothing), {n} session(s): {idle.throughput:,.0f} calls/s, "
-                  f"{n / idle.throughput * 1e6:.2f} µs of driver time per call per session")
-
-        # -- observer effect of the wait-event sampler ------------------------------------
-        n_obs = max(c for c in counts if c <= 4)
-        on, off = [], []
-        for i in range(args.observer_repeats):
-            for flag, bucket in ((False, off), (True, on)) if i % 2 == 0 else ((True, on), (False, off)):
+        if not args.open_only:
+            for n in counts:
+                thr = {k: [] for k in kinds}
+                cpu = {k: [] for k in kinds}
+                for rep in range(args.repeats):  # every kind once per repetition, the order rotating, so drift hits all
+                    order = kinds[rep % len(kinds):] + kinds[:rep % len(kinds)]
+                    for which in order:
+                        truncate()
+                        if which in ("pgbench", "pgb-prep"):
+                            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                            thr[which].append(pgbench(pg, exe, script, n, secs,
+                                                      "prepared" if which == "pgb-prep" else "simple"))
+                            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                            cpu[which].append((ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
+                                              / max(thr[which][-1] * secs, 1))
+                        elif which == "floor":
+                            rate, per_call = odbc_floor(floor_exe, floor_conn, floor_sql, session_sql[0], n, secs)
+                            thr[which].append(rate)
+                            cpu[which].append(per_call)
+                        else:
+                            cpu0 = time.process_time()
+                            res = threads(n, client=which)[0]
+                            cpu[which].append((time.process_time() - cpu0) / max(res.operations, 1))
+                            thr[which].append(res.throughput)
+                ratios = {k: [t / b for t, b in zip(thr[k], thr["pgbench"])] for k in kinds[1:]}
+                cpu_rows.append((n, {k: statistics.median(v) for k, v in cpu.items()}))
                 truncate()
-                r, w = threads(n_obs, sampler=flag)
-                bucket.append(r.throughput)
-                if w is not None:
-                    achieved = w.achieved_hz
-        m_on, m_off = statistics.median(on), statistics.median(off)
-        loss = (m_off - m_on) / m_off * 100
-        print(f"\nObserver effect, {n_obs} sessions, {args.observer_repeats} alternating runs each: sampler off "
-              f"{m_off:,.0f}/s (runs {', '.join(f'{x:,.0f}' for x in off)}), 20 Hz sampler on {m_on:,.0f}/s "
-              f"(runs {', '.join(f'{x:,.0f}' for x in on)}; achieved {achieved:.1f} Hz): {loss:+.1f}% lost "
-              f"({'within' if loss <= 2 else 'above'} the 2% goal; run-to-run spread "
-              f"{(max(off) - min(off)) / m_off * 100:.1f}% with the sampler off)")
-        cost = sampler_cpu(conn, lambda: target.connect(DATABASE), seconds=min(secs, 5))
-        print(f"The sampler's own CPU, measured directly (it alone, {cost['hz']:.1f} Hz for {cost['seconds']:.0f} s): "
-              f"{cost['client_ms']:.2f} ms in this process and {cost['server_ms']:.2f} ms in its backend per sample, "
-              f"{cost['machine_pct']:.2f}% of this machine's {os.cpu_count()} CPUs at 20 Hz (goal: at most 2% lost)")
+                proc = run_processes(ENV_VAR, insert, sessions=n, duration_s=secs, setup=session_sql).throughput
+                truncate()
+                srv = threads(n, loop, LOOP_ROWS)[0].throughput * LOOP_ROWS
+                rows.append((n, {k: statistics.median(v) for k, v in thr.items()}, ratios, proc, srv, thr))
+                print(f"[bench-driver] {n} session(s): " + "; ".join(
+                    f"{k} {', '.join(f'{x:,.0f}' for x in thr[k])}/s" for k in kinds)
+                    + f"; processes {proc:,.0f}/s, server loop {srv:,.0f} rows/s", flush=True)
+
+            print(f"\nSingle-row INSERT, inserts per second, medians of {args.repeats} interleaved runs "
+                  "(ratio = x / pgbench, the median of the paired ratios and their range; goal for the driver >= 0.90). "
+                  "pgbench runs the simple protocol (the goal's baseline); the floor and psycopg prepare, so the server "
+                  "parses and plans less for them: pgb-prep (pgbench -M prepared) shows what that alone is worth")
+            print(f"{'sessions':>8} {'pgbench':>9} " + " ".join(f"{k:>9} {'ratio':>5} {'range':>9}" for k in kinds[1:])
+                  + f" {'processes':>9} {'ratio':>5} {'srv loop':>9} {'ratio':>5}")
+            for n, med, ratios, proc, srv, _runs in rows:
+                base = med["pgbench"]
+                print(f"{n:>8} {base:>9,.0f} " + " ".join(
+                    f"{med[k]:>9,.0f} {statistics.median(ratios[k]):>5.2f} {min(ratios[k]):>4.2f}-{max(ratios[k]):<4.2f}"
+                    for k in kinds[1:]) + f" {proc:>9,.0f} {proc / base:>5.2f} {srv:>9,.0f} {srv / base:>5.2f}")
+            print("\nWhere the time goes: client CPU per insert, µs (on this machine the client and the server share the "
+                  "CPUs, so every µs the client spends is taken from the server); floor = C over psqlODBC, prepared")
+            print(f"{'sessions':>8} " + " ".join(f"{k:>9}" for k in kinds))
+            for n, med in cpu_rows:
+                print(f"{n:>8} " + " ".join(f"{med[k] * 1e6:>9.1f}" for k in kinds))
+            for k in kinds[1:]:
+                worst = min(statistics.median(r[2][k]) for r in rows)
+                goal = (f"{'meets' if worst >= 0.9 else 'misses'} the 0.90 goal" if k == GOAL_CLIENT
+                        else "for reference")
+                print(f"worst median {k}/pgbench ratio at {','.join(map(str, counts))} sessions: {worst:.2f} ({goal})")
+            for k in clients:
+                fair = [statistics.median([t / b for t, b in zip(thr_k, thr_p)]) for thr_k, thr_p in
+                        ((r[5][k], r[5]["pgb-prep"]) for r in rows)]
+                print(f"{k}/pgb-prep (pgbench -M prepared), median per session count: {', '.join(f'{x:.2f}' for x in fair)}")
+            print("the server-side loop is not a client driver and is shown for where the loop belongs")
+
+            # -- where one session's time goes, with each client ------------------------------
+            for client in clients:
+                truncate()
+                if client == "loop":  # the event loop's own time: its serving threads, each under its own profiler
+                    profs, serve = [], pg_loop.serve
+
+                    def profiled(*a, **k):
+                        prof = cProfile.Profile()
+                        profs.append(prof)
+                        prof.enable()
+                        try:
+                            return serve(*a, **k)
+                        finally:
+                            prof.disable()
+                    pg_loop.serve = profiled
+                    try:
+                        r = run_sessions(connector(client), op_for(client, insert), sessions=max(counts),
+                                         duration_s=min(secs, 3), progress=False)
+                    finally:
+                        pg_loop.serve = serve
+                    stats = pstats.Stats(*profs)
+                    print(f"\nloop: {max(counts)} sessions under cProfile ({r.driver}): {r.throughput:,.0f} calls/s; the "
+                          "serving threads' top functions by own time (select is the wait for the server):")
+                    stats.sort_stats("tottime").print_stats(8)
+                    continue
+                c = connector(client)()
+                cur = c.cursor()
+                n_calls, in_exec = 0, 0.0
+                prof = cProfile.Profile()
+                prof.enable()
+                t0 = time.perf_counter()
+                while time.perf_counter() - t0 < min(secs, 3):
+                    a = time.perf_counter()
+                    cur.execute(insert)
+                    in_exec += time.perf_counter() - a
+                    n_calls += 1
+                total = time.perf_counter() - t0
+                prof.disable()
+                c.close()
+                r = run_sessions(connector(client), lambda cu, _s, _o: cu.execute(insert), sessions=1,
+                                 duration_s=min(secs, 3), progress=False)
+                print(f"\n{client}: one session, bare loop (under cProfile): {n_calls / total:,.0f} calls/s, "
+                      f"{total / n_calls * 1e6:.1f} µs per call, of which {in_exec / n_calls * 1e6:.1f} µs inside execute "
+                      f"(client library, network and server) and {(total - in_exec) / n_calls * 1e6:.1f} µs of Python "
+                      f"around it; the sessions driver at 1 session: {r.throughput:,.0f}/s ({1e6 / r.throughput:.1f} µs "
+                      "per call)")
+                print(f"cProfile of that bare loop ({client}), top functions by own time:")
+                pstats.Stats(prof).sort_stats("tottime").print_stats(6)
+                if client == "psycopg":  # the adapter's own share: its execute against libpq's PQexecPrepared alone
+                    c = connector(client)()
+                    cur, raw = c.cursor(), c.pgconn
+                    raw.prepare(b"bench_raw", insert.encode(), None)
+                    costs = {}
+                    for label, call in (("libpq PQexecPrepared", lambda: raw.exec_prepared(b"bench_raw", None, None)),
+                                        ("pg_client execute", lambda: cur.execute(insert))) * 2:
+                        for _ in range(100):
+                            call()
+                        c0, n_cpu = time.process_time(), 3000
+                        for _ in range(n_cpu):
+                            call()
+                        costs[label] = (time.process_time() - c0) / n_cpu * 1e6
+                    c.close()
+                    print("psycopg client CPU per insert, one session, no driver: "
+                          + ", ".join(f"{k} {v:.1f} µs" for k, v in costs.items())
+                          + " (the rest of a call's client CPU is libpq and the kernel's socket work)")
+            # the driver's own cost per call: the same loop, bookkeeping and all, around a call that does nothing
+            for n in (1, max(counts)):
+                idle = run_sessions(lambda: _NoConnection(), lambda _c, _s, _o: None, sessions=n, duration_s=1.0,
+                                    progress=False)
+                print(f"The driver alone (a call that does nothing), {n} session(s): {idle.throughput:,.0f} calls/s, "
+                      f"{n / idle.throughput * 1e6:.2f} µs of driver time per call per session")
+
+            # -- observer effect of the wait-event sampler ------------------------------------
+            n_obs = max(c for c in counts if c <= 4)
+            on, off = [], []
+            for i in range(args.observer_repeats):
+                for flag, bucket in ((False, off), (True, on)) if i % 2 == 0 else ((True, on), (False, off)):
+                    truncate()
+                    r, w = threads(n_obs, sampler=flag)
+                    bucket.append(r.throughput)
+                    if w is not None:
+                        achieved = w.achieved_hz
+            m_on, m_off = statistics.median(on), statistics.median(off)
+            loss = (m_off - m_on) / m_off * 100
+            print(f"\nObserver effect, {n_obs} sessions, {args.observer_repeats} alternating runs each: sampler off "
+                  f"{m_off:,.0f}/s (runs {', '.join(f'{x:,.0f}' for x in off)}), 20 Hz sampler on {m_on:,.0f}/s "
+                  f"(runs {', '.join(f'{x:,.0f}' for x in on)}; achieved {achieved:.1f} Hz): {loss:+.1f}% lost "
+                  f"({'within' if loss <= 2 else 'above'} the 2% goal; run-to-run spread "
+                  f"{(max(off) - min(off)) / m_off * 100:.1f}% with the sampler off)")
+            cost = sampler_cpu(conn, lambda: target.connect(DATABASE), seconds=min(secs, 5))
+            print(f"The sampler's own CPU, measured directly (it alone, {cost['hz']:.1f} Hz for {cost['seconds']:.0f} s): "
+                  f"{cost['client_ms']:.2f} ms in this process and {cost['server_ms']:.2f} ms in its backend per sample, "
+                  f"{cost['machine_pct']:.2f}% of this machine's {os.cpu_count()} CPUs at 20 Hz (goal: at most 2% lost)")
         # -- open loop: the driver's rate against pgbench -R, with each client ----------------
         n_open = args.open_sessions
         known = [r[1]["pgbench"] for r in rows if r[0] == n_open]
@@ -438,72 +450,90 @@ def main(argv=None) -> int:
             top = pgbench(pg, exe, script, n_open, secs)
         print(f"\nOpen loop at {n_open} sessions, Poisson arrivals, latency from the scheduled start "
               f"(pgbench's closed-loop maximum here: {top:,.0f}/s); {args.repeats} interleaved runs each; "
-              "ratio = driver p99 / pgbench -R p99 (median of the paired ratios, and their range), goal <= 1.2 at 50%; "
-              "lag = scheduled start to actual start, service = actual start to end (p99, ms)")
+              "ratio = driver p99 / pgbench -R p99 (median of the paired ratios, and their range), goal <= 1.2 at each "
+              "load; "
+              "lag = scheduled start to actual start, service = actual start to end (p99, ms); cpu = the client's "
+              "CPU per call (µs, its connections and warm-up included): on 2 CPUs it is taken from the server")
         print(f"{'load':>5} {'rate/s':>7} {'client':>8} {'pgb p50':>8} {'pgb p99':>8} {'drv p50':>8} {'drv p99':>8} "
-              f"{'ratio':>6} {'range':>10} {'done/s':>7} {'pgb lag':>8} {'drv lag':>8} {'pgb svc':>8} {'drv svc':>8}")
+              f"{'ratio':>6} {'range':>10} {'done/s':>7} {'pgb lag':>8} {'drv lag':>8} {'pgb svc':>8} {'drv svc':>8} "
+              f"{'pgb cpu':>7} {'drv cpu':>7}")
         open_rows = {}
-        for share in (0.5, 0.9):
+        for share in shares:
             rate = top * share
             kinds_open = ["pgbench", *clients]
             refs, runs = [], {c: [] for c in clients}
+            cpu_open = {k: [] for k in kinds_open}  # client CPU per call (s), connections and warm-up included
             for rep in range(args.repeats):
                 for which in kinds_open[rep % len(kinds_open):] + kinds_open[:rep % len(kinds_open)]:
                     truncate()
                     if which == "pgbench":
+                        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                         refs.append(pgbench_rate(pg, exe, script, n_open, secs, rate, script_dir))
+                        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                        cpu_open[which].append((ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
+                                               / max(refs[-1].total, 1))
                     else:
+                        cpu0 = time.process_time()
                         runs[which].append(run_sessions(
                             connector(which), op_for(which, insert), sessions=n_open,
                             duration_s=secs, warmup_s=0.5, rate=rate, arrival="poisson", seed=rep, progress=False))
+                        cpu_open[which].append((time.process_time() - cpu0) / max(runs[which][-1].operations, 1))
             m = statistics.median
             for client in clients:
                 ratios = [r.latency["p99_ms"] / h.percentile_ms(99) for r, h in zip(runs[client], refs)]
                 med = m(ratios)
-                open_rows[(share, client)] = med
                 rs = runs[client]
+                open_rows[(share, client)] = (med, m(r.lag.percentile_ms(99) / h.lag.percentile_ms(99)
+                                                     for r, h in zip(rs, refs)),
+                                              m(service_p99_ms(r) / h.service.percentile_ms(99) for r, h in zip(rs, refs)))
                 print(f"{share:>5.0%} {rate:>7,.0f} {client:>8} {m(h.percentile_ms(50) for h in refs):>8.3f} "
                       f"{m(h.percentile_ms(99) for h in refs):>8.3f} {m(r.latency['p50_ms'] for r in rs):>8.3f} "
                       f"{m(r.latency['p99_ms'] for r in rs):>8.3f} {med:>6.2f} {min(ratios):>4.2f}-{max(ratios):<5.2f} "
                       f"{m(r.throughput for r in rs):>7,.0f} {m(h.lag.percentile_ms(99) for h in refs):>8.3f} "
                       f"{m(r.lag.percentile_ms(99) for r in rs):>8.3f} "
-                      f"{m(h.service.percentile_ms(99) for h in refs):>8.3f} {m(service_p99_ms(r) for r in rs):>8.3f}",
+                      f"{m(h.service.percentile_ms(99) for h in refs):>8.3f} {m(service_p99_ms(r) for r in rs):>8.3f} "
+                      f"{m(cpu_open['pgbench']) * 1e6:>7.1f} {m(cpu_open[client]) * 1e6:>7.1f}",
                       flush=True)
         for client in clients:
-            at50 = open_rows[(0.5, client)]
-            goal = f"{'meets' if at50 <= 1.2 else 'misses'} the 1.2 goal" if client == GOAL_CLIENT else "for reference"
-            print(f"{client}: open-loop median p99 ratio at 50% load {at50:.2f} ({goal}); at 90%: "
-                  f"{open_rows[(0.9, client)]:.2f}")
+            for share in shares:
+                p99, lag, svc = open_rows[(share, client)]
+                goal = (f"{'meets' if p99 <= 1.2 else 'misses'} the 1.2 goal" if client == GOAL_CLIENT
+                        else "for reference")
+                carrier = ("neither: both at or below pgbench's" if max(lag, svc) <= 1 else
+                           "lag (schedule to send)" if lag > svc else "service (send to result)")
+                print(f"{client}: open-loop median p99 ratio at {share:.0%} load {p99:.2f} ({goal}); p99 lag ratio "
+                      f"{lag:.2f}, p99 service ratio {svc:.2f} (the excess is in: {carrier})")
 
-        # -- each wait sampler's observer cost, and how client-bound each client leaves the backends --------
-        print(f"\nWait samplers at {n_obs} sessions, closed loop: throughput, observer cost (CPU s per s of run), and "
-              "the workload backends' samples in the server or waiting for the client (ClientRead); this script's "
-              "own idle connection is left out")
-        own = {int(conn.cursor().execute("SELECT pg_backend_pid()").fetchone()[0])}
-        for source, client in [(s, c) for s in ("pg_wait_sampling", "polling") for c in ["pgbench", *clients]]:
-            try:
-                w = pg_waits.sampler(lambda: target.connect(DATABASE), DATABASE, hz=20, source=source)
-            except RuntimeError as exc:
-                print(f"  {source}: not available ({exc})")
-                break
-            truncate()
-            if client == "pgbench":
-                w.start()
+        if not args.open_only:
+            # -- each wait sampler's observer cost, and how client-bound each client leaves the backends --------
+            print(f"\nWait samplers at {n_obs} sessions, closed loop: throughput, observer cost (CPU s per s of run), and "
+                  "the workload backends' samples in the server or waiting for the client (ClientRead); this script's "
+                  "own idle connection is left out")
+            own = {int(conn.cursor().execute("SELECT pg_backend_pid()").fetchone()[0])}
+            for source, client in [(s, c) for s in ("pg_wait_sampling", "polling") for c in ["pgbench", *clients]]:
                 try:
-                    throughput = pgbench(pg, exe, script, n_obs, secs)
-                finally:
+                    w = pg_waits.sampler(lambda: target.connect(DATABASE), DATABASE, hz=20, source=source)
+                except RuntimeError as exc:
+                    print(f"  {source}: not available ({exc})")
+                    break
+                truncate()
+                if client == "pgbench":
+                    w.start()
+                    try:
+                        throughput = pgbench(pg, exe, script, n_obs, secs)
+                    finally:
+                        w.stop()
+                else:
+                    r = run_sessions(connector(client), op_for(client, insert), sessions=n_obs,
+                                     duration_s=secs, warmup_s=0.5, progress=False, on_ready=w.start)
                     w.stop()
-            else:
-                r = run_sessions(connector(client), op_for(client, insert), sessions=n_obs,
-                                 duration_s=secs, warmup_s=0.5, progress=False, on_ready=w.start)
-                w.stop()
-                throughput = r.throughput
-            frame = w.frame()
-            cb = pg_waits.client_bound(frame[~frame["pid"].isin(own)])
-            print(f"  {source:<17} {client:<8} {throughput:>9,.0f}/s  {w.cpu_per_s * 1e3:7.2f} ms CPU per s "
-                  f"({w.cpu_per_s / (os.cpu_count() or 1) * 100:.2f}% of {os.cpu_count()} CPUs) at "
-                  f"{w.achieved_hz:.0f} Hz; backends in the server {cb['server_share']:.0%}, waiting for the "
-                  f"client {cb['client_share']:.0%}", flush=True)
+                    throughput = r.throughput
+                frame = w.frame()
+                cb = pg_waits.client_bound(frame[~frame["pid"].isin(own)])
+                print(f"  {source:<17} {client:<8} {throughput:>9,.0f}/s  {w.cpu_per_s * 1e3:7.2f} ms CPU per s "
+                      f"({w.cpu_per_s / (os.cpu_count() or 1) * 100:.2f}% of {os.cpu_count()} CPUs) at "
+                      f"{w.achieved_hz:.0f} Hz; backends in the server {cb['server_share']:.0%}, waiting for the "
+                      f"client {cb['client_share']:.0%}", flush=True)
         conn.close()
         shutil.rmtree(script_dir, ignore_errors=True)
     finally:
@@ -511,7 +541,8 @@ def main(argv=None) -> int:
             pg.stop()
         if temp_root is not None:
             shutil.rmtree(temp_root, ignore_errors=True)
-    reference_client_read()
+    if not args.open_only:
+        reference_client_read()
     return 0
 
 

@@ -38,6 +38,7 @@ is computed after the window.
 """
 from __future__ import annotations
 
+import gc
 import os
 import random
 import re
@@ -163,6 +164,29 @@ def precise_sleeps() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK, in ns, this thread only
     except (OSError, AttributeError):
         pass
+
+
+def collection_off() -> bool:
+    """Turn Python's garbage collector off for a measured window; returns whether it was on.
+
+    The hot loops only append numbers to arrays, but anything else in the
+    process (a sampler, a callback) may allocate, and one full collection over
+    the heap pandas and numpy leave behind took 0.12-0.21 s in bench-driver's
+    process (a busy 2-CPU machine): one such pause in a window is its p99.
+    What exists at the window's start is frozen (never scanned again), and
+    collection stays off until :func:`collection_back`.
+    """
+    was = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    return was
+
+
+def collection_back(was: bool) -> None:
+    """Undo :func:`collection_off` after the window."""
+    gc.unfreeze()
+    if was:
+        gc.enable()
 
 
 class _Schedule:
@@ -651,6 +675,7 @@ def run_sessions(
     for t in threads:
         t.start()
     live = None
+    gc_was = None  # the collector's state while it is off for the window
     try:
         ready.wait(timeout=600 + warmup_s)
         if ready_errors:
@@ -658,6 +683,7 @@ def run_sessions(
             raise SessionsFailed("sessions could not start: " + "; ".join(ready_errors[:5]))
         if on_ready:
             on_ready()
+        gc_was = collection_off()
         barrier.wait(timeout=600)
         window["start"] = time.perf_counter_ns() / 1e9
         if progress:
@@ -674,9 +700,13 @@ def run_sessions(
             for t in threads:
                 t.join(timeout=tick_s / max(1, len(threads)))
         end = time.perf_counter_ns() / 1e9
+        collection_back(gc_was)
+        gc_was = None
         if live is not None and end - window["start"] - live.last_s > 0.05:
             live.tick(end - window["start"], final=True)
     except BaseException:
+        if gc_was is not None:
+            collection_back(gc_was)
         stop.set()
         ready.abort()
         barrier.abort()
