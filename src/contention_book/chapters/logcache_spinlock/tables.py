@@ -170,7 +170,10 @@ def toy_tables(summary: pd.DataFrame, judged: bool) -> list[tuple[pd.DataFrame, 
                                              "the repetitions, with the interval of records/s): where each thread "
                                              "ran and how fast."),
                           (TOY_LOCK_COLUMNS, "The toy log cache by variant and worker count (measured, medians): what "
-                                             "the spinlock cost per record, and how long the writer waited for it.")):
+                                             "the spinlock cost per record, and how long the writer waited for it. The waits are read "
+                                             "from a histogram whose buckets are at most 12.5% wide, so each is the "
+                                             "upper edge of its bucket (a value such as 16,777,216 ns is the edge "
+                                             "2²⁴ ns, about 17 ms), not an exact time.")):
         keep = [c for c in cols if c in base.columns]
         frame = base[["variant", "workers", *keep]].rename(columns={"variant": "variant", "workers": "workers", **cols})
         out.append((frame.set_index(["variant", "workers"]).round(4), caption + label))
