@@ -20,7 +20,6 @@ from typing import Any, Mapping
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 from IPython.display import Markdown, display
 from myst_nb import glue
 
@@ -29,7 +28,10 @@ from contention_book.harness.params import is_empty
 
 from contention_book.harness import display as book_display
 from . import style
+from .quick_seaborn import import_seaborn
 from .stacks import StackSection
+
+sns = import_seaborn()  # seaborn without scipy's import time (the module says why)
 
 __all__ = ["plt", "pd", "sns", "Markdown", "display", "glue", "start", "show_section", "show_figure", "show_verdicts",
            "load_summary", "show_diagram", "show_recordings", "show_table"]
