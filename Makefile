@@ -39,6 +39,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m compileall -q src  # pip compiled the packages; the first book build need not compile ours
 	$(BIN)/python -m contention_book.perftools.native_build
 	@touch $(STAMP)
 
