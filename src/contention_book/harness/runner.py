@@ -410,13 +410,14 @@ def _reach_target(stack: contextlib.ExitStack, spec: ChapterSpec, engine: str, t
 
     tgt = stack.enter_context(live_target(target, engine, log=log, connections=needed + 10))
     check_connections(tgt, needed)
+    if params.get("database") and tgt.engine == "sqlserver":
+        # its lock lives in master: taken first, so a run from another machine is refused before the preflight
+        stack.enter_context(database_lock(tgt, params["database"], log=log))
     if engine == "sqlserver":  # before anything is created or changed: refuse now, or print the plan
         from .sqlserver_preflight import preflight
 
         params = preflight(spec, params, raw_params, tgt, allow_server_changes=allow_server_changes, log=log)
     if params.get("database"):
-        if tgt.engine == "sqlserver":  # its lock lives in master: taken before the lab database is touched
-            stack.enter_context(database_lock(tgt, params["database"], log=log))
         ensure_own_database(tgt, params["database"], log=log)
         if tgt.engine != "sqlserver":  # PostgreSQL's advisory lock lives in the database itself
             stack.enter_context(database_lock(tgt, params["database"], log=log))
