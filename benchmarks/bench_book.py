@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         result["figures"][kind] = {"median_wall_s": median, "goal_s": goal, "meets_goal": median <= goal,
                                    "median_cpu_s": cpu, "runs": runs[kind]}
     first = runs["full"][0]
-    print(f"{'make book, first full rebuild (a fresh clone's first make book):':72s} "
+    label = "make book, first full rebuild (a fresh clone's first make book):"
+    print(f"{label:72s} "
           f"{first['wall_s']:6.1f} s   (CPU {first['cpu_s']:.1f} s; 1-minute load before: {first['load_1min_before']:.1f})")
     result["figures"]["first_full"] = {"wall_s": first["wall_s"], "cpu_s": first["cpu_s"],
                                        "load_1min_before": first["load_1min_before"]}
