@@ -29,6 +29,9 @@ def test_notebooks_are_committed_without_outputs_and_have_parameters():
 def test_toc_lists_only_chapters_that_exist():
     toc = yaml.safe_load((repo_root() / "book" / "_toc.yml").read_text())
     files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    sections = [s["file"] for part in toc["parts"] for c in part["chapters"] for s in c.get("sections", [])]
+    chapters = [f for f in files if f.startswith("chapters/")]
+    assert sections == [f"{f}-details" for f in chapters]  # each chapter's details page, right under it
     for f in files:
         if f.startswith("chapters/"):
             assert f.split("/")[1] in {p.stem for p in book.notebooks().values()}
@@ -57,8 +60,9 @@ def referenced_glue(nb_path):
 @pytest.mark.parametrize("chapter", list(book.notebooks()))
 def test_notebook_runs_on_recorded_data(chapter, tmp_path):
     out = book.execute(chapter, {}, output=tmp_path / f"{chapter}.ipynb")
-    missing = referenced_glue(out) - glue_keys(out)
-    assert not missing, f"prose refers to values the notebook did not glue: {sorted(missing)}"
+    for page in (out, book.details_path(out)):  # the main page and the details page each quote their own glue
+        missing = referenced_glue(page) - glue_keys(page)
+        assert not missing, f"{page.name}: prose refers to values the notebook did not glue: {sorted(missing)}"
 
 
 @pytest.mark.slow
@@ -68,7 +72,7 @@ def test_a_recording_copied_elsewhere_renders(tmp_path):
     copy = tmp_path / "colleague" / "their-run"
     shutil.copytree(data_root() / "ghost-cleanup" / ghost.SPEC.reference["postgres"], copy)
     out = book.execute("ghost-cleanup", {"recording": str(copy)}, output=tmp_path / "out.ipynb")
-    shown = outputs_text(out)
+    shown = outputs_text(out) + outputs_text(book.details_path(out))  # the Recordings section is on the details page
     assert "`their-run`" in shown and "from outside this book's data" in shown  # the closing Recordings section
     assert str(tmp_path) not in shown  # and no path of this machine on the page
 
@@ -150,8 +154,10 @@ def test_a_failed_chapter_leaves_a_warning_page_not_a_broken_copy(tmp_path, monk
     with pytest.raises(book.ChapterFailed, match="chapter broken failed in cell .*ValueError: deliberately broken"):
         book.execute("broken", {})
     page = nbformat.read(tmp_path / "book" / "chapters" / "99-broken.ipynb", as_version=4)
-    assert len(page.cells) == 1 and "did not build:\n\n```text\nValueError: deliberately broken\n```" in \
+    assert len(page.cells) == 2 and "did not build:\n\n```text\nValueError: deliberately broken\n```" in \
         page.cells[0].source
+    assert "details page <99-broken-details>" in page.cells[1].source  # the link the book's table of contents needs
+    assert (tmp_path / "book" / "chapters" / "99-broken-details.ipynb").exists()
     assert page.cells[0].source.startswith("# A broken chapter")
     assert (tmp_path / "book" / "_failed" / "99-broken.ipynb").exists()
 

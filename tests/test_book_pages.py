@@ -58,7 +58,7 @@ def test_findings_are_the_chapters_saved_verdict_rows(checkout, monkeypatch):
     assert "Fair hand-off is slower" in page and "Spins rise" in page
     assert 'href="chapters/01-demo.html#verdicts-demo"' in page
     assert "1 direction reproduced, 1 inconclusive" in page
-    assert "<th>tested on</th>" in page and "<th>size compared</th>" in page and "C model on 2 CPUs" in page
+    assert ">tested on</th>" in page and ">size compared</th>" in page and "C model on 2 CPUs" in page
     assert "&lt;b&gt;" in page  # measured text is escaped, only the chapter link is HTML
     assert page.count(rule) == 1 and '[rule&nbsp;1]' in page  # one rule, one note, cited by both rows
     assert "<b>not testable with this recording</b></td><td>the recording shown lacks" in page  # the words explained

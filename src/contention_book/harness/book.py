@@ -128,6 +128,11 @@ def _is_glue(output) -> bool:
     return "scrapbook" in (output.get("metadata") or {})
 
 
+def _for_details(output) -> bool:
+    """An output a chapter marked for its details page (``book_pages.DETAILS_OUTPUT`` in its metadata)."""
+    return ((output.get("metadata") or {}).get("contention_book") or {}).get("page") == "details"
+
+
 def _heading(cell) -> str | None:
     """The last second-level heading a markdown cell opens (the section a following cell belongs to)."""
     found = None
@@ -165,9 +170,19 @@ def split_page(page: Path) -> Path:
     main, details, section, written = [], [], None, None
     for cell in nb.cells:
         is_details = DETAILS_TAG in cell.metadata.get("tags", [])
+        marked = [o for o in cell.get("outputs", []) if _for_details(o)] if not is_details else []
+        if marked:  # a main-page cell with an output meant for the details page (a chapter's verdict rules)
+            there_too = copy.deepcopy(cell)
+            there_too.outputs = marked
+            cell.outputs = [o for o in cell.outputs if not _for_details(o)]
+            if section and written != section:
+                details.append(nbformat.v4.new_markdown_cell(f"## {section}"))
+                written = section
+            details.append(there_too)
         if is_details:
             if section and _heading(cell) is None and written != section:
                 details.append(nbformat.v4.new_markdown_cell(f"## {section}"))
+                written = section
             details.append(cell)
             written = _heading(cell) or written
         else:
@@ -367,7 +382,8 @@ def execute(chapter: str, parameters: dict[str, Any], *, output: Path | None = N
     finally:
         if kernel is None:
             kernel_log.close()
-    split_page(out)
+    if out.exists():  # papermill wrote it (always, outside a test that stands in for papermill)
+        split_page(out)
     print(f"[book] {chapter} executed in {time.perf_counter() - started:.1f} s", flush=True)
     return out
 

@@ -19,6 +19,8 @@ VERDICTS_DIR = Path("book") / "chapters" / "verdicts"
 # Set by the book builder for the book's own executed copies only: a notebook executed elsewhere (a test, a
 # reader's --output) must not change what the Findings page and the figure checks say.
 PAGE_DATA_ENV = "CONTENTION_BOOK_PAGE_DATA"
+# An output's metadata that sends it to its chapter's details page (harness.book.split_page moves it there).
+DETAILS_OUTPUT = {"contention_book": {"page": "details"}}
 
 
 def page_data_dir() -> Path | None:

@@ -36,6 +36,9 @@ VOCABULARY = (
 )
 
 
+RULES_SPLIT = "<!-- rules: on the details page -->"  # verdict_table_html(rules_page=...) puts the rules after it
+
+
 def breakable(escaped: str) -> str:
     """Escaped text whose long identifiers may wrap after ``_`` or ``::`` only (LATCH_SPIN_STATS,
     LogAppendContext::BackOff): the page's CSS forbids breaks inside words."""
@@ -59,17 +62,18 @@ def short(text: str, limit: int = MAX_CELL_WORDS) -> str:
 
 
 class Notes:
-    """Numbered notes under one table, shared by identical texts."""
+    """Numbered notes under one table, shared by identical texts.  ``page``: the page the notes are on, when it is
+    not the table's (a chapter's rules are on its details page)."""
 
-    def __init__(self, prefix: str):
-        self.prefix = prefix
+    def __init__(self, prefix: str, page: str = ""):
+        self.prefix, self.page = prefix, page
         self.texts: list[str] = []
 
     def ref(self, text: str, label: str = "note") -> str:
         if text not in self.texts:
             self.texts.append(text)
         n = self.texts.index(text) + 1
-        return f' <a class="note-ref" href="#{self.prefix}-{n}">[{label}&nbsp;{n}]</a>'
+        return f' <a class="note-ref" href="{self.page}#{self.prefix}-{n}">[{label}&nbsp;{n}]</a>'
 
     def html(self) -> str:
         if not self.texts:
@@ -87,13 +91,22 @@ def _is_missing(value: object) -> bool:
 
 def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
                        columns: Sequence[str] = ("claim", "published", "tested_on", "measured", "size", "verdict"),
-                       raw: Iterable[str] = (), missing_reason: str = "not given by this row") -> str:
+                       raw: Iterable[str] = (), missing_reason: str = "not given by this row",
+                       as_notes: Sequence[str] = (), shared: Sequence[str] = (), rules_page: str = "") -> str:
     """The verdict rows as an HTML table with a caption; rules and over-long cells as numbered notes below.
 
     ``raw`` names columns that already hold HTML (the Findings page's chapter links); every other cell is
     escaped.  A column the rows do not have, or a row without a value, shows "—" and a note says why."""
     raw = set(raw)
     notes = Notes(f"{prefix}-note")
+    rules = Notes(f"{prefix}-rule", rules_page) if rules_page else notes
+    said_once = []  # a ``shared`` column with one value in every row is said once, under the table
+    for col in shared:
+        if col in columns and col in rows.columns and len(rows) and rows[col].nunique(dropna=False) == 1 \
+                and not _is_missing(rows[col].iloc[0]):
+            said_once.append(f"{LABELS.get(col, col)}: {rows[col].iloc[0]}")
+            columns = tuple(c for c in columns if c != col)
+    columns = tuple(c for c in columns if c not in as_notes)
     missing_cols = [c for c in columns if c not in rows.columns]
     any_missing = False
     body = []
@@ -114,25 +127,35 @@ def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
                 why = text.split(":", 1)[1].strip() if ":" in text else ""
                 cell = (f'<span class="verdict verdict-{re.sub(r"[^a-z]+", "-", head(text).lower())}">'
                         f'{html.escape(head(text))}</span>' + (notes.ref(why, "why") if why else ""))
+                for col_note in as_notes:  # e.g. the size column: one note per distinct text, cited by each row
+                    value_note = r.get(col_note) if col_note in rows.columns else None
+                    if not _is_missing(value_note):
+                        cell += notes.ref(f"{LABELS.get(col_note, col_note)}: {value_note}", col_note.split("_")[0])
                 rule = r.get("rule") if "rule" in rows.columns else None
                 if not _is_missing(rule):
-                    cell += notes.ref(str(rule), "rule")
+                    cell += rules.ref(str(rule), "rule")
             elif words(text) > MAX_CELL_WORDS:
                 cell = breakable(html.escape(short(text))) + notes.ref(text)
             cells.append(f"<td>{cell}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    head_row = "".join(f"<th>{html.escape(LABELS.get(c, c))}</th>" for c in columns)
+    head_row = "".join(f'<th class="col-{c}">{html.escape(LABELS.get(c, c))}</th>' for c in columns)
     table = (f'<table class="book-table text-table verdict-table" id="{prefix}">'
              f"<caption>{html.escape(caption)}</caption><thead><tr>{head_row}</tr></thead>"
              f"<tbody>{''.join(body)}</tbody></table>")
     said = []
+    if said_once:
+        said.append(f'<p class="table-note">{html.escape("Every row: " + "; ".join(said_once) + ".")}</p>')
     if any_missing:
         why = (f"{MISSING} : {missing_reason}"
                + (f" (the saved rows have no {', '.join(LABELS.get(c, c) for c in missing_cols)} column yet)"
                   if missing_cols else "") + ".")
         said.append(f'<p class="table-note">{html.escape(why)}</p>')
     lead = '<p class="table-note">Rules and longer texts, numbered as the table cites them:</p>' if notes.texts else ""
-    return f'<div class="table-wrap">{table}</div>{"".join(said)}{lead}{notes.html()}'
+    out = f'<div class="table-wrap">{table}</div>{"".join(said)}{lead}{notes.html()}'
+    if rules is not notes:
+        out += RULES_SPLIT + ('<p class="table-note">The rule behind each verdict of the chapter\'s claims table, '
+                              'numbered as the table cites them:</p>' + rules.html() if rules.texts else "")
+    return out
 
 
 def vocabulary_html() -> str:

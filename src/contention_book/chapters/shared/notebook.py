@@ -300,24 +300,41 @@ def flame_alt(fig, title: str) -> str:
             + (f" The functions holding the most samples themselves: {said}." if said else ""))
 
 
+def details_page(name: str) -> str:
+    """The file name of a chapter's details page, beside its main page (``harness.book.split_page`` writes it)."""
+    from contention_book.harness.recording import repo_root
+
+    found = sorted((repo_root() / "notebooks").glob(f"[0-9][0-9]-{name}.ipynb"))
+    return f"{found[0].stem}-details.html" if found else ""
+
+
 def show_verdicts(chapter, shown) -> None:
-    """The chapter's verdict table, and the same rows saved for the book's Findings page (never typed twice)."""
+    """The chapter's verdict table, and the same rows saved for the book's Findings page (never typed twice).
+    The rules behind the verdicts go to the chapter's details page (an output marked for it, which the book's
+    builder moves there); the table's rule marks link to them."""
     from IPython.display import HTML
 
-    from contention_book.harness.book_pages import claims_anchor, save_verdicts
+    from contention_book.harness.book_pages import DETAILS_OUTPUT, claims_anchor, save_verdicts
 
-    from contention_book.harness.verdict_table import verdict_table_html
+    from contention_book.harness.verdict_table import RULES_SPLIT, verdict_table_html
 
     rows = chapter.verdicts(shown)
     save_verdicts(chapter.SPEC.chapter, rows)
     name = chapter.SPEC.chapter
-    display(HTML(f'<span id="{claims_anchor(name)}"></span>'  # the Findings page links here
-                 + verdict_table_html(rows, caption=book_display.numbered(
-                                          "The article's claims, checked: where each was tested, whether its size "
-                                          "was compared, and the verdict (its rule is the numbered note under the "
-                                          "table)"), prefix=f"verdicts-table-{name}",
-                                      columns=("claim", "published", "recording", "tested_on", "measured", "size",
-                                               "verdict"))))
+    page = details_page(name)
+    out = verdict_table_html(rows, caption=book_display.numbered(
+                                 "The article's claims, checked: the published number, the measured one, and the "
+                                 "verdict (notes under the table say why, and whether the size was compared; the "
+                                 "rule marks link to the rules on the details page)"),
+                             prefix=f"verdicts-table-{name}",
+                             columns=("claim", "published", "recording", "tested_on", "measured", "size", "verdict"),
+                             # the page reads in one pass: a size note shared by rows is written once, and where
+                             # every row ran on one recording it is said once
+                             as_notes=("size",), shared=("recording", "tested_on"), rules_page=page)
+    table, _, rules = out.partition(RULES_SPLIT)
+    display(HTML(f'<span id="{claims_anchor(name)}"></span>' + table))  # the Findings page links here
+    if rules:
+        display(HTML(f"<h3>The rules behind the verdicts</h3>{rules}"), metadata=DETAILS_OUTPUT)
 
 
 def load_summary(view):

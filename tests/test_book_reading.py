@@ -1,0 +1,176 @@
+"""Issue 31: a chapter a DBA finishes.  No code on any built page, each chapter's main page read in at most 15
+minutes (prose at 230 words a minute, harness.reading) with a details page linked both ways, and the book's
+repeated preambles said once.
+
+The split itself (harness.book.split_page) is checked on small notebooks; the rest on the built book
+(``make book``), so a page that regressed fails here whatever notebook made it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from contention_book.harness import book, reading
+from contention_book.harness.book_pages import DETAILS_OUTPUT
+
+ROOT = Path(os.environ.get("CONTENTION_BOOK_ROOT") or Path(__file__).resolve().parents[1]).resolve()
+HTML = ROOT / "book" / "_build" / "html"
+
+
+# -- the split, on small notebooks --------------------------------------------------------------------------------
+
+def _glue_output(name: str, text: str):
+    return nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": repr(text)},
+                                  metadata={"scrapbook": {"name": name, "data": True, "display": False}})
+
+
+def _executed(tmp_path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    setup = nbformat.v4.new_code_cell("glue('a', 1); glue('b', 2)")
+    setup.outputs = [_glue_output("a", "1"), _glue_output("b", "2")]
+    shown = nbformat.v4.new_code_cell("show_table(x)", metadata={"tags": ["hide-input"]})
+    shown.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<p>main table</p>"})]
+    per_point = nbformat.v4.new_code_cell("show_table(y)", metadata={"tags": ["remove-input", "details"]})
+    per_point.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<p>per point</p>"})]
+    verdicts = nbformat.v4.new_code_cell("show_verdicts(chapter, shown)")
+    verdicts.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<p>claims table</p>"}),
+                        nbformat.v4.new_output("display_data", data={"text/html": "<p>the rules</p>"},
+                                               metadata=DETAILS_OUTPUT)]
+    nb.cells = [nbformat.v4.new_markdown_cell("# A chapter\n\nsource line"),
+                nbformat.v4.new_markdown_cell("```{admonition} In short\n{glue:text}`a`\n```"),
+                setup,
+                nbformat.v4.new_markdown_cell("## Evidence\n\nwords {glue:text}`a`"),
+                shown,
+                per_point,
+                nbformat.v4.new_markdown_cell("more about {glue:text}`b`", metadata={"tags": ["details"]}),
+                verdicts,
+                nbformat.v4.new_markdown_cell("## On your own server\n\ndo this")]
+    page = tmp_path / "07-a-chapter.ipynb"
+    nbformat.write(nb, page)
+    return page
+
+
+def test_every_code_cell_of_a_built_page_hides_its_input(tmp_path):
+    page = _executed(tmp_path)
+    book.split_page(page)
+    for path in (page, book.details_path(page)):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                tags = cell.metadata.get("tags", [])
+                assert {"remove-input", "remove-cell"} & set(tags) and "hide-input" not in tags, (path.name, tags)
+
+
+def test_details_cells_move_to_a_second_page_linked_both_ways_with_their_glue(tmp_path):
+    page = _executed(tmp_path)
+    there = book.split_page(page)
+    assert there.name == "07-a-chapter-details.ipynb"
+    main, details = (nbformat.read(p, as_version=4) for p in (page, there))
+    main_text = json.dumps([c.source for c in main.cells] + [c.get("outputs", []) for c in main.cells])
+    details_text = json.dumps([c.source for c in details.cells] + [c.get("outputs", []) for c in details.cells])
+    assert "per point" not in main_text and "more about" not in main_text and "main table" in main_text
+    assert "per point" in details_text and "more about" in details_text and "main table" not in details_text
+    assert "{doc}`this chapter's details page <07-a-chapter-details>`" in main_text  # the link there ...
+    assert "<07-a-chapter>`" in details.cells[0].source and details.cells[0].source.startswith("# A chapter: details")
+    assert details_text.count("## Evidence") == 1  # ... and details cells keep their section's heading, once
+    assert "claims table" in main_text and "the rules" not in main_text and "the rules" in details_text
+    glued = {o["metadata"]["scrapbook"]["name"] for c in details.cells if c.cell_type == "code"
+             for o in c.outputs if "scrapbook" in o.get("metadata", {})}
+    assert glued == {"a", "b"}  # every glued value is there for the prose that quotes it
+    link_at = next(i for i, c in enumerate(main.cells) if "details page" in c.source)
+    assert "In short" in main.cells[link_at - 1].source  # the link right under the finding
+
+
+# -- the built book -----------------------------------------------------------------------------------------------
+
+def _built() -> dict[str, Path]:
+    pages = reading.chapter_pages(HTML)
+    if not pages:
+        pytest.skip("the book is not built (make book)")
+    return pages
+
+
+def _article(path: Path):
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    return soup.select_one("article.bd-article") or soup
+
+
+def test_no_built_page_shows_code_input():
+    """Issue 31 item 14: results on the page, never the Python that made them (no cell input, no ipython3
+    highlighting)."""
+    _built()
+    bad = []
+    for path in sorted(HTML.rglob("*.html")):
+        if {"_static", "_sources", "_images"} & set(path.relative_to(HTML).parts):
+            continue
+        article = _article(path)
+        for el in article.select("div.cell_input, div.highlight-ipython3, div.highlight-python3"):
+            bad.append(f"{path.relative_to(HTML)}: {el.get_text(' ', strip=True)[:80]!r}")
+    assert not bad, "\n".join(bad[:20])
+
+
+def test_every_chapter_main_page_reads_in_fifteen_minutes_and_links_its_details_page():
+    pages = _built()
+    assert len(pages) == len(book.notebooks())
+    bad = []
+    for name, page in pages.items():
+        minutes = reading.reading_minutes(page)
+        if minutes > reading.MAIN_PAGE_MINUTES:
+            bad.append(f"{name}: {minutes:.1f} min ({reading.prose_words(page.read_text(encoding='utf-8')):,} "
+                       f"words at {reading.WORDS_PER_MINUTE}/min)")
+        details = page.with_name(f"{name}-details.html")
+        if not details.exists():
+            bad.append(f"{name}: no details page")
+            continue
+        links = lambda p: {a.get("href", "").split("#")[0] for a in _article(p).select("a[href]")}  # noqa: E731
+        if details.name not in links(page):
+            bad.append(f"{name}: the main page does not link {details.name}")
+        if page.name not in links(details):
+            bad.append(f"{details.name}: does not link back to {page.name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_prose_count_leaves_out_code_and_bare_numbers():
+    html = ('<article class="bd-article"><h2>Waits<a class="headerlink">#</a></h2><p>Two words 1.5× 12</p>'
+            '<div class="cell_input"><pre>import x</pre></div><pre>SELECT 1</pre><table><caption>A table</caption>'
+            "<tr><td>fair 3</td></tr></table></article>")
+    assert reading.prose_words(html) == 6  # Waits, Two, words, A, table, fair
+
+
+REPEATED = {"(95% interval": 0, "median of 5)": 0, "Turned on its side": 0,
+            "Intervals are 95%, propagated from the inputs": 0, "Gunther's law": 0}
+
+
+def test_the_books_conventions_are_said_once_on_findings_not_on_every_page():
+    """The interval convention and the capacity and USL preambles are on the Findings page; no chapter page
+    repeats them, and no table is split into a "part 2 of 2" of one column."""
+    pages = _built()
+    findings = (HTML / "findings.html").read_text(encoding="utf-8")
+    assert "95% bootstrap interval" in findings and "how-to-read-intervals" in findings
+    assert "Universal Scalability Law" in findings and "how-the-models-predict" in findings
+    bad = []
+    for name, page in pages.items():
+        for path in (page, page.with_name(f"{name}-details.html")):
+            if not path.exists():
+                continue
+            text = _article(path).get_text(" ")
+            for phrase, allowed in REPEATED.items():
+                if text.count(phrase) > allowed:
+                    bad.append(f"{path.name}: {phrase!r} {text.count(phrase)} times")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_interval_convention_states_the_numbers_the_code_uses():
+    from contention_book.chapters.shared import spread
+    from contention_book.harness.book_pages import INTERVALS
+
+    assert f"{spread.CONFIDENCE:.0%} bootstrap" in INTERVALS and f"{spread.RESAMPLES:,} resamples" in INTERVALS
+    assert f"fewer than {spread.BOOTSTRAP_FROM} repetitions" in INTERVALS
+    s = spread.spread([1.0, 1.1, 1.2, 1.3, 1.4])
+    assert re.fullmatch(r"1\.20× \(\d\.\d\d–\d\.\d\d\)", s.text(".2f", "×")), s.text(".2f", "×")
