@@ -93,7 +93,7 @@ def cluster_root():
 def test_signal_mid_run_restores_everything(tmp_path, cluster_root, sig, prestarted):
     from contention_book.harness.embedded_pg import EmbeddedPostgres
 
-    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(cluster_root)}
+    env = {**os.environ, "CONTENTION_BOOK_PG_ROOT": str(cluster_root), "CONTENTION_BOOK_PROGRESS_EVERY_S": "0.25"}
     all_cpus = set(os.sched_getaffinity(0))
     if prestarted:  # the cluster is not the run's: it must stay up, with its walwriter unpinned again
         EmbeddedPostgres(root=cluster_root).start()
@@ -102,9 +102,15 @@ def test_signal_mid_run_restores_everything(tmp_path, cluster_root, sig, prestar
     proc = _make(env, "variants=walwriter_alone", "sessions=1,2", "duration_s=30", "capture_stacks=false",
                  record_to=rec)
     _wait_for_pin(proc, cluster_root, all_cpus)
-    time.sleep(1.0)
+    seen = []
+    for line in proc.stdout:  # the first interval line of a pinned point: mid-run, in its measured window
+        seen.append(line)
+        if line.startswith("progress: walwriter_alone"):
+            break
+    assert proc.poll() is None, "".join(seen)
     os.killpg(proc.pid, sig)
     out, _ = proc.communicate(timeout=180)
+    out = "".join(seen) + out
     assert proc.returncode != 0, out
     assert "restored" in out, out
 
