@@ -93,3 +93,24 @@ def test_a_run_keeps_the_load_before_and_after_in_its_manifest(tmp_path, monkeyp
     assert any(n.startswith("the machine was busy") for n in manifest["notes"])
     assert any("waiting up to 0.2 s" in line for line in lines), lines
     assert manifest["status"] == {"state": "complete"}
+
+
+@pytest.mark.parametrize("remote", [True, False])
+def test_the_wait_says_it_is_the_clients_load_when_the_server_is_elsewhere(remote):
+    m, lines = FakeMachine([1.6, 0.5]), []
+    host.wait_for_quiet(lines.append, limit_s=30, loadavg=m.loadavg, sleep=m.sleep, clock=m.clock, cpus=2,
+                        remote=remote)
+    said = [line for line in lines if "this machine's own load (the client's" in line]
+    assert len(said) == (1 if remote else 0), lines
+    if remote:  # said before the wait starts
+        assert lines.index(said[0]) < next(i for i, line in enumerate(lines) if "waiting" in line)
+
+
+def test_a_bad_environment_setting_is_refused_before_anything_starts(monkeypatch):
+    monkeypatch.setenv(host.QUIET_WAIT_ENV, "two minutes")
+    with pytest.raises(P.ParameterError, match=f"{host.QUIET_WAIT_ENV}='two minutes': expected a number"):
+        runner.check_environment()
+    monkeypatch.setenv(host.QUIET_WAIT_ENV, "0")
+    monkeypatch.setenv("CONTENTION_BOOK_RECONNECT_BUDGET_S", "-3")
+    with pytest.raises(P.ParameterError, match="CONTENTION_BOOK_RECONNECT_BUDGET_S='-3'"):
+        runner.check_environment()
