@@ -39,10 +39,28 @@ def state_of(frame: str) -> str | None:
     return m.group(1) if m else None
 
 
-def blocked_by(path, *, top: int = 10):
-    """Blocked time by the deepest frame outside the kernel and the state, largest first: a DataFrame of
-    ``site``, ``state``, ``us``, ``share`` (of all blocked time in the file).  The site is where the
-    program asked to wait (a semaphore wait, a futex, a socket read)."""
+_LIBS = ("libc.so", "libpthread", "ld-linux", "[vdso]", "inlined!")  # perf names a frame inlined in libc 'inlined' 
+
+
+def _site(frames: list[str], depth: int = 3) -> str:
+    """``caller > ... > call``: the ``depth`` deepest named frames of the program itself and the library
+    call it waited in (``postgres!pg_sleep > postgres!WaitLatch > libc.so.6!epoll_wait``); the kernel's
+    frames and unnamed ones skipped."""
+    user = [fr for fr in frames if not fr.startswith(("[kernel.kallsyms]!", "[state "))]
+    if not user:
+        return "(kernel only)"
+    lib = [fr for fr in user if fr.startswith(_LIBS)]
+    call = lib[-1] if lib and user.index(lib[-1]) >= len(user) - 2 else ""
+    own = [fr for fr in user if not fr.startswith(_LIBS) and not fr.endswith("[unknown]")]
+    who = " > ".join(own[-depth:]) if own else user[-1]
+    return f"{who} > {call}" if call and call != who else who
+
+
+def blocked_by(path, *, top: int = 10, depth: int = 3):
+    """Blocked time by where the program waited and the state, largest first: a DataFrame of ``site``,
+    ``state``, ``us``, ``share`` (of all blocked time in the file).  The site is the program's deepest
+    named frame and the library call it waited in (``postgres!WaitLatch > libc.so.6!epoll_wait``: a
+    latch wait; ``postgres!secure_read > ...epoll_wait``: a client read)."""
     import pandas as pd
 
     from .source import open_text
@@ -56,8 +74,7 @@ def blocked_by(path, *, top: int = 10):
                 continue
             frames = stack.split(";")
             state = state_of(frames[-1]) or ""
-            user = [fr for fr in frames[1:] if not fr.startswith(("[kernel.kallsyms]!", "[state "))]
-            site = user[-1] if user else "(kernel only)"
+            site = _site(frames[1:], depth)
             rows[(site, state)] = rows.get((site, state), 0.0) + float(w)
             total += float(w)
     out = pd.DataFrame([(s, st, us) for (s, st), us in rows.items()], columns=["site", "state", "us"])

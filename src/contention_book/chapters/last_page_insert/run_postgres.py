@@ -19,7 +19,7 @@ from contention_book.harness import pg_waits, workloads
 from contention_book.harness.driver import RETRYABLE, RunResult, Statement, run_sessions
 from contention_book.harness.load_record import driver_options, record
 from contention_book.harness.live import finish_stacks, start_stacks
-from contention_book.perftools.capture import finish_offcpu, start_offcpu
+from contention_book.perftools.capture import POSTGRES_OFFCPU_CALL_GRAPH, finish_offcpu, start_offcpu
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
@@ -101,7 +101,8 @@ class PostgresRun:
             if deepest and self.stacks and self.repetition == 0:  # one profile per variant is enough
                 recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
                 # the same window, off the CPU: where the inserting backends sleep (stacks/<variant>.offcpu-folded.gz)
-                recorder["offcpu"] = start_offcpu(self.w, variant, pids=sorted(pids.values()))
+                recorder["offcpu"] = start_offcpu(self.w, variant, pids=sorted(pids.values()),
+                                                  call_graph=POSTGRES_OFFCPU_CALL_GRAPH)
             if pins is not None:
                 pins.start()
             # last: the sessions wait at the barrier (ClientRead) while perf starts, and that is not the window

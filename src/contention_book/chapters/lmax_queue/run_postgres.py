@@ -31,7 +31,7 @@ from contention_book.harness.pg_waits import sampler as wait_sampler, shares
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
-from contention_book.perftools.capture import finish_offcpu, start_offcpu
+from contention_book.perftools.capture import POSTGRES_OFFCPU_CALL_GRAPH, finish_offcpu, start_offcpu
 
 from .spec import CHAPTER, FILES
 
@@ -227,7 +227,8 @@ class PostgresQueueRun:
             start["backlog"] = self.backlog(ring)
             if watch:
                 consumer_pids = sorted(pid for i, pid in pids.items() if i >= sessions)
-                offcpu["rec"] = start_offcpu(self.w, variant, pids=consumer_pids)
+                offcpu["rec"] = start_offcpu(self.w, variant, pids=consumer_pids,
+                                             call_graph=POSTGRES_OFFCPU_CALL_GRAPH)
             sampler.start()
 
         result = run_sessions(self.connect, calls.statement(), sessions=sessions + consumers,
