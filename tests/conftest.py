@@ -1,7 +1,9 @@
 """Shared fixtures: a throwaway PostgreSQL with a known password, started once per session."""
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,21 +16,48 @@ TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
 os.environ.setdefault("CONTENTION_BOOK_QUIET_WAIT_S", "0")
 
 
-# Tests that build the book into the checkout's book/_build, or read that build, run on one xdist worker one
-# after another (make test: pytest -n 2 --dist loadgroup): two workers never build into the same folder at once,
-# and the browser never reads a build that another worker is rewriting.
+# make test runs the suite on every CPU (pytest -n auto --dist loadgroup), with the work units below in place of
+# xdist's own groups (its xdist_group mark no longer takes effect with pytest 9: it renames a test's node id
+# through an attribute pytest 9 does not read).
+#
+# The tests that build the book into the checkout's book/_build, or read that build, are one unit, run in order on
+# one worker: two workers never build into the same folder at once, and no built-page check reads a half-built
+# book or skips for want of one.  The build comes first, as in a run on one CPU (test_book.py sorts first).
 BOOK_BUILD_GROUP = "book-build"
-# The build comes first (test_book.py sorts before the others, as in a run on one CPU); the built-page checks of
-# test_book_reading.py skip on an unbuilt book, so on another worker they could skip or read a half-built one.
 BOOK_BUILD_TESTS = ("tests/test_book.py::test_the_book_builds_with_warnings_as_errors", "tests/test_book_reading.py::",
                     "tests/test_browser.py::")
+_MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope\s*=\s*["'](?:module|class|package)["']""")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.nodeid.startswith(BOOK_BUILD_TESTS):
-            item.add_marker(pytest.mark.xdist_group(BOOK_BUILD_GROUP))
+@functools.cache
+def shares_a_module_fixture(test_file: str) -> bool:
+    """A test file with a module-scoped fixture (a cluster, live runs, a fresh venv, loaded references) is one
+    unit: the fixture is made once, as on one CPU, not once per worker."""
+    try:
+        return bool(_MODULE_FIXTURE.search((Path(__file__).resolve().parents[1] / test_file).read_text()))
+    except OSError:
+        return False
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit a test is scheduled in: the book build's, its file's, or its own."""
+    if nodeid.startswith(BOOK_BUILD_TESTS):
+        return BOOK_BUILD_GROUP
+    test_file = nodeid.split("::")[0]
+    return test_file if shares_a_module_fixture(test_file) else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) does not know the hook
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class WorkUnits(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnits(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
