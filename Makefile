@@ -79,10 +79,11 @@ record: .record-run
 .record-run: setup
 	-@$(TRAP_STOP) SOURCE=live $(BIN)/python -m contention_book.harness.book from-make; $(KEEP_STATUS)
 
-# The suite on every CPU (pytest-xdist; TEST_WORKERS=0 runs it in this process).  Each worker starts its own
-# embedded PostgreSQL, journal and lock folders in its own temporary directory (tests/conftest.py); the tests
-# that build the book into book/_build or read that build run on one worker, in order (--dist loadgroup).
-TEST_WORKERS ?= auto
+# The suite on every CPU (pytest-xdist; "logical" counts hardware threads, where "auto" counts cores;
+# TEST_WORKERS=0 runs it in this process).  Each worker starts its own embedded PostgreSQL, journal and lock
+# folders in its own temporary directory; the tests that build the book into book/_build or read that build run
+# on one worker, in order, and a file's tests that share a module fixture on one worker (tests/conftest.py).
+TEST_WORKERS ?= logical
 test: setup
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 

@@ -16,7 +16,7 @@ TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
 os.environ.setdefault("CONTENTION_BOOK_QUIET_WAIT_S", "0")
 
 
-# make test runs the suite on every CPU (pytest -n auto --dist loadgroup), with the work units below in place of
+# make test runs the suite on every CPU (pytest -n logical --dist loadgroup), with the work units below in place of
 # xdist's own groups (its xdist_group mark no longer takes effect with pytest 9: it renames a test's node id
 # through an attribute pytest 9 does not read).
 #
