@@ -78,11 +78,11 @@ def test_database_options_plan_restores_the_prior_state():
     apply = change.apply(prior)
     restore = change.restore(prior)
     assert "ALTER DATABASE [contention_lab] SET READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE" in apply
-    assert "ALTER DATABASE [contention_lab] SET ACCELERATED_DATABASE_RECOVERY = OFF" in apply
+    assert "ALTER DATABASE [contention_lab] SET ACCELERATED_DATABASE_RECOVERY = OFF WITH ROLLBACK IMMEDIATE" in apply
     assert "ALTER DATABASE [contention_lab] SET RECOVERY FULL" in restore
     assert "ALTER DATABASE [contention_lab] SET DELAYED_DURABILITY = DISABLED" in restore
     assert "ALTER DATABASE [contention_lab] SET ALLOW_SNAPSHOT_ISOLATION ON" in restore
-    assert "ALTER DATABASE [contention_lab] SET ACCELERATED_DATABASE_RECOVERY = ON" in restore
+    assert "ALTER DATABASE [contention_lab] SET ACCELERATED_DATABASE_RECOVERY = ON WITH ROLLBACK IMMEDIATE" in restore
     assert change.scope == "database"
     for sql in apply + restore:
         assert not problems(sql + ";"), sql

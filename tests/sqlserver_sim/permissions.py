@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 
 LEARN = "https://learn.microsoft.com/sql/"
 VSS, VSPS = "VIEW SERVER STATE", "VIEW SERVER PERFORMANCE STATE"
-IMPLIED = {VSPS: (VSS,), "CREATE ANY EVENT SESSION": ("ALTER ANY EVENT SESSION",),
+IMPLIED = {VSPS: (VSS,), "VIEW DATABASE STATE": (VSS, "CONTROL SERVER"),
+           "VIEW DATABASE PERFORMANCE STATE": (VSS, VSPS, "VIEW DATABASE STATE", "CONTROL SERVER"),
+           "CREATE ANY EVENT SESSION": ("ALTER ANY EVENT SESSION",),
            "DROP ANY EVENT SESSION": ("ALTER ANY EVENT SESSION",)}
 
 
@@ -72,27 +74,42 @@ STATEMENTS: dict[str, Rule] = {r.statement: r for r in (
 )}
 
 _DMV_PAGE = LEARN + "relational-databases/system-dynamic-management-views/{}-transact-sql#permissions"
-# DMV -> (permission before SQL Server 2022, from 2022), as the DMV's own page states it.  The latch and
-# spinlock pages still name VIEW SERVER STATE for 2022, although the DMV overview names VIEW SERVER
-# PERFORMANCE STATE: the simulator follows each DMV's own page (issue 24, defect 3).
+VDS, VDPS = "VIEW DATABASE STATE", "VIEW DATABASE PERFORMANCE STATE"
+PUBLIC = "PUBLIC"  # granted to public by default (sys.dm_os_host_info before 2022)
+# DMV -> (permission before SQL Server 2022, from 2022), as the DMV's own page states it.  Issue 33, defect 4: the
+# latch and spinlock pages (ms.date 02/27/2023) and sys.dm_os_host_info's have a "Permissions for SQL Server 2022
+# and later" section naming VIEW SERVER PERFORMANCE STATE.  The catalogue (catalogue.json) holds the same data per
+# object with its page; this table is what the statement handlers check.
 DMVS: dict[str, tuple[str, str]] = {
     "sys.dm_os_wait_stats": (VSS, VSPS),
-    "sys.dm_os_latch_stats": (VSS, VSS),
-    "sys.dm_os_spinlock_stats": (VSS, VSS),
+    "sys.dm_os_latch_stats": (VSS, VSPS),
+    "sys.dm_os_spinlock_stats": (VSS, VSPS),
+    "sys.dm_os_host_info": (PUBLIC, VSPS),
     "sys.dm_os_waiting_tasks": (VSS, VSPS),
     "sys.dm_os_performance_counters": (VSS, VSPS),
     "sys.dm_os_sys_info": (VSS, VSPS),
     "sys.dm_os_schedulers": (VSS, VSPS),
+    "sys.dm_os_tasks": (VSS, VSPS),
     "sys.dm_os_nodes": (VSS, VSPS),
     "sys.dm_os_buffer_descriptors": (VSS, VSPS),
     "sys.dm_tran_locks": (VSS, VSPS),
     "sys.dm_tran_active_snapshot_database_transactions": (VSS, VSPS),
+    "sys.dm_tran_session_transactions": (VSS, VSPS),
     "sys.dm_xe_session_targets": (VSS, VSPS),
+    "sys.dm_xe_sessions": (VSS, VSPS),
+    # sys.dm_db_page_info / sys.dm_db_index_physical_stats: a database permission (VIEW DATABASE STATE; 2022 VIEW
+    # DATABASE PERFORMANCE STATE); the database's owner holds it, and VIEW SERVER STATE covers it (hierarchy page)
+    "sys.dm_db_page_info": (VDS, VDPS),
+    "sys.dm_db_index_physical_stats": (VDS, VDPS),
     "DBCC SQLPERF(LOGSPACE)": (VSS, VSPS),  # dbcc-sqlperf page: VIEW SERVER STATE, 2022 VIEW SERVER PERFORMANCE STATE
 }
 # Session-scoped DMVs show every session with the permission and only the caller's own without it
 # (sys.dm_exec_sessions and sys.dm_exec_session_wait_stats pages): no error, fewer rows.
-SESSION_SCOPED = {"sys.dm_exec_sessions": (VSS, VSPS), "sys.dm_exec_session_wait_stats": (VSS, VSPS)}
+SESSION_SCOPED = {"sys.dm_exec_sessions": (VSS, VSPS), "sys.dm_exec_session_wait_stats": (VSS, VSPS),
+                  "sys.dm_exec_requests": (VSS, VSPS),
+                  # sys.server_event_sessions (catalog view) page, ms.date 03/14/2017: "Requires VIEW SERVER STATE
+                  # permission on the server"; a catalog view hides the rows rather than raising (metadata visibility)
+                  "sys.server_event_sessions": (VSS, VSS)}
 
 
 def dmv_page(dmv: str) -> str:
@@ -107,8 +124,13 @@ def holds(state: dict, perm: str, major: int, database: dict | None = None) -> b
         return True
     if perm == "SYSADMIN":
         return False
+    if perm == "PUBLIC":
+        return True
     if perm == "OWNER":
         return database is not None and database.get("owner") == login_name(state)
+    if perm in ("VIEW DATABASE STATE", "VIEW DATABASE PERFORMANCE STATE") and database is not None \
+            and database.get("owner") == login_name(state):
+        return True
     if perm in state["grants"]:
         return True
     return any(p in state["grants"] for p in IMPLIED.get(perm, ()))
@@ -137,13 +159,15 @@ def dmv_permission(dmv: str, major: int) -> str:
     return since_2022 if major >= 16 else before
 
 
-def check_dmv(state: dict, dmv: str, major: int) -> None:
-    """Msg 300 without the DMV's permission (each DMV page's Permissions section)."""
+def check_dmv(state: dict, dmv: str, major: int, database: dict | None = None, db_name: str = "master") -> None:
+    """Msg 300 without the DMV's permission (each DMV page's Permissions section); ``database``: the current one,
+    for the database-scoped permissions its owner holds."""
     from .server import sql_error
 
     perm = dmv_permission(dmv, major)
-    if not holds(state, perm, major):
-        raise sql_error(300, f"{perm} permission was denied on object 'server', database 'master'.", "42000", 14)
+    if not holds(state, perm, major, database):
+        where = f"database '{db_name}'" if perm.startswith("VIEW DATABASE") else "object 'server', database 'master'"
+        raise sql_error(300, f"{perm} permission was denied on {where}.", "42000", 14)
 
 
 def sees_other_sessions(state: dict, dmv: str, major: int) -> bool:

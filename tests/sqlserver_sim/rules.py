@@ -27,8 +27,8 @@ Pages (https://learn.microsoft.com/sql/ unless a full address is given):
   needs the sessions, so it is listed here and checked there)
 
 ``INSERT ... DEFAULT VALUES`` inside a natively compiled procedure is not among NATIVE's supported DML ("INSERT
-VALUES (one row per statement) and INSERT ... SELECT"), but it is what the LMAX article itself ran on SQL Server
-(seed 004, procedure GetSlotId: ``INSERT INTO dbo.NonBlockingSequence DEFAULT VALUES``), so it is accepted.
+VALUES (one row per statement) and INSERT ... SELECT"), so it is refused (issue 33, defect 3), although the LMAX
+article ran it (seed 004); the workload uses ``INSERT ... (filler) VALUES (0)`` instead.
 Error numbers marked placeholder are not on any page: book/report-sqlserver-difference.md lists them.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ RULES: dict[str, Rule] = {r.key: r for r in (
          "RESTORE, RECONFIGURE, full-text catalogs and indexes)", IN_TRANSACTION, 226),
     Rule("txn.mo_ddl", "CREATE / ALTER / DROP of memory-optimized tables and natively compiled procedures in a "
          "user transaction", NOT_SUPPORTED, 12331),
-    Rule("exclusive.rcsi", "SET READ_COMMITTED_SNAPSHOT with another connection in the database", EXCLUSIVE, 1222,
+    Rule("exclusive.rcsi", "SET READ_COMMITTED_SNAPSHOT with another connection in the database", EXCLUSIVE, 5061,
          runtime=True),
     Rule("exclusive.adr", "SET ACCELERATED_DATABASE_RECOVERY with another session in the database", ADR, 1222,
          runtime=True),
@@ -187,6 +187,7 @@ ATOMIC_OPTIONS = {"TRANSACTION ISOLATION LEVEL", "LANGUAGE", "DATEFORMAT", "DATE
 HINTS_OK = ("INDEX", "FORCESCAN", "FORCESEEK")
 CONSTRUCTS = [  # (regex on the blanked body, construct, feature) -> native.construct (10794)
     (r"\bSELECT\b[^;]*?\bINTO\s+[@#\w.\[\]]+\s+FROM\b", "feature", "SELECT INTO"),
+    (r"\bINSERT\s+(?:INTO\s+)?[\w.\[\]]+\s+DEFAULT\s+VALUES\b", "feature", "INSERT ... DEFAULT VALUES"),
     (r"\bMERGE\b", "operation", "MERGE"), (r"\bTRUNCATE\s+TABLE\b", "operation", "TRUNCATE TABLE"),
     (r"\bNEXT\s+VALUE\s+FOR\b", "operator", "NEXT VALUE FOR"), (r"\bLIKE\b", "operator", "LIKE"),
     (r"\bGOTO\b", "operator", "GOTO"), (r"\bPRINT\b", "option", "PRINT"), (r"\bRAISERROR\b", "statement", "RAISERROR"),

@@ -104,6 +104,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import permissions as P
+from . import query as Q
 from . import rules as RULES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,6 +138,11 @@ DOCUMENTED_GRANTS = ("CREATE ANY DATABASE", "VIEW SERVER STATE")
 BENIGN_BACKGROUND = ("SLEEP_TASK", "LAZYWRITER_SLEEP", "XE_TIMER_EVENT", "REQUEST_FOR_DEADLOCK_SEARCH",
                      "SQLTRACE_INCREMENTAL_FLUSH_SLEEP", "DIRTY_PAGE_POLL", "HADR_FILESTREAM_IOMGR_IOCOMPLETION",
                      "CHECKPOINT_QUEUE", "LOGMGR_QUEUE", "SOS_WORK_DISPATCHER")
+
+
+# Managed Instance T-SQL differences page: a FILENAME in ADD FILE is refused with Msg 41903
+# (https://learn.microsoft.com/azure/azure-sql/managed-instance/transact-sql-tsql-differences-sql-server)
+MI_FILENAME = "FILENAME option is not allowed in SQL Database Managed Instance."
 
 
 class SimError(Exception):
@@ -244,6 +250,13 @@ def major(state: dict) -> int:
 
 def azure(state: dict) -> str | None:
     return {"sqldb": "sqldb", "mi": "mi"}.get(state["version"])
+
+
+def server_xtp(state: dict) -> int:
+    """SERVERPROPERTY('IsXTPSupported'): on Managed Instance 1 whatever the tier (issue 33, defect 2: General
+    Purpose is server 1, database 0); In-Memory OLTP is decided per database, DATABASEPROPERTYEX(DB_NAME(),
+    'IsXTPSupported') (https://learn.microsoft.com/sql/t-sql/functions/databasepropertyex-transact-sql)."""
+    return 1 if azure(state) == "mi" else int(bool(state["xtp"]))
 
 
 def engine_edition(state: dict) -> int:
@@ -611,7 +624,7 @@ def _alter_database(state: dict, s: Session, name: str, rest: str) -> list[Resul
             raise sql_error(40544 if False else 5008, "This ALTER DATABASE statement is not supported. Correct the "
                                                       "syntax and execute the statement again.")
         if az == "mi":  # MI places files itself; a FILENAME is refused (T-SQL differences page)
-            raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+            raise sql_error(41903, MI_FILENAME)
         if m.group(4) and m.group(4) != "PRIMARY" and m.group(4) not in db["filegroups"]:
             raise sql_error(5035, f"Filegroup '{m.group(4)}' does not exist.")  # error number: a placeholder
         db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "ROWS", "name": m.group(1),
@@ -643,7 +656,10 @@ def exclusive_access(state: dict, s: "Session", name: str, rollback_immediate: b
         if s.lock_timeout_ms is None:
             raise SimError("HYT00", f"simulator: ALTER DATABASE SET {option} would wait without bound for "
                                     f"session(s) {sorted(others)} to leave database {name}")
-        raise sql_error(1222, "Lock request time out period exceeded.", "HY000", 16)
+        if option == "READ_COMMITTED_SNAPSHOT":  # issue 33, defect 5: Msg 5061 (database-engine-events-and-errors)
+            raise sql_error(5061, f"ALTER DATABASE failed because a lock could not be placed on database '{name}'. "
+                                  "Try again later.", "42000", 16)
+        raise sql_error(1222, "Lock request time out period exceeded.", "HY000", 16)  # ADR: placeholder
     for spid in others:
         state["sessions"].pop(spid, None)
         state.setdefault("killed", []).append(int(spid))
@@ -688,8 +704,11 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
             db["tables"]["GhostTest"]["held"] = 0
         return [], msgs
 
-    # -- every batch is judged by the documented rules before it is answered (rules.py)
+    # -- every batch is judged by the documented rules before it is answered (rules.py), and every system object
+    # and column it names is resolved against the documented catalogue, with its permission (query.py)
     judge(state, s, n)
+    Q.resolve(state, s, n, 16 if azure(state) else major(state), sql_error,
+              lambda name: P.check_dmv(state, name, major(state), state["databases"].get(s.database), s.database))
 
     # -- server identity (targets.server_version, preflight)
     if n.startswith("SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)), "
@@ -702,7 +721,7 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
         row = [v["ProductVersion"], v["ProductLevel"], v["ProductUpdateLevel"], edition]
         if "EngineEdition" in n:
             cols += ["EngineEdition", "IsXTPSupported", "is_sysadmin", "version"]
-            row += [engine_edition(state), int(bool(state["xtp"])), int(is_sysadmin(state)), version_text(state)]
+            row += [engine_edition(state), server_xtp(state), int(is_sysadmin(state)), version_text(state)]
         return [(cols, [tuple(row)])], msgs
     if n == ("SELECT cpu_count, hyperthread_ratio, socket_count, cores_per_socket, numa_node_count, "
              "physical_memory_kb FROM sys.dm_os_sys_info"):
@@ -874,6 +893,8 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
     if "FROM (VALUES " in n and ("sys.dm_db_page_info" in n or "sys.dm_os_buffer_descriptors" in n):
         if "sys.dm_db_page_info" in n and major(state) < 15 and not azure(state):
             raise sql_error(208, "Invalid object name 'sys.dm_db_page_info'.")
+        P.check_dmv(state, "sys.dm_db_page_info" if "sys.dm_db_page_info" in n else "sys.dm_os_buffer_descriptors",
+                    major(state), state["databases"].get(s.database), s.database)
         rows = []
         for i in range(0, len(params), 3):
             d, f, p = params[i:i + 3]
@@ -888,6 +909,9 @@ def execute(state: dict, s: Session, sql: str, params: tuple) -> tuple[list[Resu
 
     found = workload_batch(n)
     if found is None:
+        bad = Q.syntax_error(sql)
+        if bad:  # what a server answers for a batch its grammar rejects
+            raise sql_error(102, f"Incorrect syntax ({bad}).")
         raise UnknownStatement(f"the simulator was never taught this statement: {n[:300]!r}")
     chapter, script, i, ids = found
     out = _workload(state, s, chapter, script, i, ids, params), msgs
@@ -909,7 +933,9 @@ def judge(state: dict, s: Session, n: str) -> None:
     """The first documented rule the batch breaks, raised as the error its page gives (rules.RULES); DDL in a user
     database needs its owner (or CONTROL SERVER): permissions.STATEMENTS["DDL IN DATABASE"]."""
     db = state["databases"].get(s.database)
-    ddl = re.search(r"\b(CREATE|ALTER|DROP) (TABLE|PROC|PROCEDURE|SEQUENCE)\b", n, re.I)
+    # (temporary tables live in tempdb, where every login may create them: CREATE TABLE page)
+    ddl = re.search(r"\b(CREATE|ALTER|DROP) (TABLE|PROC|PROCEDURE|SEQUENCE|PARTITION FUNCTION|PARTITION SCHEME|"
+                    r"(?:UNIQUE )?(?:CLUSTERED |NONCLUSTERED )?INDEX)\b(?! (?:IF EXISTS )?#)", n, re.I)
     if ddl and db is not None and not db["system"]:
         P.check(state, "DDL IN DATABASE", major(state), db, what=f"CREATE {ddl.group(2).upper()}",
                 database=s.database)
@@ -949,6 +975,8 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
         sess["snapshot_txn"] = bool(db["rcsi"])
         return [(["row_count"], [(1,)])]
     if key == "ghost-cleanup/open_transaction_check":
+        need_view_server_state(state, "sys.dm_tran_active_snapshot_database_transactions")
+        need_view_server_state(state, "sys.dm_tran_session_transactions")
         n = sum(1 for spid, x in state["sessions"].items()
                 if x.get("snapshot_txn") and x.get("database") == s.database and int(spid) != s.spid)
         return [(["active"], [(n,)])]
@@ -1025,7 +1053,7 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
             db["filegroups"].append("FX")
         elif i == 1 and not any(f["type_desc"] == "FILESTREAM" for f in db["files"]):
             if azure(state) == "mi":
-                raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+                raise sql_error(41903, MI_FILENAME)
             db["files"].append({"file_id": len(db["files"]) + 1, "type_desc": "FILESTREAM", "name": "mod",
                                 "physical_name": "/var/opt/mssql/data/mod", "size_mb": 0})
         return none
@@ -1056,7 +1084,7 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
             raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
                                   "the statement again.")
         if i == 1 and azure(state) == "mi":
-            raise sql_error(41918, "Specifying a file path is not supported in SQL Database Managed Instance.")
+            raise sql_error(41903, MI_FILENAME)
         if i == 0 and "FG_LOGCACHE" not in db["filegroups"]:
             db["filegroups"].append("FG_LOGCACHE")
         if i == 1 and not any(f["name"] == "logcache_data" for f in db["files"]):
@@ -1068,6 +1096,9 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
         _work(state, s, "singleton_insert", max(1, int(params[0]) // 100))
         return none
     if key == "logcache-spinlock/log_writer":
+        # sys.dm_exec_requests shows only the caller's own request without VIEW SERVER STATE (its page), and
+        # sys.dm_os_tasks / sys.dm_os_schedulers refuse such a login
+        need_view_server_state(state, "sys.dm_os_tasks")
         need_view_server_state(state, "sys.dm_os_schedulers")
         online = online_cpus(state)
         cpu = online[0] if online else 0
@@ -1131,6 +1162,26 @@ def _dmv_probe(state, s, m, params):
     return [([""], [])]
 
 
+@_h(re.escape("SELECT CAST(SERVERPROPERTY('IsXTPSupported') AS int)"))
+def _server_xtp(state, s, m, params):
+    return [([""], [(server_xtp(state),)])]
+
+
+@_h(re.escape("SELECT CAST(DATABASEPROPERTYEX(DB_NAME(), 'IsXTPSupported') AS int)"))
+def _database_xtp(state, s, m, params):
+    """Per database: Managed Instance General Purpose 0, Business Critical 1 (MI T-SQL differences page)."""
+    return [([""], [(int(bool(state["xtp"])),)])]
+
+
+@_h(re.escape("SELECT CASE WHEN owner_sid = SUSER_SID() THEN 1 ELSE 0 END FROM sys.databases WHERE name = ?"))
+def _owned(state, s, m, params):
+    """sys.databases.owner_sid against SUSER_SID(): the simulator keeps the owner's login name instead of a SID."""
+    db = state["databases"].get(params[0])
+    if db is None:
+        return [([""], [])]
+    return [([""], [(int(db.get("owner") == P.login_name(state)),)])]
+
+
 @_h(re.escape("SELECT HAS_PERMS_BY_NAME(?, 'DATABASE', 'CONTROL')"))
 def _has_db_perms(state, s, m, params):
     """HAS_PERMS_BY_NAME on a database: NULL when it does not exist; its owner and sysadmin hold CONTROL."""
@@ -1146,6 +1197,7 @@ def _host(state, s, m, params):
     # treats it as absent there (an assumption: book/report-sqlserver-difference.md)
     if (major(state) < 14 and not azure(state)) or azure(state) == "mi":
         raise sql_error(208, "Invalid object name 'sys.dm_os_host_info'.")
+    need_view_server_state(state, "sys.dm_os_host_info")  # public before 2022; 2022: VIEW SERVER PERFORMANCE STATE
     return [(["host_platform"], [(state["platform"],)])]
 
 
@@ -1228,7 +1280,10 @@ def _xe_permission(state: dict, statement: str) -> None:
 
 @_h(re.escape("SELECT COUNT(*) FROM sys.server_event_sessions WHERE name = ?"))
 def _xe_exists(state, s, m, params):
-    return [([""], [(int(params[0] in state.setdefault("xe_sessions", {})),)])]
+    # sys.server_event_sessions' page: "Requires VIEW SERVER STATE"; a catalog view shows a login only the rows
+    # its permissions reach (metadata visibility), so without it the session is not seen (no error)
+    seen = P.sees_other_sessions(state, "sys.server_event_sessions", major(state))
+    return [([""], [(int(seen and params[0] in state.setdefault("xe_sessions", {})),)])]
 
 
 @_h(r"SELECT session_id FROM sys\.dm_exec_sessions WHERE database_id = DB_ID\(\) AND session_id <> @@SPID "
@@ -1273,6 +1328,8 @@ def _xe_state(state, s, m, params):
 @_h(r"IF EXISTS \(SELECT 1 FROM sys\.server_event_sessions WHERE name = N'(\w+)'\) DROP EVENT SESSION \[(\w+)\] "
     r"ON SERVER;?")
 def _xe_drop(state, s, m, params):
+    if not P.sees_other_sessions(state, "sys.server_event_sessions", major(state)):
+        return []  # IF EXISTS sees no row without VIEW SERVER STATE: nothing is dropped
     if m.group(1) != m.group(2):
         raise UnknownStatement(f"IF EXISTS on {m.group(1)} but DROP of {m.group(2)}")
     if m.group(1) in state.setdefault("xe_sessions", {}):

@@ -10,9 +10,12 @@ refuses at once with the exact GRANT, parameter or setting to add:
 - version, edition and EngineEdition; Azure SQL Database (5) and Managed Instance (8) are named,
   and what they cannot do is refused by feature, not by their ProductVersion (12.x on both);
 - the permissions each chosen variant needs, and each server DMV the harness reads, queried rather than
-  inferred from a grant (SQL Server 2022's VIEW SERVER PERFORMANCE STATE does not reach every DMV whose
-  page still names VIEW SERVER STATE);
-- In-Memory OLTP availability and the memory the LMAX ring will take (queue_size is a parameter);
+  inferred from a grant (on SQL Server 2022 each DMV page's "Permissions for SQL Server 2022 and later" names
+  VIEW SERVER PERFORMANCE STATE, sys.dm_os_latch_stats', sys.dm_os_spinlock_stats' and sys.dm_os_host_info's
+  included: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/
+  sys-dm-os-latch-stats-transact-sql, ms.date 02/27/2023);
+- In-Memory OLTP availability, per database on Managed Instance (DATABASEPROPERTYEX(DB_NAME(), 'IsXTPSupported'):
+  General Purpose has none although SERVERPROPERTY('IsXTPSupported') is 1; MI T-SQL differences page), and the memory the LMAX ring will take (queue_size is a parameter);
 - the opt-ins: a variant that changes the server without ``allow_server_changes`` drops out of the
   default list with a printed note, and fails here, listing the variants and the flag, when the
   reader asked for it by name.
@@ -45,8 +48,7 @@ MISSING = {
     8: {SET_RECOVERY, FILE_PATH, ADR_OFF},
 }
 # Every server-scoped DMV the harness or a chapter reads.  Each is queried (SELECT TOP (0)) by the preflight:
-# the permission a DMV needs is the one on its own page, which for 2022 is not always the one the DMV
-# overview names (sys.dm_os_latch_stats and sys.dm_os_spinlock_stats still name VIEW SERVER STATE).
+# the permission a DMV needs is the one on its own page (on 2022 VIEW SERVER PERFORMANCE STATE for all of them).
 PROBED_DMVS = ("sys.dm_os_wait_stats", "sys.dm_os_latch_stats", "sys.dm_os_spinlock_stats",
                "sys.dm_os_waiting_tasks", "sys.dm_os_performance_counters", "sys.dm_os_schedulers",
                "sys.dm_os_sys_info")
@@ -153,6 +155,10 @@ def read_facts(target: Target, database: str | None, dmvs: Sequence[str] = PROBE
                 # them all (https://learn.microsoft.com/sql/t-sql/functions/has-perms-by-name-transact-sql)
                 facts.database_control = bool(_one(cur, "SELECT HAS_PERMS_BY_NAME(?, 'DATABASE', 'CONTROL')",
                                                    database))
+        if engine_edition == 8:
+            # In-Memory OLTP on Managed Instance is a property of the database (General Purpose: 0), not of the
+            # server; read it in the lab database when it exists, else in master (same tier)
+            facts.xtp = bool(_database_xtp(target, database if facts.database_exists else None))
         facts.dmv_denied = probe_dmvs(cur, dmvs)
         if {"sys.dm_os_sys_info", "sys.dm_os_schedulers"} & set(facts.dmv_denied):
             return facts  # the facts below come from them; refused below with the GRANT
@@ -178,6 +184,15 @@ def read_facts(target: Target, database: str | None, dmvs: Sequence[str] = PROBE
         conn.close()
 
 
+def _database_xtp(target: Target, database: str | None) -> int:
+    """DATABASEPROPERTYEX(DB_NAME(), 'IsXTPSupported') in ``database`` (None: the login's default database)."""
+    conn = target.connect(database) if database else target.connect()
+    try:
+        return int(_one(conn.cursor(), "SELECT CAST(DATABASEPROPERTYEX(DB_NAME(), 'IsXTPSupported') AS int)") or 0)
+    finally:
+        conn.close()
+
+
 def probe_dmvs(cur, dmvs: Sequence[str] = PROBED_DMVS) -> dict[str, str]:
     """Each server DMV given, queried for no rows: {DMV: the server's refusal} for those refused."""
     import pyodbc
@@ -189,6 +204,12 @@ def probe_dmvs(cur, dmvs: Sequence[str] = PROBED_DMVS) -> dict[str, str]:
         except pyodbc.Error as exc:
             denied[dmv] = redact(exc)
     return denied
+
+
+def grant_for(major: int) -> str:
+    """The grant that reaches every DMV the harness reads: VIEW SERVER PERFORMANCE STATE from 2022 (each DMV's
+    page, "Permissions for SQL Server 2022 and later"), VIEW SERVER STATE before."""
+    return "VIEW SERVER PERFORMANCE STATE" if major >= 16 else "VIEW SERVER STATE"
 
 
 def view_state_permission(major: int) -> str:
@@ -269,11 +290,9 @@ def login_problems(facts: Facts, params: Mapping[str, Any]) -> list[Problem]:
     if facts.dmv_denied:
         names = ", ".join(sorted(facts.dmv_denied))
         first = next(iter(facts.dmv_denied.values()))
-        why = (" (on SQL Server 2022 it includes VIEW SERVER PERFORMANCE STATE, which alone does not reach "
-               "sys.dm_os_latch_stats and sys.dm_os_spinlock_stats: their pages name VIEW SERVER STATE)"
-               if facts.major >= 16 else "")
+        why = (" (VIEW SERVER STATE, which includes it, also does)" if facts.major >= 16 else "")
         out.append(Problem("*", f"the server refused a read of {names} ({first})",
-                           f"USE master; GRANT VIEW SERVER STATE TO [{facts.login or 'your_login'}];{why}"))
+                           f"USE master; GRANT {grant_for(facts.major)} TO [{facts.login or 'your_login'}];{why}"))
     if not facts.database_exists and not facts.perms.get("CREATE ANY DATABASE"):
         out.append(Problem("*", f"the lab database {params.get('database')} does not exist and the login may not "
                                 "create it", f"USE master; GRANT CREATE ANY DATABASE TO [{facts.login or 'your_login'}];"
@@ -397,7 +416,7 @@ def preflight(spec, params: dict[str, Any], raw_params: Mapping[str, Any], targe
             dropped.extend(probs)
     if params.get("clear_stats"):
         log("[preflight] note: clear_stats=true also runs DBCC SQLPERF('sys.dm_os_spinlock_stats', CLEAR), as the "
-            "articles did; the DBCC SQLPERF page documents CLEAR for the wait and latch statistics only")
+            "articles did (documented on sys.dm_os_spinlock_stats' own page)")
     if params.get("clear_stats") and not allow_server_changes:
         blocking.append(Problem("*", "clear_stats=true clears wait, latch and spinlock statistics server-wide",
                                 "add ALLOW_SERVER_CHANGES=1, or leave clear_stats off (the harness subtracts "

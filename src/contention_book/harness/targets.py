@@ -347,12 +347,37 @@ def _owner_mark(target: "Target", conn, engine: str, database: str) -> str | Non
     return None if row is None else row[0]
 
 
+def _owned_by_login(conn, database: str) -> bool:
+    """SQL Server: is the login the database's owner (sys.databases.owner_sid = SUSER_SID())?
+
+    A DBA who creates the lab database for a login without CREATE ANY DATABASE makes the login its owner
+    (ALTER AUTHORIZATION ON DATABASE); the owner holds CONTROL on it, which every setup script needs
+    (https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-databases-transact-sql,
+    https://learn.microsoft.com/sql/t-sql/functions/suser-sid-transact-sql).
+    """
+    row = conn.cursor().execute(
+        "SELECT CASE WHEN owner_sid = SUSER_SID() THEN 1 ELSE 0 END FROM sys.databases WHERE name = ?",
+        database).fetchone()
+    return bool(row and row[0])
+
+
+def _mark_sqlserver(target: Target, database: str) -> None:
+    own = target.connect(database)
+    try:
+        own.cursor().execute("EXEC sys.sp_addextendedproperty @name = ?, @value = ?", OWNER_PROPERTY, OWNER_MARK)
+    finally:
+        own.close()
+
+
 def ensure_own_database(target: Target, database: str, *, allow_foreign: bool = False, log=print) -> None:
-    """Create the harness database if needed; refuse one it did not create.
+    """Create the harness database if needed; refuse one it did not create, unless the login owns it.
 
     Setup and reset scripts only ever run inside a database carrying the
-    harness's mark (an extended property on SQL Server, a comment on
-    PostgreSQL), unless the reader explicitly passes ``allow_foreign``.
+    harness's mark (the extended property ``contention_book_owner`` on SQL
+    Server, a comment on PostgreSQL).  On SQL Server a database without the
+    mark whose owner is the login (a DBA created it for the reader) is
+    accepted and marked.  ``allow_foreign`` is for callers in Python only
+    (no run parameter sets it).
     """
     check_identifier(database, "database")
     conn = target.connect()
@@ -364,21 +389,23 @@ def ensure_own_database(target: Target, database: str, *, allow_foreign: bool = 
             cur = conn.cursor()
             if engine == "sqlserver":
                 cur.execute(f"CREATE DATABASE [{database}]")
-                own = target.connect(database)
-                try:
-                    own.cursor().execute("EXEC sys.sp_addextendedproperty @name = ?, @value = ?",
-                                         OWNER_PROPERTY, OWNER_MARK)
-                finally:
-                    own.close()
+                _mark_sqlserver(target, database)
             else:
                 cur.execute(f'CREATE DATABASE "{database}"')
                 cur.execute(f"COMMENT ON DATABASE \"{database}\" IS '{OWNER_MARK}'")
         elif mark != OWNER_MARK:
+            if engine == "sqlserver" and mark == "" and _owned_by_login(conn, database):
+                log(f"[harness] database {database} on {target.name} is owned by this login: marking it as the "
+                    f"harness's own (extended property {OWNER_PROPERTY})")
+                _mark_sqlserver(target, database)
+                return
             if not allow_foreign:
                 raise TargetError(
                     f"database {database!r} on {target.name} exists but was not created by this harness "
-                    "(no owner mark); refusing to run setup or reset scripts there. Choose another database "
-                    "name, or pass allow_foreign_database=True if you really mean it"
+                    "(no owner mark) and is not owned by this login; refusing to run setup or reset scripts there. "
+                    "Choose another database name"
+                    + (f", or make the login its owner (ALTER AUTHORIZATION ON DATABASE::[{database}] TO [login])"
+                       if engine == "sqlserver" else "")
                 )
             log(f"[harness] WARNING: using database {database}, which the harness did not create (allowed explicitly)")
     finally:

@@ -2,7 +2,10 @@
 -- lmax_ring: one row per slot, pre-created, hash primary key on the slot.
 -- lmax_sequence: an identity column on a memory-optimized table, the
 -- non-blocking sequence: inserting a row and reading SCOPE_IDENTITY() takes
--- no latch, unlike a SEQUENCE object.
+-- no latch, unlike a SEQUENCE object.  Its filler column is there because a natively
+-- compiled module supports "INSERT VALUES (one row per statement) and INSERT ... SELECT",
+-- not INSERT ... DEFAULT VALUES (https://learn.microsoft.com/sql/relational-databases/
+-- in-memory-oltp/supported-features-for-natively-compiled-t-sql-modules).
 DROP PROCEDURE IF EXISTS dbo.lmax_loop_v1;
 DROP PROCEDURE IF EXISTS dbo.lmax_loop_v2;
 DROP PROCEDURE IF EXISTS dbo.lmax_loop_v3;
@@ -23,6 +26,7 @@ CREATE TABLE dbo.lmax_ring (
 GO
 CREATE TABLE dbo.lmax_sequence (
     id bigint IDENTITY(1, 1) NOT NULL,
+    filler bit NOT NULL,
     CONSTRAINT pk_lmax_sequence PRIMARY KEY NONCLUSTERED HASH (id) WITH (BUCKET_COUNT = 524288)
 ) WITH (MEMORY_OPTIMIZED = ON, DURABILITY = SCHEMA_AND_DATA);
 GO
@@ -36,7 +40,7 @@ GO
 CREATE PROCEDURE dbo.lmax_get_slot @queue_size bigint, @slot bigint OUTPUT
 WITH NATIVE_COMPILATION, SCHEMABINDING
 AS BEGIN ATOMIC WITH (TRANSACTION ISOLATION LEVEL = SNAPSHOT, LANGUAGE = N'us_english')
-    INSERT INTO dbo.lmax_sequence DEFAULT VALUES;
+    INSERT INTO dbo.lmax_sequence (filler) VALUES (0);
     SET @slot = CAST(SCOPE_IDENTITY() AS bigint) % @queue_size;
 END;
 GO
@@ -78,7 +82,7 @@ CREATE PROCEDURE dbo.lmax_push_v2 @queue_size bigint, @pushed int OUTPUT
 WITH NATIVE_COMPILATION, SCHEMABINDING
 AS BEGIN ATOMIC WITH (TRANSACTION ISOLATION LEVEL = SNAPSHOT, LANGUAGE = N'us_english')
     DECLARE @slot bigint;
-    INSERT INTO dbo.lmax_sequence DEFAULT VALUES;
+    INSERT INTO dbo.lmax_sequence (filler) VALUES (0);
     SET @slot = CAST(SCOPE_IDENTITY() AS bigint) % @queue_size;
     UPDATE dbo.lmax_ring
     SET pushed_at = SYSDATETIME(), message = 'Hello World', message_id = @slot,

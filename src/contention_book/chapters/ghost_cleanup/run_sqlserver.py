@@ -36,7 +36,11 @@ def _database_options_change(db: str, version: str, rcsi: bool) -> Change:
                f"ALTER DATABASE [{db}] SET READ_COMMITTED_SNAPSHOT {'ON' if state['rcsi'] else 'OFF'} "
                "WITH ROLLBACK IMMEDIATE"]
         if state.get("adr") is not None:
-            out.append(f"ALTER DATABASE [{db}] SET ACCELERATED_DATABASE_RECOVERY = {'ON' if state['adr'] else 'OFF'}")
+            # ADR changes need an exclusive database lock (ADR management page,
+            # https://learn.microsoft.com/sql/relational-databases/accelerated-database-recovery-management): the
+            # termination clause of its own, not the RCSI statement's before it (issue 33, defect 7)
+            out.append(f"ALTER DATABASE [{db}] SET ACCELERATED_DATABASE_RECOVERY = {'ON' if state['adr'] else 'OFF'} "
+                       "WITH ROLLBACK IMMEDIATE")
         return out
 
     wanted = {"recovery": "SIMPLE", "delayed_durability": "ALLOWED", "snapshot": "OFF", "rcsi": rcsi,

@@ -1,3 +1,6 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_tran_active_snapshot_database_transactions: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-tran-active-snapshot-database-transactions-transact-sql
+--   sys.dm_exec_sessions: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-sessions-transact-sql
 -- Transactions that generate or may read row versions in this instance, oldest first, with
 -- who holds them.  An idle session ('sleeping') with an old row here is the article's case:
 -- under SNAPSHOT isolation (is_snapshot = 1) it keeps every version ghost made since it

@@ -1,3 +1,6 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_db_index_physical_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-db-index-physical-stats-transact-sql
+--   sys.indexes: https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-indexes-transact-sql
 -- Ghost records and version ghosts per index level, for one table you suspect (reading
 -- every page: run it on one object, not on the whole database).  version_ghost_record_count
 -- counts the ghosts kept only because a transaction that may need their versions is open.

@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_performance_counters: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-performance-counters-transact-sql
 -- Skipped Ghosted Records/sec is a cumulative counter: read it twice, ten seconds apart, and
 -- divide the difference by the seconds between.  A rate far above this server's usual one
 -- means scans are stepping over ghosts nobody may remove yet.  (With accelerated database

@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_waiting_tasks: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-waiting-tasks-transact-sql
 -- Who is waiting for a page latch right now, and on which page.  Run it a few times
 -- a few seconds apart: a last-page hot spot shows as many sessions on ONE page (the
 -- same database:file:page in resource_description), with PAGELATCH_EX as the wait

@@ -1,3 +1,7 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_exec_requests: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-requests-transact-sql
+--   sys.fn_pagerescracker: https://learn.microsoft.com/sql/relational-databases/system-functions/sys-fn-pagerescracker-transact-sql
+--   sys.dm_db_page_info: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-db-page-info-transact-sql
 -- From the waited-for page to its table and index (SQL Server 2019 and later):
 -- sys.fn_PageResCracker turns a request's page_resource into database, file and
 -- page, and sys.dm_db_page_info says which object, index and level the page belongs

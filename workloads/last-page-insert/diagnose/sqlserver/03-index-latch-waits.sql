@@ -1,3 +1,6 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_db_index_operational_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-db-index-operational-stats-transact-sql
+--   sys.indexes: https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-indexes-transact-sql
 -- Which indexes of this database have waited for page latches, and how long per
 -- wait, since their metadata was last cached.  An index whose inserts land on its
 -- last page shows many leaf inserts and a large page_latch_wait_in_ms; the average

@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_wait_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql
 -- PAGELATCH waits over one minute, not since start-up: the count, the total and the
 -- average wait per wait.  sys.dm_os_wait_stats is cumulative, so the difference
 -- between two readings is what the server is doing now.

@@ -1,3 +1,8 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.partitions: https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-partitions-transact-sql
+--   sys.indexes: https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-indexes-transact-sql
+--   sys.index_columns: https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-index-columns-transact-sql
+--   sys.columns: https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-columns-transact-sql
 -- Clustered indexes whose first key column is an IDENTITY column (every insert goes
 -- to the last page), with whether OPTIMIZE_FOR_SEQUENTIAL_KEY is on and how many
 -- partitions the index has.  These are the candidates for the fixes in this

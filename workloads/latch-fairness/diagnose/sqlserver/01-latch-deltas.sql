@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_latch_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-latch-stats-transact-sql
 -- Latch waits over an interval (not since start-up): snapshot, wait, snapshot again, subtract.
 -- Run it while the parallel data change runs; change the delay to suit.
 SET NOCOUNT ON;

@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_spinlock_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-spinlock-stats-transact-sql
 -- Spinlock collisions, spins and back-offs over an interval (not since start-up).
 -- LATCH_SPIN_STATS counts spinning on latches in general: an unfair (trace flag 3933) latch shows there.
 SET NOCOUNT ON;

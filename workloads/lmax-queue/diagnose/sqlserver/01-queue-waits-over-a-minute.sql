@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_wait_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql
 -- What the server waited on over one minute (a delta, not the totals since start-up):
 -- PAGELATCH_EX/SH on a queue table's first or last page, LCK_M_* where consumers queue on
 -- the same row, WRITELOG where every message commits on its own.  Needs VIEW SERVER STATE.

@@ -1,3 +1,6 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_db_index_operational_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-db-index-operational-stats-transact-sql
+--   sys.indexes: https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-indexes-transact-sql
 -- Which index of which table the latch and lock waits land on, since the index's metadata
 -- was last cached: a queue table shows page latch waits on its clustered index and, for a
 -- delete-based queue, leaf deletes turning into ghost records.  Run in the queue's database.

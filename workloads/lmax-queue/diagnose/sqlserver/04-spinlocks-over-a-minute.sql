@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_spinlock_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-spinlock-stats-transact-sql
 -- Spinlocks over one minute (a delta), for a queue on In-Memory OLTP where no latch or lock
 -- is left to wait on: the article's LOGCACHE_ACCESS, CMED_HASH_SET, XDESMGR and BLOCKER_ENUM.
 -- Needs VIEW SERVER STATE.

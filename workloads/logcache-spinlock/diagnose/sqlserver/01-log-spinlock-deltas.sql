@@ -1,3 +1,5 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_spinlock_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-spinlock-stats-transact-sql
 -- LOGCACHE_ACCESS and XDESMGR over an interval, not since start-up: snapshot, wait, snapshot again, subtract.
 -- Run it while the insert load runs; divide by the inserts done in the interval for spins per insert.
 SET NOCOUNT ON;

@@ -1,10 +1,14 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_os_wait_stats: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-wait-stats-transact-sql
 -- The log's waits over the same kind of interval: WRITELOG (a commit waiting for its flush) and LOGBUFFER
 -- (a session waiting for room in the log cache).  Under forced delayed durability WRITELOG should be near zero.
+-- LOGMGR_QUEUE is left out: it is the log writer's idle wait ("Occurs while the log writer task waits for
+-- work requests", sys.dm_os_wait_stats page) and would top the list on an idle server.
 SET NOCOUNT ON;
 SELECT wait_type, waiting_tasks_count, wait_time_ms, signal_wait_time_ms
 INTO #wait_before
 FROM sys.dm_os_wait_stats
-WHERE wait_type IN (N'WRITELOG', N'LOGBUFFER', N'LOGMGR_QUEUE');
+WHERE wait_type IN (N'WRITELOG', N'LOGBUFFER');
 
 WAITFOR DELAY '00:00:30';
 

@@ -1,3 +1,6 @@
+-- Source (Microsoft Learn; the page each object's columns, units and permission come from):
+--   sys.dm_exec_requests: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-exec-requests-transact-sql
+--   sys.dm_os_schedulers: https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-os-schedulers-transact-sql
 -- Where the log writer runs: its scheduler, CPU and NUMA node (the core the article took out of the mask).
 SELECT r.session_id,
        r.command,
