@@ -218,3 +218,18 @@ def plot_offcpu(measured, variant: str = "sequential", caption: str = ""):
         check_values(r, OFFCPU_CAPTURES.path, rows, OFFCPU_CAPTURES.numeric, OFFCPU_CAPTURES.text)
     words = " ".join(x for x in (offcpu_view.capture_words(rows, variant), "An LWLock sleep on the buffer content lock is a semaphore wait (futex_wait under PGSemaphoreLock and LWLockAcquire); the wait-event shares name it LWLock:BufferContent. Where the two disagree, the off-CPU view also counts preemption (state R) on a busy machine, which the wait events call CPU.", caption) if x)
     return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_IN, colour_of=module_colour)
+
+
+def offcpu_sites(measured, variant: str = "sequential", top: int = 8):
+    """Where the off-CPU time of ``variant`` went, as a table (site, state, ms, share), largest first; an
+    empty table when the recording has no off-CPU stacks (:func:`plot_offcpu` then says so)."""
+    from contention_book.harness.spec import OFFCPU_STACKS
+    from contention_book.perftools import offcpu_view
+
+    name = OFFCPU_STACKS.format(variant=variant)
+    r = getattr(measured, "recording", None)
+    if r is None or not r.has(name):
+        return pd.DataFrame(columns=["where it waited", "state", "ms blocked", "share"])
+    t = offcpu_view.blocked_by(r.path / name, top=top)
+    return pd.DataFrame({"where it waited": t["site"], "state": t["state"], "ms blocked": (t["us"] / 1000).round(1),
+                         "share": (t["share"] * 100).round(1).astype(str) + "%"})

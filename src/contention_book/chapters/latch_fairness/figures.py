@@ -183,3 +183,18 @@ def plot_offcpu(measured, variant: str = "fair", caption: str = ""):
         check_values(r, OFFCPU_CAPTURES.path, rows, OFFCPU_CAPTURES.numeric, OFFCPU_CAPTURES.text)
     words = " ".join(x for x in (offcpu_view.capture_words(rows, variant), "A fair lock's waiters sleep in futex_wait until the holder hands the lock over; the unfair lock's waiters sleep less, because a running thread may take the lock back first. Who woke them: the wake-up stacks beside this file.", caption) if x)
     return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_IN, colour_of=module_colour)
+
+
+def offcpu_sites(measured, variant: str = "fair", top: int = 8):
+    """Where the off-CPU time of ``variant`` went, as a table (site, state, ms, share), largest first; an
+    empty table when the recording has no off-CPU stacks (:func:`plot_offcpu` then says so)."""
+    from contention_book.harness.spec import OFFCPU_STACKS
+    from contention_book.perftools import offcpu_view
+
+    name = OFFCPU_STACKS.format(variant=variant)
+    r = getattr(measured, "recording", None)
+    if r is None or not r.has(name):
+        return pd.DataFrame(columns=["where it waited", "state", "ms blocked", "share"])
+    t = offcpu_view.blocked_by(r.path / name, top=top)
+    return pd.DataFrame({"where it waited": t["site"], "state": t["state"], "ms blocked": (t["us"] / 1000).round(1),
+                         "share": (t["share"] * 100).round(1).astype(str) + "%"})

@@ -262,3 +262,18 @@ def plot_offcpu(measured, variant: str = "skip_locked", caption: str = ""):
         check_values(r, OFFCPU_CAPTURES.path, rows, OFFCPU_CAPTURES.numeric, OFFCPU_CAPTURES.text)
     words = " ".join(x for x in (offcpu_view.capture_words(rows, variant), "A consumer's pg_sleep back-off is a timed wait (WaitLatch, epoll_wait in state S); a lock wait is a semaphore wait (futex_wait); a client read is a socket read (epoll_wait under secure_read).", caption) if x)
     return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_IN, colour_of=module_colour)
+
+
+def offcpu_sites(measured, variant: str = "skip_locked", top: int = 8):
+    """Where the off-CPU time of ``variant`` went, as a table (site, state, ms, share), largest first; an
+    empty table when the recording has no off-CPU stacks (:func:`plot_offcpu` then says so)."""
+    from contention_book.harness.spec import OFFCPU_STACKS
+    from contention_book.perftools import offcpu_view
+
+    name = OFFCPU_STACKS.format(variant=variant)
+    r = getattr(measured, "recording", None)
+    if r is None or not r.has(name):
+        return pd.DataFrame(columns=["where it waited", "state", "ms blocked", "share"])
+    t = offcpu_view.blocked_by(r.path / name, top=top)
+    return pd.DataFrame({"where it waited": t["site"], "state": t["state"], "ms blocked": (t["us"] / 1000).round(1),
+                         "share": (t["share"] * 100).round(1).astype(str) + "%"})
