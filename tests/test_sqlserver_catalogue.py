@@ -70,7 +70,7 @@ def test_log_wait_deltas_leave_the_log_writers_idle_wait_out():
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("path", DIAGNOSE, ids=[f"{p.parts[-4]}/{p.name}" for p in DIAGNOSE])
 def test_diagnose_queries_resolve_on_each_version_or_are_refused_as_documented(tmp_path, path, version):
-    state = S.create(tmp_path / "s.json", version=version)
+    state = S.create(tmp_path / "s.json", version=version, phenomena=False)
     st = S.load(state)
     st["databases"]["lab"] = S._db(st["next_db_id"])
     Path(state).write_text(json.dumps(st))
@@ -91,3 +91,15 @@ def test_diagnose_queries_resolve_on_each_version_or_are_refused_as_documented(t
         assert errors and f"({number})" in errors[0], errors
     else:
         assert not errors, errors
+
+
+def test_the_phenomena_switch_is_what_moves_the_contention_statistics(tmp_path):
+    """Off, a chapter runs end to end but no latch, spinlock or wait statistic moves; on, the chapter's rows appear."""
+    off = S.create(tmp_path / "off.json", version="2022", phenomena=False)
+    rc, out, _ = R.run_in_process("latch-fairness", off, tmp_path / "rec_off", {"variants": "fair"})
+    assert rc == 0, out
+    assert S.load(off)["stats"]["latch"] == {} and S.load(off)["stats"]["spinlock"] == {}
+    on = S.create(tmp_path / "on.json", version="2022")
+    rc, out, _ = R.run_in_process("latch-fairness", on, tmp_path / "rec_on", {"variants": "fair"})
+    assert rc == 0, out
+    assert S.load(on)["stats"]["latch"]["NESTING_TRANSACTION_FULL"][0] > 0

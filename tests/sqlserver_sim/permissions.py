@@ -12,7 +12,7 @@ https://learn.microsoft.com/sql/relational-databases/security/permissions-databa
 STATE covers VIEW SERVER PERFORMANCE STATE; ALTER ANY EVENT SESSION covers the 2022 CREATE / DROP ANY EVENT
 SESSION; the database's owner (the login that created it) holds every permission inside it.
 
-Error numbers marked *placeholder* are not on the statement's page; book/report-sqlserver-difference.md
+Error numbers marked *placeholder* are not on the statement's page; docs/sqlserver-simulator.md
 lists them for a reader's report to settle.
 """
 from __future__ import annotations

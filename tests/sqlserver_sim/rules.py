@@ -29,7 +29,7 @@ Pages (https://learn.microsoft.com/sql/ unless a full address is given):
 ``INSERT ... DEFAULT VALUES`` inside a natively compiled procedure is not among NATIVE's supported DML ("INSERT
 VALUES (one row per statement) and INSERT ... SELECT"), so it is refused (issue 33, defect 3), although the LMAX
 article ran it (seed 004); the workload uses ``INSERT ... (filler) VALUES (0)`` instead.
-Error numbers marked placeholder are not on any page: book/report-sqlserver-difference.md lists them.
+Error numbers marked placeholder are not on any page: docs/sqlserver-simulator.md lists them.
 """
 from __future__ import annotations
 

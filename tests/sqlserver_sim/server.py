@@ -13,6 +13,11 @@ statement is checked against the permission its own page names, for the version 
 (``permissions.py``).  Options that need the database to themselves (READ_COMMITTED_SNAPSHOT, ADR) end
 or wait for the other sessions in it (:func:`exclusive_access`).
 
+Before any answer, every system object and column a batch names is resolved against the documented
+catalogue (``catalogue.json``, ``query.py``: Msg 208 / 207) and the object's permission is checked (Msg 300);
+a batch no answer recognises is parsed with sqlfluff's tsql grammar (Msg 102 on a syntax error).  What makes
+each chapter's phenomenon appear is behind the switch :func:`phenomena_on` (docs/sqlserver-simulator.md).
+
 An unknown statement raises :class:`UnknownStatement`, so new SQL cannot slip into the harness
 without a test that teaches the simulator its documented answer.
 
@@ -48,7 +53,7 @@ Documentation followed (https://learn.microsoft.com/sql/... unless a full addres
 - sys.dm_os_nodes: .../sys-dm-os-nodes-transact-sql (node_state_desc, the ONLINE DAC node)
 - sys.configurations 'affinity mask' / 'affinity64 mask':
   database-engine/configure-windows/affinity-mask-server-configuration-option (a bit per CPU, 0 = AUTO;
-  that ALTER SERVER CONFIGURATION shows its mask there is assumed, see book/report-sqlserver-difference.md)
+  that ALTER SERVER CONFIGURATION shows its mask there is assumed, see docs/sqlserver-simulator.md)
 - ALTER SERVER CONFIGURATION SET PROCESS AFFINITY: t-sql/statements/alter-server-configuration-transact-sql
   (CPU = AUTO | ranges; ALTER SETTINGS permission; Msg 15247 without it)
 - DBCC TRACEON / TRACEOFF / TRACESTATUS: t-sql/database-console-commands/dbcc-traceon-transact-sql,
@@ -86,7 +91,7 @@ Documentation followed (https://learn.microsoft.com/sql/... unless a full addres
 - ODBC Driver 18 (Encrypt defaults to yes; TrustServerCertificate): connect/odbc/... "ODBC Driver 18.0
   for SQL Server Released" and dsn-connection-string-attribute pages.
 
-What could not be pinned down from the documentation is listed in book/report-sqlserver-difference.md;
+What could not be pinned down from the documentation is listed in docs/sqlserver-simulator.md;
 where this file had to choose, the comment next to the answer says so.
 """
 from __future__ import annotations
@@ -163,8 +168,8 @@ def sql_error(number: int, message: str, state: str = "42000", severity: int = 1
 def create(path: str | Path, *, version: str = "2022", edition: str = "developer", login: str | list = "sysadmin",
            platform: str = "Windows", cpus: int = 8, threads_per_core: int = 2, memory_gb: int = 16,
            xtp: bool | None = None, affinity: list[int] | None = None, trace_flags: list[int] = (),
-           faults: list[dict] = ()) -> Path:
-    """Write a fresh server state file; returns its path."""
+           faults: list[dict] = (), phenomena: bool = True) -> Path:
+    """Write a fresh server state file; returns its path (``phenomena``: the switch :func:`phenomena_on`)."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: expected one of {sorted(VERSIONS)}")
     if version in ("sqldb", "mi"):
@@ -185,7 +190,7 @@ def create(path: str | Path, *, version: str = "2022", edition: str = "developer
                       "model": _db(3, system=True), "msdb": _db(4, system=True)},
         "next_db_id": 5, "next_spid": 51, "sessions": {}, "applocks": {},
         "stats": {"wait": {w: [10, 1000, 50, 10] for w in BENIGN_BACKGROUND}, "latch": {}, "spinlock": {}},
-        "log": [],
+        "log": [], PHENOMENA: bool(phenomena),
     }
     p = Path(path)
     p.write_text(json.dumps(state))
@@ -375,11 +380,25 @@ def _bump(stats: dict, kind: str, name: str, *values: float) -> None:
             row[i] += v
 
 
+PHENOMENA = "phenomena"  # the switch's name in the state (create(..., phenomena=...)); docs/sqlserver-simulator.md
+
+
+def phenomena_on(state: dict) -> bool:
+    """The named switch behind every chapter's phenomenon (latch waits queued or spun, log-cache spinlock
+    collisions, ghosts and versions kept by an open snapshot transaction, last-page PAGELATCH waits): on by
+    default so a chapter's tables and verdicts have rows; off, the workloads change only the rows and tables
+    they write and no contention statistic moves (the catalogue and mutation tests run with it off)."""
+    return bool(state.get(PHENOMENA, True))
+
+
 def _work(state: dict, session: Session, what: str, units: int = 1) -> None:
     """The statistics a unit of workload leaves, by what the articles and the docs say it waits on.
 
-    Simulated, not measured: they exist so every table and verdict of a chapter has rows to read.
+    Simulated, not measured: they exist so every table and verdict of a chapter has rows to read.  Behind the
+    switch :data:`PHENOMENA` (:func:`phenomena_on`).
     """
+    if not phenomena_on(state):
+        return
     st = state["stats"]
     for w in BENIGN_BACKGROUND:
         _bump(st, "wait", w, 1, 500, 500, 5)
@@ -519,7 +538,7 @@ def _perf_counters(state: dict, params: tuple) -> Result:
 def _index_stats(state: dict, db: dict) -> Result:
     """sys.dm_db_index_physical_stats DETAILED of the one-row table, by versioning state (RESEARCH.md, seed 002)."""
     t = db["tables"].get("GhostTest", {"updates": 0})
-    versioned = db["rcsi"]
+    versioned = db["rcsi"] and phenomena_on(state)
     held = t.get("held", 0)
     cols = ["level", "pages", "used_pct", "avg_size", "rows", "ghosts", "versions", "ghost_versions"]
     if not versioned:
@@ -604,7 +623,7 @@ def _alter_database(state: dict, s: Session, name: str, rest: str) -> list[Resul
         if az and m.group(1).upper() == "OFF":
             # ADR is always on in SQL Database and Managed Instance and cannot be turned off (ADR management
             # page, https://learn.microsoft.com/sql/relational-databases/accelerated-database-recovery-management);
-            # the error number is this simulator's choice (book/report-sqlserver-difference.md)
+            # the error number is this simulator's choice (docs/sqlserver-simulator.md)
             raise sql_error(5008, "This ALTER DATABASE statement is not supported. Correct the syntax and execute "
                                   "the statement again.")
         exclusive_access(state, s, name, bool(m.group(2)), "ACCELERATED_DATABASE_RECOVERY")
@@ -646,7 +665,7 @@ def exclusive_access(state: dict, s: "Session", name: str, rollback_immediate: b
     accelerated-database-recovery-management).  Killed sessions lose their connection and every lock they hold
     (application locks included); without the termination clause the statement waits, and with a LOCK_TIMEOUT
     fails with Msg 1222 when it runs out (SET LOCK_TIMEOUT page).  That a killed session sees a broken
-    connection (08S01) is this simulator's assumption (book/report-sqlserver-difference.md).
+    connection (08S01) is this simulator's assumption (docs/sqlserver-simulator.md).
     """
     others = [spid for spid, sess in state["sessions"].items()
               if sess.get("database") == name and int(spid) != s.spid and sess.get("pid") and _alive(sess["pid"])]
@@ -986,9 +1005,9 @@ def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: t
         t["updates"] += todo
         holders = any(x.get("snapshot_txn") and x.get("database") == s.database for x in state["sessions"].values())
         if db["rcsi"] and holders and not (major(state) >= 16 and 7006 not in state["trace_flags"]):
-            t["held"] += todo  # versions pinned by the open transaction; 2022 cleans per statement unless TF 7006
+            t["held"] += todo if phenomena_on(state) else 0  # versions pinned by the open transaction; 2022 cleans per statement unless TF 7006
         c = state.setdefault("counters", {"ghost": 0, "locks": 0, "version_kb": 0})
-        c["ghost"] += todo * (2 if db["rcsi"] else 0)
+        c["ghost"] += todo * (2 if db["rcsi"] and phenomena_on(state) else 0)
         c["locks"] += todo * 3
         _work(state, s, "ghost_update", max(1, todo // 100))
         return none
@@ -1194,7 +1213,7 @@ def _has_db_perms(state, s, m, params):
 @_h(re.escape("SELECT host_platform FROM sys.dm_os_host_info"))
 def _host(state, s, m, params):
     # sys.dm_os_host_info arrived in SQL Server 2017; its page does not list Managed Instance, so the simulator
-    # treats it as absent there (an assumption: book/report-sqlserver-difference.md)
+    # treats it as absent there (an assumption: docs/sqlserver-simulator.md)
     if (major(state) < 14 and not azure(state)) or azure(state) == "mi":
         raise sql_error(208, "Invalid object name 'sys.dm_os_host_info'.")
     need_view_server_state(state, "sys.dm_os_host_info")  # public before 2022; 2022: VIEW SERVER PERFORMANCE STATE
@@ -1269,7 +1288,7 @@ def _session_waits(state, s, m, params):
 # The ring keeps max_events_limit events (1,000 when the option is not set), fewer if max_memory runs out first
 # (targets page); the simulator models the count only.  When full it drops the oldest: eventCount stays at the
 # limit while totalEventsProcessed grows.  Whether such discards also count in droppedCount is not documented;
-# the simulator leaves droppedCount at 0 (book/report-sqlserver-difference.md).
+# the simulator leaves droppedCount at 0 (docs/sqlserver-simulator.md).
 XE_RING_EVENTS = 1000
 
 
