@@ -11,9 +11,16 @@ it cannot cut a restore short.
     python -m contention_book.run ghost-cleanup --engine sqlserver --target MY_DSN --allow-server-changes
     python -m contention_book.run latch-fairness --engine native --help-params
 
+Start-up goes: parameters, the run's locks (its chapter on this machine, in
+CONTENTION_BOOK_LOCK_DIR or the checkout's .cache; the native benchmarks or
+the embedded cluster), the target (within its connect timeout; SQL Server's
+preflight), then the quiet-machine wait.  A session whose server goes away
+tries to reconnect for CONTENTION_BOOK_RECONNECT_BUDGET_S (30 s), then the
+run ends with its recording incomplete, naming the point.
+
 Exit status: 0 complete; 1 the run failed (the recording says why);
-2 refused before anything started (parameters, target, an existing
-recording); 128 + the signal's number when interrupted.
+2 refused before anything started (parameters, another run holding a lock,
+target, an existing recording); 128 + the signal's number when interrupted.
 """
 from __future__ import annotations
 
