@@ -34,9 +34,9 @@ def _executed(tmp_path) -> Path:
     setup = nbformat.v4.new_code_cell("glue('a', 1); glue('b', 2)")
     setup.outputs = [_glue_output("a", "1"), _glue_output("b", "2")]
     shown = nbformat.v4.new_code_cell("show_table(x)", metadata={"tags": ["hide-input"]})
-    shown.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<p>main table</p>"})]
+    shown.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<table><caption>Table 2. main table</caption></table>"})]
     per_point = nbformat.v4.new_code_cell("show_table(y)", metadata={"tags": ["remove-input", "details"]})
-    per_point.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<p>per point</p>"})]
+    per_point.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<table><caption>Table 1. per point</caption></table>"})]
     verdicts = nbformat.v4.new_code_cell("show_verdicts(chapter, shown)")
     verdicts.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<p>claims table</p>"}),
                         nbformat.v4.new_output("display_data", data={"text/html": "<p>the rules</p>"},
@@ -78,6 +78,7 @@ def test_details_cells_move_to_a_second_page_linked_both_ways_with_their_glue(tm
     assert "<07-a-chapter>`" in details.cells[0].source and details.cells[0].source.startswith("# A chapter: details")
     assert details_text.count("## Evidence") == 1  # ... and details cells keep their section's heading, once
     assert "claims table" in main_text and "the rules" not in main_text and "the rules" in details_text
+    assert "Table 1. main table" in main_text and "Table 1. per point" in details_text  # numbered per page
     glued = {o["metadata"]["scrapbook"]["name"] for c in details.cells if c.cell_type == "code"
              for o in c.outputs if "scrapbook" in o.get("metadata", {})}
     assert glued == {"a", "b"}  # every glued value is there for the prose that quotes it

@@ -128,6 +128,22 @@ def _is_glue(output) -> bool:
     return "scrapbook" in (output.get("metadata") or {})
 
 
+def _number_tables(cells) -> None:
+    """Tables numbered 1, 2, ... on each page, in the order the page shows them (a chapter numbers them as it
+    runs, across what became two pages); the parts of one split table keep one number."""
+    new: dict[str, str] = {}
+
+    def renumber(m: re.Match) -> str:
+        new.setdefault(m.group(2), str(len(new) + 1))
+        return f"{m.group(1)}Table {new[m.group(2)]}."
+
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data") or {}
+            if isinstance(data.get("text/html"), str):
+                data["text/html"] = re.sub(r"(<caption>\s*)Table (\d+)\.", renumber, data["text/html"])
+
+
 def _for_details(output) -> bool:
     """An output a chapter marked for its details page (``book_pages.DETAILS_OUTPUT`` in its metadata)."""
     return ((output.get("metadata") or {}).get("contention_book") or {}).get("page") == "details"
@@ -208,6 +224,8 @@ def split_page(page: Path) -> Path:
     main.insert(at, link)
     nb_details = copy.deepcopy(nb)
     nb.cells, nb_details.cells = main, [back, *details]
+    for cells in (nb.cells, nb_details.cells):
+        _number_tables(cells)
     nbformat.write(nb, page)
     nbformat.write(nb_details, there)
     return there
