@@ -41,10 +41,11 @@ MAXIMA = {"wait": ["max_wait_time_ms"], "latch": ["max_wait_time_ms"], "spinlock
 QUERIES = {"wait": WAIT_STATS, "latch": LATCH_STATS, "spinlock": SPINLOCK_STATS}
 CLEAR_TARGETS = {"wait": "sys.dm_os_wait_stats", "latch": "sys.dm_os_latch_stats",
                  "spinlock": "sys.dm_os_spinlock_stats"}
-# The DBCC SQLPERF page documents CLEAR for the wait and latch statistics only
-# (https://learn.microsoft.com/sql/t-sql/database-console-commands/dbcc-sqlperf-transact-sql); clearing the
-# spinlock statistics the same way is what the articles ran, not a documented option.
-UNDOCUMENTED_CLEAR = {"sys.dm_os_spinlock_stats"}
+# CLEAR is documented for all three: the DBCC SQLPERF page for the wait and latch statistics, and
+# sys.dm_os_spinlock_stats' own page for the spinlock statistics ("You can reset the contents of
+# sys.dm_os_spinlock_stats by using DBCC SQLPERF ... DBCC SQLPERF ('sys.dm_os_spinlock_stats', CLEAR);",
+# https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/
+# sys-dm-os-spinlock-stats-transact-sql; issue 33, defect 8).
 
 
 def snapshot(conn, kind: str) -> pd.DataFrame:
@@ -102,11 +103,9 @@ def first(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
 def clear_change(kinds: Sequence[str] = ("wait", "latch", "spinlock")) -> Change:
     """DBCC SQLPERF(..., CLEAR): server-wide, cannot be undone, so opt-in and printed like any server change."""
     targets = [CLEAR_TARGETS[k] for k in kinds]
-    undocumented = [t for t in targets if t in UNDOCUMENTED_CLEAR]
     return Change(
         description="clear " + ", ".join(targets) + " server-wide (every other tool's baseline is lost; "
-                    "this cannot be restored" + (f"; DBCC SQLPERF('{undocumented[0]}', CLEAR) is not documented by "
-                                                 "Microsoft, as the articles ran it" if undocumented else "") + ")",
+                    "this cannot be restored)",
         scope="server", read=lambda conn: None,
         apply=lambda prior: [f"DBCC SQLPERF('{t}', CLEAR)" for t in targets],
         restore=lambda prior: [],
