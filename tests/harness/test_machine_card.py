@@ -138,8 +138,8 @@ def test_data_page_lists_every_measured_recording_with_or_without_a_card(tmp_pat
         (tmp_path / "ch" / name / "manifest.json").write_text(json.dumps({"kind": kind}))
     (tmp_path / "ch" / "with" / mc.CARD).write_text(json.dumps(card()))
     md = mc.cards_markdown(tmp_path)
-    assert "#### ch / with" in md and "one-way cache-line transfer" in md
-    assert "#### ch / without\n\n*No machine card in this recording.*" in md and "pub" not in md
+    assert "### ch / with" in md and "one-way cache-line transfer" in md
+    assert "### ch / without\n\n*No machine card in this recording.*" in md and "pub" not in md
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the card's program is Linux-only")

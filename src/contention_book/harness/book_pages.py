@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .recording import data_root, repo_root
+from . import machine_card
 
 VERDICTS_DIR = Path("book") / "chapters" / "verdicts"
 # Set by the book builder for the book's own executed copies only: a notebook executed elsewhere (a test, a
@@ -107,7 +108,9 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
             f"({INTERVALS_LABEL})=\n## How to read a number and its interval\n\n{INTERVALS}\n\n"
             "## The verdicts\n\n"
             "```{raw} html\n" + counts + "\n```\n\n"
-            "```{raw} html\n" + table + "\n```\n" + predictions_section(notebooks))
+            "```{raw} html\n" + table + "\n```\n" + predictions_section(notebooks)
+            + machine_card.machine_predictions_markdown(
+                machine_card.saved_machine_rows(repo_root() / PREDICTIONS_DIR)))
     out = repo_root() / "book" / "findings.md"
     out.write_text(page, encoding="utf-8")
     return out
@@ -124,22 +127,8 @@ INTERVALS = ("A measured number followed by two numbers in brackets, such as 1.2
              "brackets say so: (range 1.10–1.41, 3 runs) gives the lowest and highest measured, and (one run) a "
              "single measurement. Ratios between two variants are paired by repetition (the variants ran "
              "interleaved), so the pair's ratio cancels most of the machine's drift.")
-CAPACITY_METHOD = (
-    "Each chapter ends (on its details page) with a small model that takes costs measured on the machine that "
-    "rendered the page (the reader's own recording, when a reader re-runs the chapter) and the article's "
-    "description of its workload, and predicts a number the article published. The published number being "
-    "predicted is never an input. Intervals are 95%, propagated from the inputs' measured intervals. A "
-    "prediction is *predicted* when the published number lies inside the interval, *predicted as a bound* when "
-    "the model can only bound the quantity and the published number is on the bound's side, and *missed* "
-    "otherwise, with by how much. Each chapter's section says what its model leaves out.")
-USL_METHOD = (
-    "Where a measured curve has four or more concurrency levels (one of them a single session), the chapter fits "
-    "Gunther's Universal Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) to it: σ is the serial fraction "
-    "(contention), κ the cost of keeping shared data coherent, and the curve peaks at N* = √((1−σ)/κ). "
-    "Intervals are bootstrap 95% over the repetitions. Where the table has one, κ's measured counterpart is one "
-    "cache-line transfer per operation divided by the single-session service time (t_xfer · λ), a floor, since an "
-    "operation moves at least one line. On this book's own 2-CPU recordings every level above 2 is "
-    "oversubscribed, so σ also holds the time the threads wait for a CPU.")
+CAPACITY_METHOD = machine_card.MODELS_METHOD
+USL_METHOD = machine_card.USL_METHOD
 
 
 def predictions_section(notebooks: dict[str, Path]) -> str:
@@ -278,6 +267,7 @@ def write_data_page() -> Path:
             "```{raw} html\n" + how + "\n```\n\n"
             + ("## Notes kept with the recordings\n\n```{raw} html\n<ul class=\"recording-notes\">"
                + "".join(notes) + "</ul>\n```\n" if notes else ""))
+    page += "\n" + machine_card.cards_markdown()
     out = repo_root() / "book" / "data.md"
     out.write_text(page, encoding="utf-8")
     return out

@@ -365,7 +365,7 @@ def card_markdown(card: Mapping, title: str) -> str:
     """One card as Markdown: topology, a table of every quantity per phase, the rules, and placement."""
     t = card["topology"]
     sib = {True: "SMT siblings (one core)", False: "on different cores", None: "unknown"}[t.get("pair_are_siblings")]
-    lines = [f"#### {title}", "",
+    lines = [f"### {title}", "",
              f"{t.get('cpu_model') or 'unknown CPU'}; {t.get('sockets') or '?'} socket(s), {t.get('cores')} core(s), "
              f"{t.get('logical_cpus')} logical CPUs; the run used CPUs {', '.join(map(str, t['cpus_used']))}; measured "
              f"on CPUs {' and '.join(map(str, t['pair']))} ({sib}); hypervisor: {t.get('hypervisor') or 'none seen'}"
@@ -425,12 +425,12 @@ def cards_markdown(data_root: Path | None = None) -> str:
         title = f"{manifest.parent.parent.name} / {manifest.parent.name}"
         path = manifest.parent / CARD
         if not path.is_file():
-            out.append(f"#### {title}\n\n*No machine card in this recording.*\n")
+            out.append(f"### {title}\n\n*No machine card in this recording.*\n")
             continue
         try:
             card = validate(json.loads(path.read_text(encoding="utf-8")), str(path))
         except (CardError, ValueError) as exc:
-            out.append(f"#### {title}\n\n*Machine card unreadable: {exc}*\n")
+            out.append(f"### {title}\n\n*Machine card unreadable: {exc}*\n")
             continue
         out.append(card_markdown(card, title))
     return "\n".join(out)
