@@ -70,3 +70,14 @@ def test_flame_or_note(tmp_path):
     assert title.startswith("bench (2 ms blocked in all)") and "cannot see time on the CPU" in title
     note = offcpu_view.flame(tmp_path / "missing.offcpu-folded.gz", "bench")
     assert "no off-CPU stacks" in note.axes[0].texts[0].get_text()
+
+
+@pytest.mark.skipif(not _can_trace(), reason="system-wide scheduler tracing needs perf and root here")
+def test_a_cancelled_capture_stops_perf_and_keeps_nothing(tmp_path):
+    rec = OffCpuRecorder(tmp_path, name="gone", comms=["sleep"])
+    rec.start()
+    proc = rec._proc
+    st = rec.cancel("the point did not finish")
+    assert not st.ok and st.why == "the point did not finish"
+    assert proc is not None and proc.poll() is not None  # perf is gone
+    assert not list(tmp_path.iterdir())

@@ -472,6 +472,22 @@ class OffCpuRecorder:
         self._err.seek(0)
         return self._err.read()
 
+    def cancel(self, why: str) -> OffCpuStatus:
+        """Stop perf and keep nothing (the workload failed or was stopped: no minutes of folding then)."""
+        st = self.status
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        st.ok, st.why = False, why
+        if self._err is not None:
+            self._err.close()
+            self._err = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        return st
+
     def stop(self) -> OffCpuStatus:
         st = self.status
         try:
@@ -565,13 +581,15 @@ def start_offcpu(writer, name: str, *, pids=(), comms=(), perf: str | None = Non
     return rec
 
 
-def finish_offcpu(writer, recorder: OffCpuRecorder | None, log=None, **keys) -> OffCpuStatus | None:
-    """Stop an off-CPU capture; keep its stacks and its row, or note why there are none (no partial files)."""
+def finish_offcpu(writer, recorder: OffCpuRecorder | None, log=None, *, failed: bool = False,
+                  **keys) -> OffCpuStatus | None:
+    """Stop an off-CPU capture; keep its stacks and its row, or note why there are none (no partial files).
+    ``failed``: the point did not finish (an exception is on its way): perf is stopped, nothing is kept."""
     if recorder is None:
         return None
     import pandas as pd
 
-    st = recorder.stop()
+    st = recorder.cancel("the point did not finish") if failed else recorder.stop()
     name = Path(st.offcpu_path or "x").name.split(".")[0]
     if st.ok:
         writer.append_csv("stacks/offcpu_captures.csv", pd.DataFrame([offcpu_row(st, **keys)]))

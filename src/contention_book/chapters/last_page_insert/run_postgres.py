@@ -108,18 +108,20 @@ class PostgresRun:
             # last: the sessions wait at the barrier (ClientRead) while perf starts, and that is not the window
             waits.start()
 
+        done = False
         try:
             result = run_sessions(self.connect, Statement(insert, args), sessions=n,
                                   operations_per_session=calls_per_session(self.rows, self.per_call),
                                   duration_s=self.max_s, warmup_operations=max(2, 20 // self.per_call),
                                   setup_session=setup, on_ready=ready, retry_on=RETRYABLE, **self.load,
                                   progress=f"{variant}, {n} session(s), repetition {self.repetition + 1}")
+            done = True
         finally:
             waits.stop()
             if pins is not None:
                 pins.stop()
             # off-CPU first: its window then ends with the CPU capture's, not after that one's post-processing
-            finish_offcpu(self.w, recorder["offcpu"], self.log, variant=variant, sessions=n,
+            finish_offcpu(self.w, recorder["offcpu"], self.log, failed=not done, variant=variant, sessions=n,
                           repetition=self.repetition, threads="inserting backends")
             finish_stacks(self.w, variant, recorder["perf"], self.log)
         if result.errors:

@@ -91,10 +91,12 @@ def offcpu_runs(ctx, runs: pd.DataFrame, args: list[str], thread_list, duration_
         for flag, value in (("--kinds", kind), ("--threads", str(n)), ("--repetitions", "1")):
             extra[extra.index(flag) + 1] = value
         rec = start_offcpu(ctx.writer, kind, comms=[PROGRAM], threads_only=True)  # the workers, not main's sleep
+        done = False
         try:
             row = native.run(PROGRAM, extra, timeout_s=duration_ms / 1000 * 3 + 60)
+            done = True
         finally:
-            st = finish_offcpu(ctx.writer, rec, ctx.log, variant=kind, sessions=n, repetition=0,
+            st = finish_offcpu(ctx.writer, rec, ctx.log, failed=not done, variant=kind, sessions=n, repetition=0,
                                threads=f"{PROGRAM} threads")
         if st is not None and st.ok:
             sweep = runs[(runs["variant"] == kind) & (runs["sessions"] == n)]["throughput"].median()

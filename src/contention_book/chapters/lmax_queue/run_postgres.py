@@ -231,13 +231,17 @@ class PostgresQueueRun:
                                              call_graph=POSTGRES_OFFCPU_CALL_GRAPH)
             sampler.start()
 
-        result = run_sessions(self.connect, calls.statement(), sessions=sessions + consumers,
-                              duration_s=self.duration_s, warmup_operations=5, setup_session=setup, on_ready=ready,
-                              retry_on=RETRYABLE, **self.load,
-                              progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}")
+        done = False
+        try:
+            result = run_sessions(self.connect, calls.statement(), sessions=sessions + consumers,
+                                  duration_s=self.duration_s, warmup_operations=5, setup_session=setup,
+                                  on_ready=ready, retry_on=RETRYABLE, **self.load,
+                                  progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}")
+            done = True
+        finally:  # perf never outlives a point, however it ends
+            finish_offcpu(self.w, offcpu["rec"], self.log, failed=not done, variant=variant, sessions=sessions,
+                          repetition=repetition, threads="consumers")
         sampler.stop()
-        finish_offcpu(self.w, offcpu["rec"], self.log, variant=variant, sessions=sessions, repetition=repetition,
-                      threads="consumers")
         producers = result.per_session[:sessions]
         error_count = result.errors
         errors = [e for s in result.per_session for e in s.error_samples]
