@@ -11,6 +11,7 @@ The SQL Server run is :mod:`.run_sqlserver`; what one call runs is :mod:`.calls`
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -101,8 +102,9 @@ class PostgresRun:
             if deepest and self.stacks and self.repetition == 0:  # one profile per variant is enough
                 recorder["perf"] = start_stacks(self.w, variant, sorted(pids.values()))
                 # the same window, off the CPU: where the inserting backends sleep (stacks/<variant>.offcpu-folded.gz)
-                recorder["offcpu"] = start_offcpu(self.w, variant, pids=sorted(pids.values()),
-                                                  call_graph=POSTGRES_OFFCPU_CALL_GRAPH)
+                if os.environ.get("OFFCPU", "1") != "0":  # OFFCPU=0 in the environment: off
+                    recorder["offcpu"] = start_offcpu(self.w, variant, pids=sorted(pids.values()),
+                                                      call_graph=POSTGRES_OFFCPU_CALL_GRAPH)
             if pins is not None:
                 pins.start()
             # last: the sessions wait at the barrier (ClientRead) while perf starts, and that is not the window
