@@ -14,7 +14,7 @@ RECORD_TO ?=
 ALLOW_SERVER_CHANGES ?=
 PARAMS ?=
 
-.PHONY: setup book chapter record .chapter-run .record-run test lab bench-perftools bench-driver bench-book native clean clean-pg help
+.PHONY: setup book chapter record .chapter-run .record-run test lab bench-perftools bench-driver bench-book native pg-named clean clean-pg help
 
 # Native microbenchmarks: every native/<name>.c becomes native/build/<name>.
 CC ?= cc
@@ -32,6 +32,7 @@ help:
 	@echo "make bench-driver      the sessions driver against pgbench on the same single-row insert"
 	@echo "make bench-book        make book: a full rebuild, then with nothing changed"
 	@echo "make native    build the C microbenchmarks in native/ (chapters build them on demand too)"
+	@echo "make pg-named  build PostgreSQL 15 unstripped, with frame pointers (named stacks; PG_BINDIR=...)"
 
 # Every package at its locked version, checked against its hash; then this project itself.
 $(STAMP): requirements.lock pyproject.toml
@@ -101,6 +102,11 @@ bench-book: setup
 	$(BIN)/python benchmarks/bench_book.py
 
 native: $(NATIVE_BIN)
+
+# PostgreSQL 15 from Debian's source package, unstripped and with frame pointers: perf then names every frame of a
+# backend's stack. The references are recorded on it (PG_BINDIR=~/.cache/contention-book/pg15-named/bin).
+pg-named:
+	bash scripts/build_pg_named.sh
 
 # Written under a temporary name, then renamed: two builds at once (test workers, two chapters) never run or
 # overwrite a half-written program.
