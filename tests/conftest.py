@@ -14,6 +14,8 @@ KNOWN_PASSWORD = "Leak-Canary-7f3a9c"  # used only by the test cluster; tests gr
 TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
 # Live runs in tests do not wait for a quiet machine (the tests themselves keep it busy); they still record the load.
 os.environ.setdefault("CONTENTION_BOOK_QUIET_WAIT_S", "0")
+# Nor do they measure a machine card (seconds per run); tests/harness/test_machine_card.py turns it on for its own.
+os.environ.setdefault("CONTENTION_BOOK_MACHINE_CARD", "0")
 # Live runs in tests take no off-CPU capture (perftools.capture.OffCpuRecorder: minutes of perf script per variant);
 # tests/perftools/test_perftools_offcpu_capture.py records one of its own.
 os.environ.setdefault("OFFCPU", "0")

@@ -16,6 +16,12 @@ QUIET = {"cycle": (0.31, 0.30, 0.33, 0.30), "one_way_transfer": (200, 190, 210, 
          "atomic_private": (6.0, 5.8, 6.3, 5.7), "plain_private": (1.2, 1.1, 1.3, 1.0)}
 
 
+
+@pytest.fixture(autouse=True)
+def card_on(monkeypatch):
+    """tests/conftest.py turns the card off for every other test's live runs; these tests are about it."""
+    monkeypatch.setenv(mc.SKIP_ENV, "1")
+
 def fake_run(values, load=None):
     def run(program, args, timeout_s=None):
         assert program == "machine_card" and "--cpu-a=0" in args and "--cpu-b=1" in args
@@ -189,3 +195,24 @@ def test_around_measures_before_and_after_a_run_and_adds_the_card(tmp_path, monk
     assert calls == [[0, 1], [0, 1]] and set(got["phases"]) == {"start", "end"}
     assert "added_after_the_run" not in got
     assert mc.main(["around", str(tmp_path / "none"), "--", sys.executable, "-c", "raise SystemExit(3)"]) == 3
+
+
+def test_a_live_native_run_carries_its_own_card(tmp_path):
+    """The runner measures the card itself, at the run's start and end, on a run whose work is on this machine."""
+    import os
+    import subprocess
+    import sys
+
+    dest = tmp_path / "rec"
+    env = dict(os.environ, CONTENTION_BOOK_MACHINE_CARD="1", CONTENTION_BOOK_QUIET_WAIT_S="0")
+    out = subprocess.run([sys.executable, "-m", "contention_book.run", "latch-fairness", "--engine", "native",
+                          "--param", "sessions=1,2", "--param", "variants=fair", "--param", "duration_s=0.1",
+                          "--param", "repetitions=1", "--record-to", str(dest)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "machine card at the start" in out.stdout and "machine card at the end" in out.stdout
+    card = json.loads((dest / "machine_card.json").read_text())
+    assert set(card["phases"]) == {"start", "end"}
+    assert card["topology"]["pair"] and len(card["topology"]["pair"]) == 2
+    r = Recording.open(dest)  # opening verifies every file the manifest lists against its checksum
+    assert "machine_card.json" in {f["path"] for f in r.manifest["files"]}

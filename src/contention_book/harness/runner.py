@@ -367,7 +367,7 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
             writer = measured_writer(tgt, spec.chapter, {"engine": engine, **params}, command, dest, title)
         with writer:
             _run(runners[engine], RunContext(spec, engine, params, writer, log, tgt, allow_server_changes, command),
-                 quiet)
+                 quiet, card=engine == "native" or not target)
     log(f"[run] {spec.chapter} complete in {time.monotonic() - started:,.0f} s: {dest}")
     return dest
 
@@ -441,15 +441,21 @@ def _wait_for_quiet(log: RunLog, remote: bool) -> tuple[dict, float]:
     return wait_for_quiet(log, remote=remote), time.monotonic()
 
 
-def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None) -> None:
+def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None, card: bool = False) -> None:
     """Run with the log streaming into the recording; an empty run is not ``complete``.  ``quiet`` is the load
-    before the run (host.wait_for_quiet); the load at its end joins it in the manifest."""
+    before the run (host.wait_for_quiet); the load at its end joins it in the manifest.  ``card``: the work runs on
+    this machine (native programs, the embedded PostgreSQL), so its machine card is measured at the start and the
+    end (a remote server's CPUs are not this machine's: its recording gets no card)."""
     ctx.log.attach(ctx.writer.file_path("run.log"))
     if quiet:
         ctx.writer.update(load=dict(quiet))
     from .driver import take_lost_points
 
     take_lost_points()  # only this run's points
+    if card:
+        from . import machine_card
+
+        machine_card.at_start(ctx.writer, ctx.log)
     try:
         try:
             runner(ctx)
@@ -467,6 +473,8 @@ def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None) -> None:
                 ctx.writer.add_note(note)
             ctx.log(f"[run] 1-minute load average {load['before_1min']:.2f} at the start, "
                     f"{load['after_1min'] if load['after_1min'] is not None else '?'} at the end")
+        if card:
+            machine_card.at_end(ctx.writer, ctx.log)
         ctx.log("[run] sealing the recording")
         pause = float(os.environ.get(SEAL_PAUSE_ENV) or 0)
         if pause:  # fault tests deliver their signal while a recording is being sealed
