@@ -104,7 +104,7 @@ bench-book: setup
 native: $(NATIVE_BIN)
 
 # PostgreSQL 15 from Debian's source package, unstripped and with frame pointers: perf then names every frame of a
-# backend's stack. The references are recorded on it (PG_BINDIR=~/.cache/contention-book/pg15-named/bin).
+# backend's stack. The references are recorded on it (PG_BINDIR=.cache/pg15-named/bin).
 pg-named:
 	bash scripts/build_pg_named.sh
 

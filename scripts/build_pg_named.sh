@@ -2,15 +2,19 @@
 # Build PostgreSQL 15 from Debian's own source package, unstripped and with frame pointers, so that perf names
 # every frame of a backend's stack (Debian's binary is stripped: its static functions show as [unknown]).
 #
-#   bash scripts/build_pg_named.sh [PREFIX]      # default PREFIX: ~/.cache/contention-book/pg15-named
+#   bash scripts/build_pg_named.sh [PREFIX]      # default PREFIX: .cache/pg15-named in the checkout
 #   PG_BINDIR=PREFIX/bin make record CH=last-page-insert ENGINE=postgres
+#
+# The default sits beside the embedded cluster (.cache/pg): run as root, the server runs as the postgres user,
+# who must be able to reach the binaries (a home folder such as /root is closed to it). PostgreSQL's
+# installations are relocatable, so a built PREFIX may be moved.
 #
 # Needs: Debian or Ubuntu with deb.debian.org reachable for source packages, gcc, make, flex, bison, and the
 # installed postgresql-15-pg-wait-sampling package (its library is copied in: the same major version's ABI).
 # Takes about 10 minutes on 2 CPUs. Nothing outside PREFIX and a temporary folder is changed (apt's own lists
 # and sources are untouched: a private sources list and list folder are used).
 set -euo pipefail
-PREFIX="${1:-$HOME/.cache/contention-book/pg15-named}"
+PREFIX="$(realpath -m "${1:-$(dirname "$0")/../.cache/pg15-named}")"
 VERSION_WANTED="$(dpkg-query -W -f='${Version}' postgresql-15 2>/dev/null || true)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
