@@ -299,7 +299,8 @@ def test_findings_section_for_this_machine(tmp_path):
     rows = saved_machine_rows(tmp_path)
     assert list(rows) == ["latch-fairness"]
     md = machine_predictions_markdown(rows)
-    assert md.startswith("## Predictions for this machine") and "| latch-fairness | q | X = 1 \\| 2 |" in md
+    assert md.startswith("## Predictions for this machine") and "<caption>" in md
+    assert "<td>latch-fairness</td><td>q</td><td>X = 1 | 2</td>" in md
 
 
 def test_a_model_outside_its_domain_draws_no_curve():

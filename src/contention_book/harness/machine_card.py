@@ -471,12 +471,18 @@ def machine_predictions_markdown(rows_by_chapter: Mapping[str, Sequence[Mapping]
     rows = [(ch, r) for ch, rs in rows_by_chapter.items() for r in rs]
     if not rows:
         return "\n".join(out + ["*No chapter saved a prediction for this machine in this build.*", ""])
-    out += ["| chapter | quantity | equation | inputs | predicted | measured | verdict |", "|---|---|---|---|---|---|---|"]
-    for ch, r in rows:
-        cells = [ch] + [str(r.get(k, "—")).replace("|", "\\|") for k in ("quantity", "equation", "inputs", "predicted",
-                                                                            "published", "verdict")]
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
+    import html as html_
+
+    cols = ("quantity", "equation", "inputs", "predicted", "published", "verdict")
+    heads = ("chapter", "quantity", "equation", "inputs", "predicted", "measured", "verdict")
+    body = "".join("<tr>" + f"<td>{html_.escape(ch)}</td>"
+                   + "".join(f"<td>{html_.escape(str(r.get(c, '—')))}</td>" for c in cols) + "</tr>"
+                   for ch, r in rows)
+    table = ('<div class="table-wrap"><table class="book-table text-table" id="machine-predictions"><caption>What '
+             "each chapter's model predicts for this machine's own contended measurements, from its uncontended "
+             "ones and the recording's machine card, against what the recording measured</caption><thead><tr>"
+             + "".join(f"<th>{h}</th>" for h in heads) + f"</tr></thead><tbody>{body}</tbody></table></div>")
+    return "\n".join(out) + "\n```{raw} html\n" + table + "\n```\n"
 
 
 def saved_machine_rows(predictions_dir: Path) -> dict[str, list[dict]]:

@@ -268,6 +268,15 @@ def usl_words() -> str:
             f"{{ref}}`{USL_LABEL}`).")
 
 
+def _without_empty_columns(frame):
+    """The frame less the columns no row fills (a model with no input shows no equation and no prediction: a
+    column of dashes says nothing the verdict does not)."""
+    empty = [c for c in frame.columns
+             if frame[c].map(lambda v: v is None or (isinstance(v, float) and v != v) or str(v).strip() in ("", "—"))
+             .all()]
+    return frame.drop(columns=empty)
+
+
 def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "operations/s") -> None:
     """The whole section for a chapter whose package has a ``model`` module: words, inputs, predictions against
     the published numbers, a figure of each prediction, and the USL fits; rows saved for Findings."""
@@ -285,10 +294,12 @@ def show_capacity(chapter, shown, n_label: str = "sessions", x_label: str = "ope
         display(Markdown("*No prediction: the recording shown lacks an input the models need.*"))
     else:
         display(Markdown(intro(preds)))
-        show_table(inputs_frame(preds).set_index("input"), "The models' inputs: measured on this machine, or "
-                   "the article's own description of its workload.")
-        show_table(results_frame(preds).set_index("quantity"), "Each prediction against the number the article "
-                   "published.")
+        inputs = _without_empty_columns(inputs_frame(preds))
+        if len(inputs):  # a recording without a card may leave a model no input at all
+            show_table(inputs.set_index("input"), "The models' inputs: measured on this machine, or "
+                       "the article's own description of its workload.")
+        show_table(_without_empty_columns(results_frame(preds)).set_index("quantity"), "Each prediction against the "
+                   "number the article published.")
         fig = figure(preds)
         if fig is not None:
             show_figure(f"fig_{key}_predictions", fig)
