@@ -73,7 +73,7 @@ def test_findings_show_rows_saved_before_the_new_columns(checkout, monkeypatch):
                          "verdict": "agrees"}])
     book_pages.save_verdicts("demo", old)
     page = book_pages.write_findings(book.notebooks()).read_text()
-    assert "— : the chapter did not give this (its rows were saved before the column existed" in page
+    assert "— means the chapter gives no value for this claim." in page and "saved before" not in page
     assert "<td>—</td>" in page
     assert "1 agrees" in page
 

@@ -95,8 +95,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
                                "whether its size was compared", prefix="findings-table",
                                columns=("chapter", "claim", "tested_on", "published", "measured", "size", "verdict"),
                                raw=("chapter",),
-                               missing_reason="the chapter did not give this (its rows were saved before the column "
-                                              "existed, or the row has no value)")
+                               missing_reason="the chapter gives no value for this claim")
     page = ("# Findings\n\n"
             "Every claim the chapters check, in one table: what the article reported, where this book tested it, "
             "what the recording shown in the chapter measured, whether the size could be compared with the "
