@@ -167,14 +167,17 @@ NO_EFFECT = 1.0      # a ratio of 1: the two variants did the same
 
 
 def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> str:
-    if weaker:  # at most about 30 words besides ``what``: a rule is a footnote
+    """Plain sentences (a rule is a footnote): when the claim holds, is weaker, differs, or is inconclusive."""
+    last = (f"It is inconclusive when the interval straddles {threshold:g} or fewer than {MIN_REPETITIONS} "
+            "repetitions ran.")
+    if weaker:
         low, high = sorted((NO_EFFECT, threshold))
-        return (f"holds when the interval over repetitions of {what} lies {side} {threshold:g}; weaker when "
-                f"between {low:g} and {high:g}; differs when {other} {threshold:g} otherwise; else inconclusive (or "
-                f"under {MIN_REPETITIONS} repetitions)")
-    return (f"the direction holds when the interval over repetitions of {what} lies {side} {threshold:g}; differs "
-            f"when it lies {other.split()[-1]}; inconclusive when it straddles {threshold:g} or fewer than "
-            f"{MIN_REPETITIONS} repetitions ran")
+        toward = "down" if side == "above" else "up"
+        return (f"The claim holds when the interval over repetitions of {what} lies {side} {threshold:g}. It is "
+                f"weaker when the interval lies between {low:g} and {high:g}, and differs when it lies {other} "
+                f"{threshold:g} and reaches {toward} to {NO_EFFECT:g}. " + last)
+    return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, and "
+            f"differs when it lies {other} {threshold:g}. " + last)
 
 
 def rule_above(threshold: float, what: str = "the ratio", ratio: bool = True) -> str:
