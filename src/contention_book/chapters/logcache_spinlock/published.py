@@ -36,8 +36,7 @@ ADKIN = {
              "'over 500,000 inserts / second', a lower bound.",
 }
 ADKIN_HOST = {
-    "description": "2 x Xeon E5 2650 (10 cores, 2.3 GHz; the book infers the v3, the E5-2650 with 10 cores at "
-                   "2.3 GHz), hyper-threading on, 64 GB DDR4, "
+    "description": "2 x Xeon E5 2650 (10 cores, 2.3 GHz; v3 by the book's inference), hyper-threading on, 64 GB DDR4, "
                    "ASUS Z10-D16 WS; RAID 0 of 3 SanDisk Extreme Pro SSDs and a FusionIO ioDrive",
     "cpu_model": "Intel Xeon E5 2650 (v3 by the book's inference)",
     "sockets": 2, "cores": 20, "logical_cpus": 40, "numa_nodes": 2, "memory_gb": 64.0,
