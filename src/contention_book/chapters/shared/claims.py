@@ -167,17 +167,15 @@ NO_EFFECT = 1.0      # a ratio of 1: the two variants did the same
 
 
 def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> str:
-    """Plain sentences (a rule is a footnote): when the claim holds, is weaker, differs, or is inconclusive."""
-    last = (f"It is inconclusive when the interval straddles {threshold:g} or fewer than {MIN_REPETITIONS} "
-            "repetitions ran.")
+    """Plain sentences, at most about 29 words besides ``what`` (a rule is a footnote; a verdict drawn from
+    fewer than :data:`MIN_REPETITIONS` repetitions says so itself)."""
     if weaker:
         low, high = sorted((NO_EFFECT, threshold))
-        toward = "down" if side == "above" else "up"
-        return (f"The claim holds when the interval over repetitions of {what} lies {side} {threshold:g}. It is "
-                f"weaker when the interval lies between {low:g} and {high:g}, and differs when it lies {other} "
-                f"{threshold:g} and reaches {toward} to {NO_EFFECT:g}. " + last)
-    return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, and "
-            f"differs when it lies {other} {threshold:g}. " + last)
+        return (f"The claim holds when the interval over repetitions of {what} lies {side} {threshold:g}. "
+                f"It is weaker between {low:g} and {high:g}, differs {other} {threshold:g} reaching {NO_EFFECT:g}, "
+                f"and is inconclusive across {threshold:g}.")
+    return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, "
+            f"differs when it lies {other} {threshold:g}, and is inconclusive when it straddles {threshold:g}.")
 
 
 def rule_above(threshold: float, what: str = "the ratio", ratio: bool = True) -> str:
