@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     staging = ROOT / "data" / ".remake"  # the old reference waits here while its successor runs
-    failed = []
+    failed, made = [], []
     for chapter, engine in wanted:
         rid = f"measured-{engine}-reference"
         dest = ROOT / "data" / chapter / rid
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         took = time.monotonic() - started
         if status == 0 and state == "complete":
             shutil.rmtree(old, ignore_errors=True)
+            made.append(f"{chapter}/{engine}")
             print(f"[remake] {chapter}/{engine}: complete in {took:.0f} s", flush=True)
             continue
         failed.append(f"{chapter}/{engine}")
@@ -88,9 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             break
     if not failed:
         shutil.rmtree(staging, ignore_errors=True)
-    print(f"[remake] {len(wanted) - len(failed)} of {len(wanted)} re-made" + (f"; failed: {', '.join(failed)}"
-                                                                           if failed else ""))
-    return 1 if failed else 0
+    untried = [f"{c}/{e}" for c, e in wanted if f"{c}/{e}" not in made + failed]
+    print(f"[remake] {len(made)} of {len(wanted)} re-made" + (f"; failed: {', '.join(failed)}" if failed else "")
+          + (f"; not tried (stopped): {', '.join(untried)}" if untried else ""))
+    return 1 if failed or untried else 0
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def test_findings_show_rows_saved_before_the_new_columns(checkout, monkeypatch):
                          "verdict": "agrees"}])
     book_pages.save_verdicts("demo", old)
     page = book_pages.write_findings(book.notebooks()).read_text()
-    assert "— : the chapter did not give this (its rows were saved before the column existed" in page
+    assert "— means the chapter gives no value for this claim." in page and "saved before" not in page
     assert "<td>—</td>" in page
     assert "1 agrees" in page
 
@@ -177,3 +177,14 @@ def test_a_chapters_recordings_note_links_the_data_page_and_shows_no_path(tmp_pa
     theirs = rec.open_chapter("latch-fairness", str(copy))
     note = rec.shown_note([("Measured", theirs)], [])
     assert "from outside this book's data" in note and str(tmp_path) not in note
+
+
+def test_the_data_page_says_which_postgres_build_made_the_stacks():
+    from contention_book.harness.book_pages import stacks_provenance
+
+    pg = lambda version: {"kind": "measured", "engine": {"name": "postgres", "version": version}}  # noqa: E731
+    assert stacks_provenance([{"kind": "published", "engine": {"name": "sqlserver"}}]) == ""
+    own = stacks_provenance([pg("15.18")])
+    assert "15.18 built from Debian's source package by `make pg-named`" in own and "Debian's own package" not in own
+    both = stacks_provenance([pg("15.18"), pg("15.18 (Debian 15.18-0+deb12u1)")])
+    assert "make pg-named" in both and "Debian's own package (15.18 (Debian 15.18-0+deb12u1))" in both

@@ -169,3 +169,13 @@ def test_the_postgres_check_can_fail(diagnose_db, tmp_path):
     bad.write_text("SELECT pid, no_such_column FROM pg_stat_activity;\n")
     ran = subprocess.run([*psql, "-v", "ON_ERROR_STOP=1", "-f", str(bad)], env=env, capture_output=True, text=True)
     assert ran.returncode != 0 and "no_such_column" in ran.stderr
+
+
+def test_a_querys_source_block_is_shown_once_in_its_code_not_again_as_its_purpose():
+    from contention_book.chapters.shared import diagnose
+
+    text = ("-- Source (Microsoft Learn; the page each object's columns come from):\n"
+            "--   sys.dm_os_wait_stats: https://learn.microsoft.com/x\n"
+            "-- Waits over one minute.\n-- Needs VIEW SERVER STATE.\nSELECT 1;")
+    assert diagnose._purpose(text) == "Waits over one minute. Needs VIEW SERVER STATE."
+    assert diagnose._purpose("-- Source: sys.x (a)\n-- https://learn.microsoft.com/y\n-- What.\nSELECT 1;") == "What."

@@ -269,3 +269,10 @@ def test_native_smoke_sweep_records_and_renders(tmp_path):
     assert (g.runs["wait_p99_ns"] <= g.runs["wait_max_ns"]).all()
     assert any("complete" in line for line in lines)
     claims.verdicts(lf.Shown(lf.load(spec.PUBLISHED), g))  # renders for any sweep
+
+
+def test_the_published_version_reads_as_the_product_name():
+    from contention_book.chapters.latch_fairness.tables import product_version
+
+    assert product_version({"version": "15.0", "build": "CU17 (build number not stated)"}) == "2019 CU17"
+    assert product_version({"version": "17.0", "build": None}) == "17.0"

@@ -339,6 +339,21 @@ def test_matrix_relations_and_ladder(tmp_path):
     assert set(v["verdict"].str.split(":").str[0]) <= {"direction reproduced", "differs", "not testable here"}
 
 
+def test_virtual_cpus_give_no_relation(tmp_path, monkeypatch):
+    topo = {0: (0, 0), 1: (0, 0), 2: (1, 1), 3: (1, 1)}
+    nat = fake_native(tmp_path, topo=topo)
+    assert analysis.relations_sentence(analysis.c2c_pairs(nat)) == (
+        "Of the pairs, 4 ran on two sockets, 2 on two hyperthreads of one core.")
+    monkeypatch.setattr(analysis.machine_card, "load", lambda rec: {"topology": {"hypervisor": "KVM"}})
+    pairs = analysis.c2c_pairs(nat)
+    assert set(pairs["relation"]) == {analysis.VIRTUAL}
+    assert "virtual" in analysis.relations_sentence(pairs)
+    pub, _ = published()
+    rows = claims.verdicts(shown_of(pub, {"native": nat}))
+    distance = rows[rows["claim"].str.startswith("A line transfer")].iloc[0]
+    assert distance["verdict"].startswith("not testable here: virtual CPUs")
+
+
 def test_verdicts_can_differ(tmp_path):
     nat = fake_native(tmp_path, cpus=4)
     r = nat.runs

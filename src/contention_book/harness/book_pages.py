@@ -95,8 +95,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
                                "whether its size was compared", prefix="findings-table",
                                columns=("chapter", "claim", "tested_on", "published", "measured", "size", "verdict"),
                                raw=("chapter",),
-                               missing_reason="the chapter did not give this (its rows were saved before the column "
-                                              "existed, or the row has no value)")
+                               missing_reason="the chapter gives no value for this claim")
     page = ("# Findings\n\n"
             "Every claim the chapters check, in one table: what the article reported, where this book tested it, "
             "what the recording shown in the chapter measured, whether the size could be compared with the "
@@ -267,10 +266,38 @@ def write_data_page() -> Path:
             "```{raw} html\n" + how + "\n```\n\n"
             + ("## Notes kept with the recordings\n\n```{raw} html\n<ul class=\"recording-notes\">"
                + "".join(notes) + "</ul>\n```\n" if notes else ""))
+    page += stacks_provenance([m for _, _, m in recordings()])
     page += "\n" + machine_card.cards_markdown()
     out = repo_root() / "book" / "data.md"
     out.write_text(page, encoding="utf-8")
     return out
+
+
+def stacks_provenance(manifests: list[dict]) -> str:
+    """How the measured PostgreSQL recordings' stacks were captured, and why on which server build: said from the
+    manifests (a Debian package's version string names Debian; a server built by ``make pg-named`` does not)."""
+    builds = sorted({(m.get("engine") or {}).get("version", "") for m in manifests
+                     if m.get("kind") == "measured" and (m.get("engine") or {}).get("name") == "postgres"})
+    if not builds:
+        return ""
+    debian = [b for b in builds if "Debian" in b]
+    own = [b for b in builds if b and "Debian" not in b]
+    said = []
+    if own:
+        said.append(f"{', '.join(own)} built from Debian's source package by `make pg-named` (`-O2 -g "
+                    "-fno-omit-frame-pointer`, not stripped), run with `PG_BINDIR` pointing at it")
+    if debian:
+        said.append(f"Debian's own package ({', '.join(debian)})")
+    return ("\n## How the PostgreSQL stacks were captured\n\n"
+            "CPU stacks are sampled by `perf record -g -e cpu-clock` on the workload's backends. Debian's PostgreSQL "
+            "binary is stripped, so perf cannot name its static functions: with it, about a quarter of the samples "
+            "ended in `postgres![unknown]` and almost every sample had such a frame. DWARF unwinding "
+            "(`--call-graph dwarf`) changed neither figure, because the stacks already unwound to `main`: what was "
+            "missing was the symbols, not the frames. A server built from the same source without stripping names "
+            "all but a fraction of a percent of them. Off-CPU stacks (`sched:sched_switch`, "
+            "`perftools offcpu`) unwind with DWARF (`dwarf,8192`), because a sleeping backend's innermost frames are "
+            "in libc, which keeps no frame pointers. The measured PostgreSQL recordings here ran on "
+            + "; and on ".join(said) + ".\n")
 
 
 RUN_TIMES = Path("book") / "chapters" / "run-times.md"  # included by running-live.md; written at every build

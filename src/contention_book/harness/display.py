@@ -258,7 +258,7 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
     """One data frame as the book shows it (see the module's docstring); columns in ``raw`` hold HTML already.
 
     ``caption`` (or ``frame.attrs["caption"]``) titles the table.  A column with no value in any row is left
-    out, and a note under the table names it.  A table wider than ``max_columns`` is transposed (few rows) or
+    out (a reader needs no column of blanks).  A table wider than ``max_columns`` is transposed (few rows) or
     split into parts that each fit the text column, never hidden in a scroll box."""
     caption = caption or frame.attrs.get("caption") or ""
     df = frame.copy()
@@ -267,8 +267,6 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
         empty = [c for c in df.columns if df[c].map(is_missing).all()]
         if empty and len(empty) < df.shape[1]:
             df = df.drop(columns=empty)
-            names = ", ".join(f"“{human(c)}”" for c in empty)
-            notes.append(f"Left out: {names}, with no value in any row.")
     missing = bool(df.map(is_missing).to_numpy().any()) if df.size else False
     parts, how = fit_columns(df, max_columns)
     bodies = []

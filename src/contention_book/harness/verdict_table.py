@@ -107,7 +107,6 @@ def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
             said_once.append(f"{LABELS.get(col, col)}: {rows[col].iloc[0]}")
             columns = tuple(c for c in columns if c != col)
     columns = tuple(c for c in columns if c not in as_notes)
-    missing_cols = [c for c in columns if c not in rows.columns]
     any_missing = False
     body = []
     for _, r in rows.iterrows():
@@ -146,9 +145,7 @@ def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
     if said_once:
         said.append(f'<p class="table-note">{html.escape("Every row: " + "; ".join(said_once) + ".")}</p>')
     if any_missing:
-        why = (f"{MISSING} : {missing_reason}"
-               + (f" (the saved rows have no {', '.join(LABELS.get(c, c) for c in missing_cols)} column yet)"
-                  if missing_cols else "") + ".")
+        why = f"{MISSING} means {missing_reason}."
         said.append(f'<p class="table-note">{html.escape(why)}</p>')
     lead = '<p class="table-note">Rules and longer texts, numbered as the table cites them:</p>' if notes.texts else ""
     out = f'<div class="table-wrap">{table}</div>{"".join(said)}{lead}{notes.html()}'

@@ -70,7 +70,9 @@ def verdicts(shown) -> pd.DataFrame:
         size = Size.not_comparable(NATIVE_SIZE.format(pub_cpus=p["pub_logical_cpus"]))
         at = f"at {t_in} threads on {reg['cpus']} CPUs"
         measured_texts = [f"waits per record {tx['waits']} of the fair lock's {at}",
-                          f"spins per record {tx['spins']} more than the fair lock's {at}",
+                          (f"{tx['spins']} spins per record against the fair lock's 0 {at}"
+                           if tx["fair_spins"] == "0" else
+                           f"{tx['spins']} more spins per record than the fair lock's {tx['fair_spins']} {at}"),
                           f"records/s {tx['rate']} the fair lock's {at}",
                           f"longest wait {tx['wait_max']} the fair lock's {at}"]
         directions = [below(sp["waits"], 0.1), above(sp["spins"], 0.0), above(sp["rate"], 1.0),

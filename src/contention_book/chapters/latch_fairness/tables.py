@@ -7,6 +7,7 @@ sweep, and the other way round).
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,18 @@ import pandas as pd
 from ..shared.spread import ratio_spread, spread
 from .spec import KIND_LABELS, KINDS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE, VARIANT_LABELS
 from .recordings import LatchRecording
+
+
+SQL_SERVER_RELEASES = {"13": "2016", "14": "2017", "15": "2019", "16": "2022"}
+
+
+def product_version(engine: dict) -> str:
+    """'2019 CU17' from version '15.0' and build 'CU17 (...)': the name a reader knows, without build notes."""
+    version = str(engine.get("version") or "")
+    release = SQL_SERVER_RELEASES.get(version.split(".")[0], version)
+    build = re.sub(r"\s*\(.*\)", "", str(engine.get("build") or "")).strip()
+    return f"{release} {build}".strip()
+
 
 NAN = float("nan")
 # The lock kinds as the prose names them ("the spinning lock").
@@ -208,6 +221,9 @@ def regime(g: LatchRecording) -> dict[str, Any]:
              if not missing else spread([]))
         spreads[key] = s
         texts[key] = s.text(fmt, "" if diff or fmt == "fraction" else "×")
+    fair = (runs[(runs["kind"] == "fair") & (runs["threads"] == t_in)]["spins_per_record"].median()
+            if not missing else NAN)
+    texts["fair_spins"] = "0" if fair == 0 else f"{fair:,.2f}"  # the spins difference is measured from this
     return {"threads": t_in, "cpus": cpus, "missing": missing, "spreads": spreads, "texts": texts,
             "over": oversubscribed_threads(runs["threads"].unique(), cpus)}
 
@@ -425,7 +441,7 @@ def published_numbers(p: LatchRecording) -> dict[str, Any]:
     keys: dict[str, Any] = {
         "pub_rows": rows, "pub_maxdop": int(p.runs["sessions"].max()),
         "pub_logical_cpus": p.recording.host.get("logical_cpus"), "pub_cores": p.recording.host.get("cores"),
-        "pub_version": f"{p.recording.engine['version']} {p.recording.engine.get('build') or ''}".strip(),
+        "pub_version": product_version(p.recording.engine),
         "pub_fair_s": v("elapsed (s)", "fair"), "pub_unfair_s": v("elapsed (s)", "unfair"),
     }
     for variant in ("fair", "unfair"):

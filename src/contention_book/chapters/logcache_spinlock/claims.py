@@ -12,7 +12,7 @@ import pandas as pd
 from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import Spread, ratio_spread, spread
 from .spec import MIN_CPUS_FOR_ALONE
-from .tables import (NAN, c2c_by_relation, c2c_pairs, logcache_summary, sqlserver_spin_table, stack_shares_table,
+from .tables import (NAN, VIRTUAL, c2c_by_relation, c2c_pairs, logcache_summary, sqlserver_spin_table, stack_shares_table,
                      xid_wait_shares)
 
 MIN_CPUS_FOR_PINNING = MIN_CPUS_FOR_ALONE  # below this, a CPU given to the walwriter is a large share of the machine
@@ -294,7 +294,8 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
             only = ", ".join(rels["relation"]) if len(rels) else "no pair"
             add(CLAIM4, _published_distances(shown.pub_c2c), nat,
                 f"one distance only on this machine ({only}, {int(nat.recording.host.get('logical_cpus') or 0)} CPUs)",
-                "not testable here: one distance only")
+                "not testable here: virtual CPUs, whose places on the host are unknown" if only == VIRTUAL
+                else "not testable here: one distance only")
     if ss is not None:
         def xdes(view):
             t = sqlserver_spin_table(view)

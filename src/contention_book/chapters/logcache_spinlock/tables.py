@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 
-from contention_book.harness import load_record
+from contention_book.harness import load_record, machine_card
 from ..shared.spread import ratio_spread, spread
 from .spec import BACKOFF_FUNCTIONS, BASELINE, LABELS, MIN_CPUS_FOR_ALONE, RELIEVED
 from ..shared.stacks import StackSection, share_of, flame
@@ -50,11 +50,25 @@ def relation(a: dict, b: dict) -> str:
     return "same socket"
 
 
+VIRTUAL = "unknown (virtual CPUs)"
+
+
+def on_hypervisor(nat: LogcacheRecording) -> str | None:
+    """The hypervisor the recording's machine card saw, or None (no card, or none seen).  A guest's L3 and
+    socket topology says nothing about where the host runs its virtual CPUs."""
+    card = machine_card.load(nat.recording)
+    return (card or {}).get("topology", {}).get("hypervisor") or None
+
+
 def c2c_pairs(nat: LogcacheRecording) -> pd.DataFrame:
-    """Each measured pair with its relation (from the recorded topology)."""
+    """Each measured pair with its relation (from the recorded topology; unknown on virtual CPUs)."""
     c = nat.table("c2c")
     if c is None or c.empty:
         return pd.DataFrame(columns=["cpu_a", "cpu_b", "relation", "median_one_way_ns"])
+    if on_hypervisor(nat):
+        out = c.copy()
+        out["relation"] = VIRTUAL
+        return out
     topo = nat.table("topology")
     info = {int(r.cpu): {"core": int(r.core), "package": int(r.package), "l3": str(r.l3)}
             for r in topo.itertuples(index=False)} if topo is not None else {}
@@ -63,6 +77,25 @@ def c2c_pairs(nat: LogcacheRecording) -> pd.DataFrame:
     out["relation"] = [relation(info.get(int(a), unknown), info.get(int(b), unknown))
                        for a, b in zip(c["cpu_a"], c["cpu_b"])]
     return out
+
+
+RELATION_WORDS = {"SMT sibling": "two hyperthreads of one core", "same L3 (socket or CCX)": "two cores sharing an L3",
+                  "other L3, same socket": "two cores of one socket with separate L3s",
+                  "same socket": "two cores of one socket", "cross socket": "two sockets"}
+
+
+def relations_sentence(pairs: pd.DataFrame) -> str:
+    """Where the measured pairs sat, as a sentence (on virtual CPUs: that nobody can tell)."""
+    if not len(pairs):
+        return "No pair was measured."
+    counts = pairs["relation"].value_counts()
+    if VIRTUAL in counts.index:
+        return ("The CPUs are virtual, so which host cores ran them, and what they share, is unknown.")
+    if len(counts) == 1:
+        words = RELATION_WORDS.get(counts.index[0], counts.index[0])
+        return f"The {'pair ran' if counts.iloc[0] == 1 else 'pairs all ran'} on {words}."
+    parts = [f"{v} on {RELATION_WORDS.get(k, k)}" for k, v in counts.items()]
+    return f"Of the pairs, {parts[0].replace(' on ', ' ran on ', 1)}, " + ", ".join(parts[1:]) + "."
 
 
 def c2c_by_relation(nat: LogcacheRecording) -> pd.DataFrame:
@@ -359,8 +392,7 @@ def key_numbers(shown) -> dict[str, Any]:
     n["nat_c2c_max_ns"] = _f(pairs["median_one_way_ns"].max()) if len(pairs) else NAN
     n["nat_c2c_relations"] = ", ".join(sorted(pairs["relation"].unique())) if len(pairs) else "none"
     n["nat_c2c_pairs_text"] = plural(len(pairs), "measured pair")
-    n["nat_c2c_relations_text"] = ("the relation" if len(pairs) and pairs["relation"].nunique() == 1
-                                   else "the relations")
+    n["nat_c2c_relations_sentence"] = relations_sentence(pairs)
     n["nat_c2c_handoffs_per_s"] = 1e9 / n["nat_c2c_median_ns"] if n["nat_c2c_median_ns"] == n["nat_c2c_median_ns"] else NAN
     # one pair has no range to print; several give their lowest and highest median
     lo, hi = n["nat_c2c_min_ns"], n["nat_c2c_max_ns"]

@@ -167,14 +167,15 @@ NO_EFFECT = 1.0      # a ratio of 1: the two variants did the same
 
 
 def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> str:
-    if weaker:  # at most about 30 words besides ``what``: a rule is a footnote
+    """Plain sentences, at most about 29 words besides ``what`` (a rule is a footnote; a verdict drawn from
+    fewer than :data:`MIN_REPETITIONS` repetitions says so itself)."""
+    if weaker:
         low, high = sorted((NO_EFFECT, threshold))
-        return (f"holds when the interval over repetitions of {what} lies {side} {threshold:g}; weaker when "
-                f"between {low:g} and {high:g}; differs when {other} {threshold:g} otherwise; else inconclusive (or "
-                f"under {MIN_REPETITIONS} repetitions)")
-    return (f"the direction holds when the interval over repetitions of {what} lies {side} {threshold:g}; differs "
-            f"when it lies {other.split()[-1]}; inconclusive when it straddles {threshold:g} or fewer than "
-            f"{MIN_REPETITIONS} repetitions ran")
+        return (f"The claim holds when the interval over repetitions of {what} lies {side} {threshold:g}. "
+                f"It is weaker between {low:g} and {high:g}, differs {other} {threshold:g} reaching {NO_EFFECT:g}, "
+                f"and is inconclusive across {threshold:g}.")
+    return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, "
+            f"differs when it lies {other} {threshold:g}, and is inconclusive when it straddles {threshold:g}.")
 
 
 def rule_above(threshold: float, what: str = "the ratio", ratio: bool = True) -> str:

@@ -30,11 +30,19 @@ def _title(path: Path) -> str:
 
 
 def _purpose(text: str) -> str:
-    lines = []
+    """The leading comment without its "Source" block (the page shows that once, in the code to copy)."""
+    lines, in_source = [], False
     for line in text.splitlines():
         if not line.startswith("--"):
             break
-        lines.append(line[2:].strip())
+        said = line[2:].strip()
+        if said.startswith("Source"):
+            in_source = True
+            continue
+        if in_source and (line.startswith("--  ") or said.startswith("http")):
+            continue
+        in_source = False
+        lines.append(said)
     return " ".join(lines)
 
 
