@@ -236,44 +236,18 @@ def plot_pressure(db: LmaxRecording):
 
 
 def plot_offcpu(measured, variant: str = "skip_locked", caption: str = ""):
-    """Off-CPU flame graph of the queue's consumer backends (the most producers, first repetition).
+    """Off-CPU flame graph of the queue's consumer backends (the most producers, first repetition)."""
+    from ..shared import offcpu
 
-    Reads ``stacks/<variant>.offcpu-folded.gz`` and the capture's row in
-    ``stacks/offcpu_captures.csv`` (harness.spec.OFFCPU_CAPTURES); a recording
-    without them (made before off-CPU capture, or where perf was not allowed)
-    gets a figure that says so."""
-    from contention_book.harness.recording import check_values
-    from contention_book.harness.spec import OFFCPU_CAPTURES, OFFCPU_STACKS
-    from contention_book.perftools import offcpu_view
-
-    from ..shared.style import FLAME_WIDTH_IN, module_colour
-
-    title = "{variant}: the consumers off the CPU".format(variant=variant)
-    name = OFFCPU_STACKS.format(variant=variant)
-    r = getattr(measured, "recording", None)
-    if r is None or not r.has(name):
-        why = "no recording" if r is None else f"recording {r.id} has no {name}"
-        return offcpu_view.note_figure(f"{title}: {why}. Off-CPU stacks are captured by live runs on Linux "
-                                       "where perf may trace the scheduler (root, or perf_event_paranoid <= -1); "
-                                       "the recording's notes say why a run has none.", width=FLAME_WIDTH_IN)
-    rows = None
-    if r.has(OFFCPU_CAPTURES.path):
-        rows = r.csv(OFFCPU_CAPTURES.path, OFFCPU_CAPTURES.columns)
-        check_values(r, OFFCPU_CAPTURES.path, rows, OFFCPU_CAPTURES.numeric, OFFCPU_CAPTURES.text)
-    words = " ".join(x for x in (offcpu_view.capture_words(rows, variant), "A consumer's pg_sleep back-off is a timed wait (WaitLatch, epoll_wait in state S); a lock wait is a semaphore wait (futex_wait); a client read is a socket read (epoll_wait under secure_read).", caption) if x)
-    return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_IN, colour_of=module_colour)
+    title = f"{variant}: the consumers off the CPU"
+    return offcpu.plot_offcpu(measured, variant, title,
+                              "A consumer's pg_sleep back-off is a timed wait (WaitLatch, epoll_wait in state S); a"
+                              " lock wait is a semaphore wait (futex_wait); a client read is a socket read "
+                              "(epoll_wait under secure_read).", caption)
 
 
 def offcpu_sites(measured, variant: str = "skip_locked", top: int = 8):
-    """Where the off-CPU time of ``variant`` went, as a table (site, state, ms, share), largest first; an
-    empty table when the recording has no off-CPU stacks (:func:`plot_offcpu` then says so)."""
-    from contention_book.harness.spec import OFFCPU_STACKS
-    from contention_book.perftools import offcpu_view
+    """Where the off-CPU time of ``variant`` went, largest first (empty without off-CPU stacks)."""
+    from ..shared import offcpu
 
-    name = OFFCPU_STACKS.format(variant=variant)
-    r = getattr(measured, "recording", None)
-    if r is None or not r.has(name):
-        return pd.DataFrame(columns=["where it waited", "state", "ms blocked", "share"])
-    t = offcpu_view.blocked_by(r.path / name, top=top)
-    return pd.DataFrame({"where it waited": t["site"], "state": t["state"], "ms blocked": (t["us"] / 1000).round(1),
-                         "share": (t["share"] * 100).round(1).astype(str) + "%"})
+    return offcpu.offcpu_sites(measured, variant, top)
