@@ -239,9 +239,9 @@ def test_the_public_corpus_where_fetched(tmp_path):
     assert read > 0
 
 
-def test_a_big_capture_read_by_the_pipeline_equals_the_python_reader(tmp_path):
-    """Over 4 MB the core reads in two threads, one parsing and one interning, through 2 MB batches: the
-    second half brings events, frames and stacks the first never saw, and more of the first's."""
+def test_a_big_capture_read_in_two_halves_equals_the_python_reader(tmp_path):
+    """Over 4 MB the core reads two halves in two threads and merges them: the second half brings events,
+    frames and stacks the first never saw, and its own copies of the first's."""
     rng = random.Random(7)
     first = _generated(rng, 9000, events=("cycles",))
     second = _generated(rng, 9000, events=("instructions", "cycles")).replace("postgres", "pg2")
@@ -251,7 +251,7 @@ def test_a_big_capture_read_by_the_pipeline_equals_the_python_reader(tmp_path):
     assert same(path)
     assert same(path, event="instructions")
     assert same(path, weight="samples")
-    # skipped lines in both halves, numbered from the file's start
+    # skipped lines in both halves: the second half's line numbers follow the first half's lines
     text = (first + second).split("\n")
     for at in (5, len(text) - 40, len(text) - 20, len(text) - 8):
         if text[at].startswith("\t"):

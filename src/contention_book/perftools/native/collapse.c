@@ -20,15 +20,10 @@
  * with a tail, a frame outside a sample that is not indented, a number out of range (pid or tid
  * beyond 64 bits, cpu beyond 32, an infinite time or period).
  *
- * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks, frames are interned
- * as module\0function, stacks as root-first frame id sequences, and each (event, stack) tally keeps only
- * its sample count, its period sum and how many of its samples had no period (per stack for the first
- * event, in a table of pairs for any other).  Python then picks the event and the weight, and pc_folded
- * writes the sorted lines.  A big file is read by two threads in a pipeline, not in halves: one reads and
- * parses the lines and hashes each sample's frames, handing them over in 2 MB batches (two of them, so
- * each thread works while the other does), and the other interns them into the one set of tables.
- * (Halves, each with tables of its own, held every stack twice when both halves had seen it: a capture
- * repeated three times then took 1.3x the memory of one copy.)
+ * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (two threads for a
+ * big file), frames are interned as module\0function, stacks as root-first frame id sequences, and each
+ * (event, stack) tally keeps only its sample count, its period sum and how many of its samples had no
+ * period (per stack for the first event, in a table of pairs for any other).  Python then picks the event and the weight, and pc_folded writes the sorted lines.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,8 +48,7 @@ typedef struct {
     ints_t cur;            /* its frame ids, root first */
     bytes_t key;           /* its frames' keys (module\0function), leaf first, one after another */
     longs_t key_at;        /* where each key starts in key, and one past the last */
-    longs_t scratch;       /* the interning side's hashes and key offsets of the sample at hand */
-    struct pc_pipe *pipe;  /* the batches between the parsing side and the interning side */
+    longs_t scratch;       /* hashes of its keys */
     int in_sample, cur_event;
     double cur_period;
     int64_t line_no, fallback_line;
@@ -284,112 +278,11 @@ static int next_tally(const pc_result *r, size_t *at, int32_t *event, int32_t *s
     return 1;
 }
 
-/* -- the pipeline: the parsing side emits each sample's event, period, frame hashes and keys into a batch;
- * the interning side reads the batches.  Each side keeps to its own fields of pc_result: parsing has the
- * line state, key, key_at, tail, events and the skipped-line counts; interning has frames, stacks, the
- * tallies, cur and scratch. */
-#define PC_BATCH (2 << 20)
-typedef struct { int32_t event, n; double period; int64_t key_bytes; } pc_record;  /* then n hashes, n lengths, keys */
-
-typedef struct pc_pipe {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bytes_t buf[2];
-    int full[2], fill;  /* a batch handed over and not yet interned; the one being filled */
-    int threaded, done, stop, producer_status;
-    const char *path;
-    off_t size;
-} pc_pipe;
-
-static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
-
-/* Intern one batch's samples and count them. */
-static int consume(pc_result *r, const char *p, size_t len) {
-    const char *end = p + len;
-    while (p < end) {
-        pc_record h;
-        memcpy(&h, p, sizeof h);
-        p += sizeof h;
-        size_t n = (size_t)h.n;
-        const uint64_t *hs = (const uint64_t *)p;
-        const uint32_t *lens = (const uint32_t *)(p + 8 * n);
-        const char *keys = p + 8 * n + pad8(4 * n);
-        p = keys + pad8((size_t)h.key_bytes);
-        r->cur.n = 0;
-        if (n == 0) {  /* a header without frames or tail: one frame "n/a" (NO_STACK), as Python keeps it */
-            int32_t fid = intern(&r->frames, "\\0n/a", 4);
-            if (fid < 0 || PUSH(r->cur, fid)) return PC_NOMEM;
-            n = 1;
-        } else {  /* the frames, root first as the Python reader stores stacks; lookups hinted ahead */
-            if (grow((void **)&r->scratch.p, &r->scratch.cap, n + 1, sizeof *r->scratch.p) ||
-                grow((void **)&r->cur.p, &r->cur.cap, n, sizeof *r->cur.p)) return PC_NOMEM;
-            int64_t *at = r->scratch.p;
-            at[0] = 0;
-            for (size_t i = 0; i < n; i++) {
-                at[i + 1] = at[i] + lens[i];
-                intern_prefetch_slot(&r->frames, hs[i]);
-            }
-            for (size_t i = 0; i < n; i++) intern_prefetch_key(&r->frames, hs[i]);
-            for (size_t i = 0; i < n; i++) {
-                size_t k = n - 1 - i;
-                int32_t fid = intern_hashed(&r->frames, keys + at[k], lens[k], hs[k]);
-                if (fid < 0) return PC_NOMEM;
-                r->cur.p[i] = fid;
-            }
-            r->cur.n = n;
-        }
-        int32_t sid = intern(&r->stacks, (const char *)r->cur.p, n * sizeof(int32_t));
-        if (sid < 0) return PC_NOMEM;
-        int status = add_pair(r, h.event, sid, 1, isnan(h.period) ? 0 : h.period, isnan(h.period));
-        if (status) return status;
-    }
-    return 0;
-}
-
-/* Hand the filled batch over (threaded: wait until the other one is free; else intern it here). */
-static int publish(pc_result *r) {
-    pc_pipe *q = r->pipe;
-    if (!q->threaded) {
-        int status = consume(r, q->buf[0].p, q->buf[0].n);
-        q->buf[0].n = 0;
-        return status;
-    }
-    pthread_mutex_lock(&q->mu);
-    q->full[q->fill] = 1;
-    pthread_cond_broadcast(&q->cv);
-    q->fill ^= 1;
-    while (q->full[q->fill] && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
-    int stop = q->stop;
-    pthread_mutex_unlock(&q->mu);
-    q->buf[q->fill].n = 0;
-    return stop ? PC_NOMEM : 0;  /* the interning side failed: its status is the one reported */
-}
-
-/* The sample just read, into the batch being filled. */
-static int emit(pc_result *r, size_t n) {
-    bytes_t *b = &r->pipe->buf[r->pipe->fill];
-    size_t keys = n ? (size_t)r->key_at.p[n] : 0;
-    size_t need = sizeof(pc_record) + 8 * n + pad8(4 * n) + pad8(keys);
-    if (keys > UINT32_MAX || grow((void **)&b->p, &b->cap, b->n + need, 1)) return PC_NOMEM;
-    char *p = b->p + b->n;
-    pc_record h = {r->cur_event, (int32_t)n, r->cur_period, (int64_t)keys};
-    memcpy(p, &h, sizeof h);
-    uint64_t *hs = (uint64_t *)(p + sizeof h);
-    uint32_t *lens = (uint32_t *)(p + sizeof h + 8 * n);
-    for (size_t i = 0; i < n; i++) {
-        size_t len = (size_t)(r->key_at.p[i + 1] - r->key_at.p[i]);
-        hs[i] = hash_bytes(r->key.p + r->key_at.p[i], len);
-        lens[i] = (uint32_t)len;
-    }
-    if (keys) memcpy(p + sizeof h + 8 * n + pad8(4 * n), r->key.p, keys);
-    b->n += need;
-    return b->n >= PC_BATCH ? publish(r) : 0;
-}
-
 static int end_sample(pc_result *r) {
     if (!r->in_sample) return 0;
     r->in_sample = 0;
     size_t n = r->key_at.n - 1;
+    r->cur.n = 0;
     if (r->tail.n) {  /* perf without -g: the header's tail is the one frame; under frame lines, a bad header */
         if (n) return PC_FALLBACK;
         int got = parse_frame(r->tail.p, r->tail.p + r->tail.n, &r->key);
@@ -397,7 +290,31 @@ static int end_sample(pc_result *r) {
         if (PUSH(r->key_at, (int64_t)r->key.n)) return PC_NOMEM;
         n = 1;
     }
-    return emit(r, n);
+    if (n == 0) {  /* a header without frames or tail: one frame "n/a" (NO_STACK), as Python keeps it */
+        int32_t fid = intern(&r->frames, "\0n/a", 4);
+        if (fid < 0 || PUSH(r->cur, fid)) return PC_NOMEM;
+        n = 1;
+    } else {  /* the frames, root first as the Python reader stores stacks; lookups hinted ahead */
+        if (grow((void **)&r->scratch.p, &r->scratch.cap, n, sizeof *r->scratch.p) ||
+            grow((void **)&r->cur.p, &r->cur.cap, n, sizeof *r->cur.p)) return PC_NOMEM;
+        uint64_t *h = (uint64_t *)r->scratch.p;
+        for (size_t i = 0; i < n; i++) {
+            h[i] = hash_bytes(r->key.p + r->key_at.p[i], (size_t)(r->key_at.p[i + 1] - r->key_at.p[i]));
+            intern_prefetch_slot(&r->frames, h[i]);
+        }
+        for (size_t i = 0; i < n; i++) intern_prefetch_key(&r->frames, h[i]);
+        for (size_t i = 0; i < n; i++) {
+            size_t k = n - 1 - i;
+            int32_t fid = intern_hashed(&r->frames, r->key.p + r->key_at.p[k],
+                                        (size_t)(r->key_at.p[k + 1] - r->key_at.p[k]), h[k]);
+            if (fid < 0) return PC_NOMEM;
+            r->cur.p[i] = fid;
+        }
+        r->cur.n = n;
+    }
+    int32_t sid = intern(&r->stacks, (const char *)r->cur.p, n * sizeof(int32_t));
+    if (sid < 0) return PC_NOMEM;
+    return add_pair(r, r->cur_event, sid, 1, isnan(r->cur_period) ? 0 : r->cur_period, isnan(r->cur_period));
 }
 
 static int bad_byte(unsigned char c) { return c >= 0x80 || (c < 0x20 && c != '\t'); }
@@ -545,7 +462,7 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     if (eid < 0) return PC_NOMEM;
     r->key.n = 0; r->key_at.n = 0; r->tail.n = 0;
     if (PUSH(r->key_at, 0) || put_bytes(&r->tail, tail, (size_t)(e - tail))) return PC_NOMEM;
-    r->in_sample = 1; r->cur_event = eid; r->cur_period = has_period ? period : NAN;
+    r->in_sample = 1; r->cur.n = 0; r->cur_event = eid; r->cur_period = has_period ? period : NAN;
     return 0;
 }
 
@@ -564,87 +481,68 @@ static int line_cb(void *ctx, const char *s, const char *e) {
     return line(r, s, e, &r->key);
 }
 
-/* The parsing side: every line of the file, then the last sample and the last batch. */
-static int produce(pc_result *r) {
-    pc_pipe *q = r->pipe;
-    int status = read_lines(q->path, 0, q->size, line_cb, r);
+static int end_part(void *ctx, int status) {
+    pc_result *r = ctx;
     if (!status) status = end_sample(r);
     if (status == PC_FALLBACK) r->fallback_line = r->line_no;
-    if (!status && q->buf[q->fill].n) status = publish(r);
     return status;
 }
 
-static void *produce_thread(void *arg) {
-    pc_result *r = arg;
-    pc_pipe *q = r->pipe;
-    int status = produce(r);
-    pthread_mutex_lock(&q->mu);
-    q->producer_status = status;
-    q->done = 1;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-    return NULL;
-}
-
-/* The interning side, in this thread: batches in the order they were filled, until the parsing side is done. */
-static int intern_batches(pc_result *r) {
-    pc_pipe *q = r->pipe;
-    int k = 0, status = PC_OK;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        while (!q->full[k] && !q->done) pthread_cond_wait(&q->cv, &q->mu);
-        if (!q->full[k]) break;
-        pthread_mutex_unlock(&q->mu);
-        if (!status) status = consume(r, q->buf[k].p, q->buf[k].n);
-        pthread_mutex_lock(&q->mu);
-        q->full[k] = 0;
-        if (status) q->stop = 1;
-        pthread_cond_broadcast(&q->cv);
-        k ^= 1;
+/* The second part's pairs added to the first's, its frames, stacks and events re-interned there
+ * (the first part's events came first in the file, so the order of first appearance holds). */
+static int merge(pc_result *a, pc_result *b) {
+    size_t nf = count(&b->frames), ns = count(&b->stacks), ne = count(&b->events);
+    int32_t *fmap = malloc((nf + 1) * sizeof *fmap), *smap = malloc((ns + 1) * sizeof *smap);
+    int32_t *emap = malloc((ne + 1) * sizeof *emap);
+    ints_t tmp = {0};
+    int status = PC_NOMEM;
+    if (!fmap || !smap || !emap) goto out;
+    for (size_t i = 0; i < nf; i++) {
+        int64_t x = b->frames.offsets.p[i], y = b->frames.offsets.p[i + 1];
+        if ((fmap[i] = intern(&a->frames, b->frames.arena.p + x, (size_t)(y - x))) < 0) goto out;
     }
-    pthread_mutex_unlock(&q->mu);
+    for (size_t i = 0; i < ne; i++) {
+        int64_t x = b->events.offsets.p[i], y = b->events.offsets.p[i + 1];
+        if ((emap[i] = intern(&a->events, b->events.arena.p + x, (size_t)(y - x))) < 0) goto out;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        const int32_t *ids = (const int32_t *)(b->stacks.arena.p + b->stacks.offsets.p[i]);
+        size_t n = (size_t)(b->stacks.offsets.p[i + 1] - b->stacks.offsets.p[i]) / sizeof(int32_t);
+        tmp.n = 0;
+        for (size_t k = 0; k < n; k++)
+            if (PUSH(tmp, fmap[ids[k]])) goto out;
+        if ((smap[i] = intern(&a->stacks, (const char *)tmp.p, n * sizeof(int32_t))) < 0) goto out;
+    }
+    int32_t ev, st;
+    int64_t n_, nop;
+    double sum;
+    for (size_t at = 0; next_tally(b, &at, &ev, &st, &n_, &sum, &nop);)
+        if (add_pair(a, emap[ev], smap[st], n_, sum, nop)) goto out;
+    /* skipped lines: the second part's line numbers follow the first part's lines */
+    for (int64_t i = 0; i < b->bad_count && i < 3 && a->bad_count + i < 3; i++)
+        a->bad_first[a->bad_count + i] = a->line_no + b->bad_first[i];
+    if (!a->bad_count && b->bad_count) {
+        a->bad_kind = b->bad_kind;
+        if (put_bytes(&a->bad_text, b->bad_text.p, b->bad_text.n)) goto out;
+    }
+    a->bad_count += b->bad_count;
+    status = PC_OK;
+out:
+    free(fmap); free(smap); free(emap); free(tmp.p);
     return status;
 }
 
-/* Read the whole file (a big one by two threads in a pipeline); PC_OK with the arrays filled, or why not. */
+static void *make_like(void *like) { (void)like; return result_new(); }
+static int merge_cb(void *a, void *b) { return merge(a, b); }
+static void drop_cb(void *r) { pc_free(r); }
+static const core_ops OPS = {line_cb, end_part, make_like, merge_cb, drop_cb};
+
+/* Read the whole file, in two threads when it is big; PC_OK with the arrays filled, or why not. */
 int pc_parse(const char *path, pc_result **out) {
     pc_result *r = result_new();
     *out = r;
     if (!r) return PC_NOMEM;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return PC_IOERROR;
-    off_t size = lseek(fd, 0, SEEK_END);
-    close(fd);
-    if (size < 0) return PC_IOERROR;
-    pc_pipe q;
-    memset(&q, 0, sizeof q);
-    q.path = path; q.size = size;
-    r->pipe = &q;
-    int status;
-    pthread_t t;
-    if (size >= (4 << 20) && pthread_mutex_init(&q.mu, NULL) == 0) {
-        if (pthread_cond_init(&q.cv, NULL) == 0) {
-            q.threaded = 1;
-            if (pthread_create(&t, NULL, produce_thread, r) == 0) {
-                int interned = intern_batches(r);
-                pthread_join(t, NULL);
-                status = q.producer_status && q.producer_status != PC_NOMEM ? q.producer_status
-                         : interned ? interned : q.producer_status;
-            } else {
-                q.threaded = 0;
-                status = produce(r);
-            }
-            pthread_cond_destroy(&q.cv);
-        } else {
-            status = produce(r);
-        }
-        pthread_mutex_destroy(&q.mu);
-    } else {
-        status = produce(r);
-    }
-    free(q.buf[0].p); free(q.buf[1].p);
-    r->pipe = NULL;
-    return status;
+    return read_file(path, 1, r, &OPS);
 }
 
 /* Accessors for ctypes.  pc_count: 0 samples, 1 frames, 3 stacks, 5 events, 7 the line that made the
