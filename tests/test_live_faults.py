@@ -61,6 +61,17 @@ def _run(chapter, engine, params, dest, env, **kw):
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
+def _finish(proc: subprocess.Popen, timeout: float):
+    """proc.communicate, but a run that outlives ``timeout`` is killed before the test fails: left running, it
+    would hold its chapter's lock and refuse every later test's run of that chapter."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"the run did not end within {timeout:.0f} s; killed. Its output:\n{(out or '')[-3000:]}")
+
+
 def _leftovers(home: Path) -> list[str]:
     """This test's runs and native programs still alive (found by the cluster root in their environment)."""
     from conftest import processes_with_env
@@ -119,7 +130,7 @@ def test_a_stopped_run_leaves_nothing_behind(home, chapter, engine, long, short,
         _measuring(proc, engine, home, seen)
     assert proc.poll() is None, "".join(seen) + proc.stdout.read()
     proc.send_signal(sig)
-    rest, _ = proc.communicate(timeout=180)
+    rest, _ = _finish(proc, 180)
     out = "".join(seen) + rest
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL
@@ -135,7 +146,7 @@ def test_a_stopped_run_leaves_nothing_behind(home, chapter, engine, long, short,
     again = home / "again"
     env.pop("CONTENTION_BOOK_TEST_SEAL_PAUSE_S", None)
     nxt = _run(chapter, engine, short, again, env)
-    out2, _ = nxt.communicate(timeout=600)
+    out2, _ = _finish(nxt, 600)
     assert nxt.returncode == 0, out2
     assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
     assert not _leftovers(home), _leftovers(home)
@@ -162,7 +173,7 @@ def test_a_second_run_started_alongside_is_refused_at_once(home, chapter, engine
         _refused(cmd, env, home / "second", first.pid, f"{chapter} on {engine}")
     finally:
         first.send_signal(signal.SIGINT)
-        first.communicate(timeout=180)
+        _finish(first, 180)
     assert not _leftovers(home)
 
 
@@ -176,11 +187,11 @@ def test_a_run_stopped_while_it_creates_the_cluster_leaves_a_usable_one(home, si
         if line.startswith("[run] recording:"):
             break
     proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=180)
+    out, _ = _finish(proc, 180)
     assert proc.returncode == 128 + sig, out
     assert not _leftovers(home), _leftovers(home)
     nxt = _run(chapter, engine, short, home / "again", env)
-    out2, _ = nxt.communicate(timeout=600)
+    out2, _ = _finish(nxt, 600)
     assert nxt.returncode == 0, out2
     assert not _leftovers(home)
 
@@ -212,7 +223,7 @@ def test_a_run_whose_server_goes_away_claims_nothing_false(home, fault):
         from contention_book.harness.embedded_pg import EmbeddedPostgres
 
         EmbeddedPostgres(root=home / "pg").stop()
-    out, _ = proc.communicate(timeout=300)
+    out, _ = _finish(proc, 300)
     manifest = json.loads((dest / "manifest.json").read_text())
     if manifest["status"]["state"] == "complete":  # it carried on: the failed calls must be on the record
         from contention_book.chapters.logcache_spinlock import recordings
@@ -225,5 +236,5 @@ def test_a_run_whose_server_goes_away_claims_nothing_false(home, fault):
     assert "Traceback" not in out
     assert not _leftovers(home), _leftovers(home)
     nxt = _run(chapter, engine, short, home / "again", env)
-    out2, _ = nxt.communicate(timeout=600)
+    out2, _ = _finish(nxt, 600)
     assert nxt.returncode == 0, out2

@@ -120,5 +120,6 @@ def test_two_ghost_cleanup_runs_at_once_the_second_is_refused_for_the_whole_firs
             first.kill()
     assert first.returncode == 0, first_out
     assert first_out.count("READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE") >= 3, first_out
-    assert attempts >= 5 and rcsi_changes_seen == {True, False}, (attempts, rcsi_changes_seen)
+    # refused both while RCSI was on and while it was off (None: sampled before the first run set the option)
+    assert attempts >= 5 and {True, False} <= rcsi_changes_seen, (attempts, rcsi_changes_seen)
     assert not S.load(state).get("killed"), "a session was in the lab database when its options changed"

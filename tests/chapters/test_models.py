@@ -73,9 +73,21 @@ def test_latch_slow_wake_misses_the_bound_and_the_unfair_model_leaves_its_domain
     assert "0 s" not in unfair.row()["predicted"].split(" (")[0]   # never a clipped zero
 
 
-def test_latch_without_a_card_says_so_and_predicts_nothing():
+def _without_card(tmp_path, chapter, rid):
+    """A copy of a reference recording as one made before cards existed (a reader's older recording)."""
+    from contention_book.harness.recording import data_root
+    dest = tmp_path / rid
+    shutil.copytree(data_root() / chapter / rid, dest)
+    (dest / "machine_card.json").unlink(missing_ok=True)
+    m = json.loads((dest / "manifest.json").read_text())
+    m["files"] = [f for f in m["files"] if f["path"] != "machine_card.json"]
+    (dest / "manifest.json").write_text(json.dumps(m))
+    return dest
+
+
+def test_latch_without_a_card_says_so_and_predicts_nothing(tmp_path):
     from contention_book.chapters.latch_fairness import model, recordings
-    shown = recordings.load_shown()          # the reference recordings were made before cards existed
+    shown = recordings.load_shown(str(_without_card(tmp_path, "latch-fairness", "measured-native-reference")))
     assert model.machine_predictions(shown) == []
     [row] = model.predictions(shown)
     assert row["verdict"] == "no model: no machine card in this recording"
@@ -102,6 +114,7 @@ def _with_card(tmp_path, chapter, rid, card):
     shutil.copytree(data_root() / chapter / rid, dest)
     (dest / "machine_card.json").write_text(json.dumps(card))
     m = json.loads((dest / "manifest.json").read_text())
+    m["files"] = [f for f in m["files"] if f["path"] != "machine_card.json"]  # the recording's own card, replaced
     m["files"].append({"path": "machine_card.json", "bytes": (dest / "machine_card.json").stat().st_size,
                        "sha256": hashlib.sha256((dest / "machine_card.json").read_bytes()).hexdigest()})
     (dest / "manifest.json").write_text(json.dumps(m))
@@ -241,9 +254,9 @@ def test_lmax_increments_and_knee():
     assert one.verdict.startswith("missed") and two.verdict.startswith("missed")
 
 
-def test_lmax_without_a_card_predicts_no_increment():
+def test_lmax_without_a_card_predicts_no_increment(tmp_path):
     from contention_book.chapters.lmax_queue import model, recordings
-    shown = recordings.load_shown()
+    shown = recordings.load_shown(str(_without_card(tmp_path, "lmax-queue", "measured-native-reference")))
     assert model.machine_predictions(shown) == [] and model.ring_handoff_rule(shown) is None
     rows = model.predictions(shown)
     assert [r["verdict"] for r in rows[:2]] == ["no model: no machine card in this recording"] * 2
@@ -251,19 +264,22 @@ def test_lmax_without_a_card_predicts_no_increment():
 
 def test_a_card_whose_private_increment_is_below_a_cycle_gives_no_private_cost(tmp_path):
     from contention_book.chapters.lmax_queue import model, recordings
-    card = _card(plain_private=0.1)     # a third of a 0.31 ns cycle: the benchmark measured code generation
+    # a third of a 0.31 ns cycle: the benchmark measured code generation; a transfer slower than any hand-off the
+    # ring's recording can hold, so the hand-off rule breaks whatever the recording measured
+    card = _card(plain_private=0.1, one_way_transfer=1_000_000.0)
     shown = recordings.load_shown(str(_with_card(tmp_path, "lmax-queue", "measured-native-reference", card)))
     one = model.predictions(shown)[0]
     assert one["verdict"].startswith("no model") and "rule of physics" in one["verdict"]
-    assert model.ring_handoff_rule(shown).broken           # 128 ns p50 < the card's 200 ns transfer
+    assert model.ring_handoff_rule(shown).broken           # the ring's p50 < the card's 1 ms transfer
 
 
 # -- the page: no card, no machine prediction; no USL fit on two CPUs -----------------------------------------
 
-def test_the_page_says_when_a_recording_has_no_card():
+def test_the_page_says_when_a_recording_has_no_card(tmp_path):
     from contention_book.chapters.latch_fairness import recordings
     from contention_book.chapters.shared.capacity_page import machine_words, measured_views
-    words = machine_words(measured_views(recordings.load_shown()))
+    shown = recordings.load_shown(str(_without_card(tmp_path, "latch-fairness", "measured-native-reference")))
+    words = machine_words(measured_views(shown))
     assert "measured-native-reference: *no machine card in this recording*" in words
 
 

@@ -376,8 +376,10 @@ def card_markdown(card: Mapping, title: str) -> str:
         lines[-1] += " Added after the run (not measured during it)."
     phases = card.get("phases", {})
     names = list(phases)
-    head = "| quantity | " + " | ".join(f"{n} (median, p10–p90)" for n in names) + " | unit |"
-    lines += ["", head, "|" + "---|" * (len(names) + 2)]
+    import html as html_
+
+    head = "<th>quantity</th>" + "".join(f"<th>{html_.escape(n)} (median, p10–p90)</th>" for n in names) + "<th>unit</th>"
+    body = []
     for q in QUANTITIES:
         cells = []
         unit = ""
@@ -385,7 +387,11 @@ def card_markdown(card: Mapping, title: str) -> str:
             c = phases[n].get("costs", {}).get(q)
             cells.append(f"{c['median']:,.3g} ({c['p10']:,.3g}–{c['p90']:,.3g})" if c else "—")
             unit = c["unit"] if c else unit
-        lines.append(f"| {WORDS[q]} | " + " | ".join(cells) + f" | {unit} |")
+        body.append(f"<tr><td>{html_.escape(WORDS[q])}</td>" + "".join(f"<td>{x}</td>" for x in cells)
+                    + f"<td>{html_.escape(unit)}</td></tr>")
+    lines += ["", "```{raw} html", '<div class="table-wrap"><table class="book-table"><caption>The machine card of '
+              f"{html_.escape(title)}: each quantity at the run's start and end</caption><thead><tr>{head}</tr>"
+              f"</thead><tbody>{''.join(body)}</tbody></table></div>", "```"]
     for n in names:
         if "error" in phases[n]:
             lines.append(f"\n*{n}: not measured: {phases[n]['error']}*")
