@@ -97,12 +97,16 @@ def test_ghost_slower(ghost):
     assert verdict(_ghost(ghost, same), "An open transaction whose snapshot") == "differs"
 
 
-def test_ghost_unpinned_holder_leaves_the_loop_alone_or_not(ghost):
+def test_ghost_2022_change_is_not_testable_on_postgres_whatever_its_numbers(ghost):
+    """PostgreSQL's READ COMMITTED never pinned versions, so no run of it can show SQL Server's 2019 → 2022 change:
+    the verdict stays 'not testable here' while the measured column follows the numbers."""
     claim = "An open RCSI transaction no longer slows"
     same = _ghost_with(ghost.measured, "runs", "baseline", "idle_read_committed")
     slow = scaled(same, "runs", lambda t: t["variant"] == "idle_read_committed", "elapsed_s", 3)
-    assert verdict(_ghost(ghost, same), claim) == "direction reproduced"
-    assert verdict(_ghost(ghost, slow), claim) == "differs"
+    rows = {name: (lambda f: f[f["claim"].str.startswith(claim)].iloc[0])(_ghost(ghost, g))
+            for name, g in (("same", same), ("slow", slow))}
+    assert all(r["verdict"].startswith("not testable here") for r in rows.values())
+    assert rows["same"]["measured"].startswith("1.00×") and rows["slow"]["measured"].startswith("3.00×")
 
 
 def test_ghost_growth_against_the_control_curve(ghost):
