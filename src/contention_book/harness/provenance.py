@@ -131,7 +131,7 @@ def recordings_note(measured, published) -> str:
     ``measured`` is ``[(label, Recording)]``; ``published`` is ``[Recording]``."""
     import html as html_
 
-    from .recording import data_root
+    from .checkout import data_root
 
     lines = ["This chapter renders the recordings below. How each measured one was made (its command, machine, "
              'compiler, and the machine\'s load before and after) is on the <a href="../data.html#provenance">Data '

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping
 import jsonschema
 import pandas as pd
 
+from .checkout import data_root, repo_root  # noqa: F401 (callers import them from here too)
 from .spec import TEXT_COLUMNS
 
 SCHEMA_VERSION = 1
@@ -60,15 +61,6 @@ def sha256_of(path: Path) -> str:
             digest.update(block)
     return digest.hexdigest()
 
-
-def repo_root() -> Path:
-    """The checkout this package runs from (override with CONTENTION_BOOK_ROOT)."""
-    env = os.environ.get("CONTENTION_BOOK_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[3]
-
-
-def data_root() -> Path:
-    return repo_root() / "data"
 
 
 def available(chapter: str) -> list[str]:

@@ -14,11 +14,11 @@ tables (frames, key numbers, the stack section), claims (verdicts),
 figures, diagrams (a cache line's journeys), diagnose (the On your own server queries),
 published (the transcribed recordings).
 """
-from . import claims, diagnose, diagrams, figures, recordings, tables
+from . import claims, diagnose, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
-from .tables import key_numbers
+from .finding import key_numbers
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
            "recordings", "tables"]
