@@ -515,11 +515,11 @@ def _check_balanced(ctx: RunContext) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..chapters import PACKAGES, package
+    from .chapter_registry import package, packages
 
     ap = argparse.ArgumentParser(prog="python -m contention_book.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("chapter", choices=sorted(PACKAGES))
+    ap.add_argument("chapter", choices=sorted(packages()))
     ap.add_argument("--engine", required=True, help="native, postgres or sqlserver")
     ap.add_argument("--target", default=None,
                     help="the NAME of an ODBC DSN or of an environment variable holding a connection string")
