@@ -9,9 +9,11 @@ import re
 import pytest
 
 from contention_book.chapters.ghost_cleanup import claims, recordings, spec
-from contention_book.chapters.ghost_cleanup.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness import book
 from contention_book.harness.runner import RunLog, run_chapter
+
+RUNNERS = runners("ghost-cleanup")
 
 SUBSETS = {
     "every-variant": list(spec.VARIANTS["postgres"]),

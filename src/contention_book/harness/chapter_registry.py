@@ -30,3 +30,25 @@ def package(chapter: str, module: str | None = None) -> ModuleType:
     if chapter not in known:
         raise KeyError(f"unknown chapter {chapter!r}; expected one of: {', '.join(sorted(known))}")
     return importlib.import_module(known[chapter] + (f".{module}" if module else ""))
+
+
+def runners(chapter: str) -> dict:
+    """The chapter's live runners, one per engine its spec names: ``run_<engine>.run_<engine>(ctx)`` in its package,
+    imported when a run of that engine starts (so a chapter needs no module that only binds them)."""
+    spec = package(chapter, "spec").SPEC
+    return engine_runners(packages()[chapter], tuple(spec.engines))
+
+
+def engine_runners(package: str, engines: tuple[str, ...]) -> dict:
+    """``RUNNERS`` for a chapter: engine -> ``<package>.run_<engine>.run_<engine>(ctx)``, imported when it runs.
+
+    Importing a chapter stays cheap (no pyodbc, no native build) until a run of that engine starts.
+    """
+    def runner(engine: str):
+        def run(ctx) -> None:  # ctx: harness.runner.RunContext
+            getattr(importlib.import_module(f"{package}.run_{engine}"), f"run_{engine}")(ctx)
+
+        run.__name__ = f"run_{engine}"
+        return run
+
+    return {engine: runner(engine) for engine in engines}

@@ -644,6 +644,17 @@ def table_property(key: str) -> property:
                     doc=f"the {key!r} table, or None when the recording lacks it")
 
 
+def with_tables(*keys: str, **renamed: str):
+    """A class decorator giving a view one attribute per layout table (:func:`table_property`): ``keys`` by their
+    own names, ``renamed`` as ``attribute="key"``.  A chapter names its tables in one line instead of one
+    property each."""
+    def decorate(cls: type) -> type:
+        for name, key in [*((k, k) for k in keys), *renamed.items()]:
+            setattr(cls, name, table_property(key))
+        return cls
+    return decorate
+
+
 def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], cls: type = RecordingView):
     """Open a recording of ``chapter`` and read every layout table it lists.
 

@@ -152,7 +152,52 @@ def perf_available(perf: str = "perf", *, probe: bool = True, timeout: float = 3
     return status
 
 
-class StackRecorder:
+class _PerfRun:
+    """What both recorders share: one ``perf record`` child with its stderr in a temporary folder, stopped by
+    :meth:`stop`, which never raises (profiling must not break the caller) and always removes the folder."""
+
+    FAILED = "capture failed"  # how stop() words an unexpected error
+
+    def _init_run(self, perf: str) -> None:
+        self.perf = perf
+        self._proc: subprocess.Popen | None = None
+        self._tmp: str | None = None
+        self._err = None
+
+    def _spawn(self, command: list[str]) -> None:
+        """Start ``command`` in its own session, its stderr kept in the run's temporary folder."""
+        self._err = open(os.path.join(self._tmp, "record.err"), "w+")
+        self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=self._err, start_new_session=True)
+
+    def _stderr(self) -> str:
+        if self._err is None:
+            return ""
+        self._err.flush()
+        self._err.seek(0)
+        return self._err.read()
+
+    def _cleanup(self) -> None:
+        if self._err is not None:
+            self._err.close()
+            self._err = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def stop(self):
+        st = self.status
+        try:
+            self._stop(st)
+        except Exception as exc:  # never let profiling break the caller
+            st.ok = False
+            st.why = f"{self.FAILED}: {type(exc).__name__}: {exc}"
+        finally:
+            self._cleanup()
+        return st
+
+
+class StackRecorder(_PerfRun):
     """``perf record`` of some pids between :meth:`start` and :meth:`stop`.
 
     :func:`record_stacks` is the usual entry point; this class is for code
@@ -176,10 +221,8 @@ class StackRecorder:
         path = out if out.name.endswith(".folded.gz") else out / f"{name}.folded.gz"
         self.status = CaptureStatus(pids=[int(p) for p in pids], frequency=int(frequency), event=event, path=str(path))
         self.status.call_graph = (call_graph or os.environ.get("PERFTOOLS_CALL_GRAPH") or DEFAULT_CALL_GRAPH).strip()
-        self.perf, self.process_root = perf, process_root
-        self._proc: subprocess.Popen | None = None
-        self._tmp: str | None = None
-        self._err = None
+        self.process_root = process_root
+        self._init_run(perf)
 
     def start(self) -> CaptureStatus:
         st = self.status
@@ -197,10 +240,7 @@ class StackRecorder:
                 "-F", str(st.frequency),
                 "--sample-cpu", "-p", ",".join(str(p) for p in st.pids), "-o", data,
             ]
-            self._err = open(os.path.join(self._tmp, "record.err"), "w+")
-            self._proc = subprocess.Popen(
-                st.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err, start_new_session=True
-            )
+            self._spawn(st.command)
         except (OSError, ValueError) as exc:
             st.why = f"could not start perf: {exc}"
             self._proc = None
@@ -213,28 +253,7 @@ class StackRecorder:
             time.sleep(0.03)
         return st
 
-    def _stderr(self) -> str:
-        if self._err is None:
-            return ""
-        self._err.flush()
-        self._err.seek(0)
-        return self._err.read()
-
-    def stop(self) -> CaptureStatus:
-        st = self.status
-        try:
-            self._stop(st)
-        except Exception as exc:  # never let profiling break the caller
-            st.ok = False
-            st.why = f"stack capture failed: {type(exc).__name__}: {exc}"
-        finally:
-            if self._err is not None:
-                self._err.close()
-                self._err = None
-            if self._tmp:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
-        return st
+    FAILED = "stack capture failed"
 
     def _stop(self, st: CaptureStatus) -> None:
         proc = self._proc
@@ -378,7 +397,7 @@ def _filters(pids: list[int], comms: list[str]) -> tuple[str, str]:
     return switch, waking
 
 
-class OffCpuRecorder:
+class OffCpuRecorder(_PerfRun):
     """Scheduler events of some threads between :meth:`start` and :meth:`stop`, stored folded.
 
     ``perf record -e sched:sched_switch --filter .. -e sched:sched_waking
@@ -401,10 +420,8 @@ class OffCpuRecorder:
                                    offcpu_path=str(out / f"{name}.offcpu-folded.gz"),
                                    wakeup_path=str(out / f"{name}.wakeup-folded.gz"),
                                    call_graph=(call_graph or DEFAULT_CALL_GRAPH))
-        self.perf, self.threads_only = perf, threads_only
-        self._proc: subprocess.Popen | None = None
-        self._tmp: str | None = None
-        self._err = None
+        self.threads_only = threads_only
+        self._init_run(perf)
         self._t0 = 0.0
 
     def start(self) -> OffCpuStatus:
@@ -429,9 +446,7 @@ class OffCpuRecorder:
                           "-e", "sched:sched_switch", "--filter", switch, "-e", "sched:sched_waking",
                           "--filter", waking, "-D", "-1", "--control", f"fifo:{ctl},{ack}",
                           "-o", os.path.join(self._tmp, "perf.data")]
-            self._err = open(os.path.join(self._tmp, "record.err"), "w+")
-            self._proc = subprocess.Popen(st.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=self._err, start_new_session=True)
+            self._spawn(st.command)
             acked = self._enable(ctl, ack)
         except (OSError, ValueError) as exc:
             st.why = f"could not start perf: {exc}"
@@ -465,12 +480,7 @@ class OffCpuRecorder:
             os.close(cfd)
             os.close(afd)
 
-    def _stderr(self) -> str:
-        if self._err is None:
-            return ""
-        self._err.flush()
-        self._err.seek(0)
-        return self._err.read()
+    FAILED = "off-CPU capture failed"
 
     def cancel(self, why: str) -> OffCpuStatus:
         """Stop perf and keep nothing (the workload failed or was stopped: no minutes of folding then)."""
@@ -480,28 +490,7 @@ class OffCpuRecorder:
             proc.kill()
             proc.wait()
         st.ok, st.why = False, why
-        if self._err is not None:
-            self._err.close()
-            self._err = None
-        if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
-        return st
-
-    def stop(self) -> OffCpuStatus:
-        st = self.status
-        try:
-            self._stop(st)
-        except Exception as exc:  # never let profiling break the caller
-            st.ok = False
-            st.why = f"off-CPU capture failed: {type(exc).__name__}: {exc}"
-        finally:
-            if self._err is not None:
-                self._err.close()
-                self._err = None
-            if self._tmp:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
+        self._cleanup()
         return st
 
     def _stop(self, st: OffCpuStatus) -> None:

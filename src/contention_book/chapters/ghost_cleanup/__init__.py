@@ -18,11 +18,14 @@ variants recorded), in_short (the opening finding), figures, diagrams (the
 mechanism), diagnose (the On-your-own-server queries), published (the
 article's two recordings).
 """
-from . import claims, diagnose, diagrams, figures, in_short, prose, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, in_short, prose, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .tables import key_numbers
+
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
            "in_short", "prose", "recordings", "tables"]

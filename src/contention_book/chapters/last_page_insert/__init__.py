@@ -17,11 +17,14 @@ stacks section), claims (verdicts), figures, published (the two sources).
 The process-per-session driver of the driver benchmark is
 :mod:`contention_book.harness.procdriver`.
 """
-from . import claims, diagnose, diagrams, figures, finding, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
 from .finding import key_numbers
 from .recordings import header_note, load_shown
 from .spec import SPEC
+
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams",
            "figures", "finding", "recordings", "tables"]

@@ -14,11 +14,14 @@ fair and, opt-in, unfair), tables (frames), claims (verdicts),
 finding (the opening and every glued number), figures, diagrams (the hand-off timeline), diagnose (the On your own server
 queries), published (the article's tables).
 """
-from . import claims, diagnose, diagrams, figures, finding, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .finding import key_numbers
+
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
            "finding", "recordings", "tables"]

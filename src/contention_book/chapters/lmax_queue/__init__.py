@@ -13,11 +13,14 @@ tables (frames and key numbers), claims (verdicts), figures, diagrams (the
 mechanism drawn), diagnose (the "On your own server" queries), published
 (the article's and the LMAX paper's numbers).
 """
-from . import claims, diagnose, diagrams, figures, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .tables import key_numbers
+
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
            "recordings", "tables"]

@@ -14,11 +14,14 @@ tables (frames, key numbers, the stack section), claims (verdicts),
 figures, diagrams (a cache line's journeys), diagnose (the On your own server queries),
 published (the transcribed recordings).
 """
-from . import claims, diagnose, diagrams, figures, finding, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .finding import key_numbers
+
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
            "recordings", "tables"]
