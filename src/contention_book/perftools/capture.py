@@ -324,26 +324,16 @@ def _end(proc: subprocess.Popen, st) -> tuple[bool, int]:
 
 
 @contextlib.contextmanager
-def record_stacks(
-    pids: Iterable[int],
-    out,
-    *,
-    name: str = "stacks",
-    frequency: int = 999,
-    event: str = "cpu-clock",
-    perf: str = "perf",
-    process_root: bool = True,
-    call_graph: str | None = None,
-) -> Iterator[CaptureStatus]:
+def record_stacks(pids: Iterable[int], out, **options) -> Iterator[CaptureStatus]:
     """Sample ``pids`` with perf while the block runs; see the module doc.
 
     ``out``: a directory (the file is ``<out>/<name>.folded.gz``) or a path
     ending in ``.folded.gz``.  Yields the :class:`CaptureStatus`, final once
     the block has exited.  Exceptions from the block propagate; perf's own
-    problems never do.
+    problems never do.  ``options`` are :class:`StackRecorder`'s (name, frequency, event, perf, process_root,
+    call_graph).
     """
-    rec = StackRecorder(pids, out, name=name, frequency=frequency, event=event, perf=perf, process_root=process_root,
-                        call_graph=call_graph)
+    rec = StackRecorder(pids, out, **options)
     status = rec.start()
     try:
         yield status

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
+from ..shared.claims import Claim, Size, both, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import Spread, spread
 from .tables import (QUOTED, cores_text, deciding, hot_wait, measured_numbers, per_repetition, published_numbers, q_text, quoted,
                      sessions_label, share_words)
@@ -86,16 +86,6 @@ def _published(published) -> dict[str, str]:
             out["hash_waits"] = (f"average page latch wait {float(w['before']):g} -> {float(w['after']):g} "
                                  f"{w['unit']} (whitepaper, point of sale)")
     return out
-
-
-def both(*directions: str) -> str:
-    """A direction made of several tests: differs if any differs, agrees if all agree, else the first doubt."""
-    heads = [v.split(":")[0] for v in directions]
-    if "differs" in heads:
-        return "differs"
-    if all(h == "agrees" for h in heads):
-        return "agrees"
-    return next(v for v in directions if not v.startswith("agrees"))
 
 
 def verdicts(shown) -> pd.DataFrame:

@@ -5,6 +5,7 @@ import pandas as pd
 
 from . import tables as an
 from ..shared.style import TEXT_WIDTH_IN, legend_below, legend_under_figure
+from ..shared.offcpu import ChapterOffCpu
 from .spec import SHORT
 
 
@@ -191,20 +192,9 @@ def plot_throughput_over_time(measured) -> "object":
     return fig
 
 
-def plot_offcpu(measured, variant: str = "sequential", caption: str = ""):
-    """Off-CPU flame graph of the inserting backends (the deepest point's capture)."""
-    from ..shared import offcpu
-
-    title = f"{variant}: the inserting backends off the CPU"
-    return offcpu.plot_offcpu(measured, variant, title,
-                              "An LWLock sleep on the buffer content lock is a semaphore wait (futex_wait under "
-                              "PGSemaphoreLock and LWLockAcquire); the wait-event shares name it "
-                              "LWLock:BufferContent. Where the two disagree, the off-CPU view also counts "
-                              "preemption (state R) on a busy machine, which the wait events call CPU.", caption)
-
-
-def offcpu_sites(measured, variant: str = "sequential", top: int = 8):
-    """Where the off-CPU time of ``variant`` went, largest first (empty without off-CPU stacks)."""
-    from ..shared import offcpu
-
-    return offcpu.offcpu_sites(measured, variant, top)
+# the off-CPU figure and table (chapters.shared.offcpu): this chapter's title and what its waits look like
+offcpu = ChapterOffCpu("{variant}: the inserting backends off the CPU",
+                       "An LWLock sleep on the buffer content lock is a semaphore wait (futex_wait under "
+                       "PGSemaphoreLock and LWLockAcquire); the wait-event shares name it "
+                       "LWLock:BufferContent. Where the two disagree, the off-CPU view also counts "
+                       "preemption (state R) on a busy machine, which the wait events call CPU.")

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from ..shared.claims import Claim, Size, above, judge, missing_point, rule_above, table, tested_on
+from ..shared.claims import Claim, Size, both, above, judge, missing_point, rule_above, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
 from .tables import finding, key_numbers, regime_sessions
@@ -73,16 +73,6 @@ def where(view) -> str:
     if view.engine == "native" and "cpus" in view.runs and len(view.runs):
         cpus = int(view.runs["cpus"].iloc[0])
     return tested_on(SimpleNamespace(engine=view.engine, logical_cpus=cpus, recording=view.recording))
-
-
-def both(*directions: str) -> str:
-    """A claim made of several tests: differs if any differs, agrees if all agree, else the first doubt."""
-    heads = [v.split(":")[0] for v in directions]
-    if "differs" in heads:
-        return "differs"
-    if all(h == "agrees" for h in heads):
-        return "agrees"
-    return next(v for v in directions if not v.startswith("agrees"))
 
 
 def growth_verdict(db, n: int | None) -> tuple[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
+from ..shared.claims import Claim, Size, both, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import Spread, ratio_spread, spread
 from .spec import MIN_CPUS_FOR_ALONE
 from .tables import (NAN, VIRTUAL, c2c_by_relation, c2c_pairs, logcache_summary, sqlserver_spin_table,
@@ -54,15 +54,6 @@ RULES = {
 TOY_SIZE = "a C toy of the log cache, not SQL Server's LOGCACHE_ACCESS on the article's 40 CPUs"
 PG_SIZE = "PostgreSQL's WAL insertion locks, not SQL Server's LOGCACHE_ACCESS"
 NATIVE_SIZE = "the article gives a bound in words ('upwards of twice'), not a size"
-
-
-def _both(*verdicts: str) -> str:
-    heads = [v.split(":")[0] for v in verdicts]
-    if "differs" in heads:
-        return "differs"
-    if all(h == "agrees" for h in heads):
-        return "agrees"
-    return next(v for v in verdicts if not v.startswith("agrees"))
 
 
 def _per_rep(g, fn) -> Spread:
@@ -175,7 +166,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         r = ratio("spins_per_s", frame.assign(spins_per_s=frame["spins_per_record"] * frame["throughput"]))
         add(STATIC, "LOGCACHE_ACCESS spins 'relatively static' across both masks (outliers aside)", nat,
             f"spins per second with {workers}, writer alone ÷ shared: {r.text('.2f', '×')}{label}",
-            decide(_both(above(r, 0.5), below(r, 2.0))), toy_size)
+            decide(both(above(r, 0.5), below(r, 2.0))), toy_size)
     else:
         pub_bo = _published_backoff(published)
     if pg is not None:
@@ -244,7 +235,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
                 add(CLAIM3, pub3, nat,
                     f"{med:,.0f} ns per switch ({spread_text}) against {line:.0f} ns per line transfer "
                     f"({vs_line.median:.0f}×) and {mem:.0f} ns per memory load ({vs_mem.median:.0f}×)",
-                    _both(above(vs_mem, 2.0), above(vs_line, 5.0)), Size.not_comparable(NATIVE_SIZE))
+                    both(above(vs_mem, 2.0), above(vs_line, 5.0)), Size.not_comparable(NATIVE_SIZE))
             else:
                 add(CLAIM3, pub3, nat, "no same-CPU futex switch", missing_point("a same-CPU futex switch"))
         else:
