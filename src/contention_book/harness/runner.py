@@ -329,7 +329,7 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
     allowed = "allowed (each printed before it runs, restored after)" if allow_server_changes else "not allowed"
     log(f"[run] server-wide changes (opt-in: trace flags, affinity, statistics clearing): {allowed}")
     log(f"[run] recording: {dest}")
-    title = spec.titles.get(engine, spec.chapter)
+    title = spec.title(engine)
     with contextlib.ExitStack() as stack:
         stack.enter_context(hold_run_locks(spec.chapter, engine, target))
         log(f"[run] run lock taken: a second run of {spec.chapter}"

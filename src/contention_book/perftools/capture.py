@@ -112,13 +112,8 @@ def _precheck(perf: str, status: CaptureStatus) -> bool:
     if exe is None:
         status.why = f"perf not found ({perf!r} is not an executable on PATH; install linux-perf)"
         return False
-    try:
-        r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        status.why = f"perf could not run: {exc}"
-        return False
-    if r.returncode != 0:
-        status.why = f"'perf --version' failed with code {r.returncode}: {_tail(r.stderr or r.stdout)}"
+    r = _run_perf([exe, "--version"], "'perf --version'", status, 20)
+    if r is None:
         return False
     status.perf_version = r.stdout.strip()
     status.paranoid = _paranoid()
@@ -131,6 +126,19 @@ def _precheck(perf: str, status: CaptureStatus) -> bool:
     return True
 
 
+def _run_perf(cmd: list[str], what: str, status: CaptureStatus, timeout: float):
+    """Run one short perf command; its result, or None with why in ``status``."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        status.why = f"{what} could not run: {exc}"
+        return None
+    if r.returncode != 0:
+        status.why = f"{what} failed with code {r.returncode}: {_tail(r.stderr or r.stdout)}"
+        return None
+    return r
+
+
 def perf_available(perf: str = "perf", *, probe: bool = True, timeout: float = 30.0) -> CaptureStatus:
     """Can we record stacks here?  ``probe`` runs a tiny real recording
     (``perf record -g -e cpu-clock -- true``) so permission problems show."""
@@ -140,13 +148,7 @@ def perf_available(perf: str = "perf", *, probe: bool = True, timeout: float = 3
     if probe:
         with tempfile.TemporaryDirectory(prefix="perftools-probe-") as tmp:
             cmd = [shutil.which(perf) or perf, "record", "-q", "-g", "-e", "cpu-clock", "-o", os.path.join(tmp, "probe.data"), "--", "true"]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                status.why = f"perf probe failed: {exc}"
-                return status
-            if r.returncode != 0:
-                status.why = f"perf probe ({' '.join(cmd[1:])}) failed with code {r.returncode}: {_tail(r.stderr)}"
+            if _run_perf(cmd, f"perf probe ({' '.join(cmd[1:])})", status, timeout) is None:
                 return status
     status.ok = True
     return status
@@ -169,6 +171,18 @@ class _PerfRun:
         self._err = open(os.path.join(self._tmp, "record.err"), "w+")
         self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=self._err, start_new_session=True)
+
+    def _perf_data(self, st, rc: int, early: bool) -> str | None:
+        """perf.data once perf has ended as asked (SIGINT) and written something, else None with why in ``st``."""
+        if early or rc not in (0, -signal.SIGINT, 128 + signal.SIGINT):
+            st.why = f"perf record exited with code {rc}: {_tail(self._stderr()) or 'no message'}"
+            return None
+        data = os.path.join(self._tmp or "", "perf.data")
+        if not os.path.exists(data) or os.path.getsize(data) == 0:
+            st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
+            return None
+        st.data_bytes = os.path.getsize(data)
+        return data
 
     def _stderr(self) -> str:
         if self._err is None:
@@ -264,14 +278,9 @@ class StackRecorder(_PerfRun):
         if early and rc != 0:
             st.why = f"perf record exited with code {rc} at start: {_tail(self._stderr()) or 'no message'}"
             return
-        if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) and not early:
-            st.why = f"perf record exited with code {rc}: {_tail(self._stderr()) or 'no message'}"
+        data = self._perf_data(st, rc, early=False)
+        if data is None:
             return
-        data = os.path.join(self._tmp or "", "perf.data")
-        if not os.path.exists(data) or os.path.getsize(data) == 0:
-            st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
-            return
-        st.data_bytes = os.path.getsize(data)
         script = os.path.join(self._tmp or "", "script.txt")
         exe = st.command[0]
         for fields in (["-F", SCRIPT_FIELDS], []):
@@ -491,14 +500,9 @@ class OffCpuRecorder(_PerfRun):
             return
         early, rc = _end(proc, st)
         st.window_s = round(time.monotonic() - self._t0, 3)
-        if early or rc not in (0, -signal.SIGINT, 128 + signal.SIGINT):
-            st.why = f"perf record exited with code {rc}: {_tail(self._stderr()) or 'no message'}"
+        data = self._perf_data(st, rc, early)
+        if data is None:
             return
-        data = os.path.join(self._tmp or "", "perf.data")
-        if not os.path.exists(data) or os.path.getsize(data) == 0:
-            st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
-            return
-        st.data_bytes = os.path.getsize(data)
         t0 = time.monotonic()
         script = os.path.join(self._tmp or "", "script.txt")
         with open(script, "w") as out:

@@ -14,6 +14,15 @@ def _empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
 
 
+def _empty_figure(text: str, width: float = 8.0):
+    """A one-line figure that says what the recording lacks, in place of a plot."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(width, 1.5))
+    _empty(ax, text)
+    return fig
+
+
 def plot_throughput(published: list, measured) -> "object":
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -62,9 +71,7 @@ def plot_waits(measured) -> "object":
 
     w = an.wait_shares(measured)
     if w.empty:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        _empty(ax, "this recording has no wait samples")
-        return fig
+        return _empty_figure("this recording has no wait samples")
     w = w.assign(row=w["setting"] + ", " + w["sessions"].map(lambda n: an.sessions_label(measured, n, short=True)))
     wide = w.pivot_table(index="row", columns="wait", values="share", aggfunc="sum", sort=False).fillna(0)
     order = [c for c in ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP", "CPU", an.IDLE)
@@ -90,9 +97,7 @@ def plot_hot_pages(measured, top: int = 8) -> "object":
 
     h = an.hot_page_table(measured, top=top)
     if h.empty:
-        fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 1.5))
-        _empty(ax, "this recording has no page-level samples at the deciding session count")
-        return fig
+        return _empty_figure("this recording has no page-level samples at the deciding session count", TEXT_WIDTH_IN)
     h = h.assign(setting=h["variant"].map(lambda v: an.SHORT.get(v, v)))
     if "share" not in h:
         h["share"] = h["pins"] / h.groupby("variant")["pins"].transform("sum")
@@ -124,9 +129,7 @@ def plot_read_cost(measured) -> "object":
 
     r = an.read_cost_table(measured)
     if r.empty:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        _empty(ax, "this recording has no read-cost measurements")
-        return fig
+        return _empty_figure("this recording has no read-cost measurements")
     fig, axes = plt.subplots(2, 1, figsize=(7.6, 2 * (0.3 * len(r) + 1.4) + 0.6), sharey=True)
     for ax, col, title in ((axes[0], "logical_reads", "pages read (buffers / logical reads)"),
                            (axes[1], "partitions_touched", "partitions touched")):
@@ -143,9 +146,7 @@ def plot_density(measured) -> "object":
 
     d = an.density_table(measured)
     if d.empty:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        _empty(ax, "this recording has no index statistics")
-        return fig
+        return _empty_figure("this recording has no index statistics")
     fig, axes = plt.subplots(3, 1, figsize=(7.6, 3 * (0.3 * d["setting"].nunique() + 1.0)), sharey=True)
     for ax, col, title in ((axes[0], "avg_leaf_density", "average leaf density (%)"),
                            (axes[1], "rows_per_leaf", "rows per leaf page"),
