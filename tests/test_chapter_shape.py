@@ -11,7 +11,8 @@ from contention_book.harness.chapter_registry import runners
 from contention_book.harness.recording import repo_root
 from contention_book.harness.spec import ChapterSpec
 
-FILES = ("spec.py", "recordings.py", "tables.py", "claims.py", "figures.py", "published.py")
+FILES = ("spec.py", "recordings.py", "tables.py", "claims.py", "finding.py", "model.py", "figures.py", "diagrams.py",
+         "published.py")
 SHARED_PARAMS = ("source", "recording", "engine", "target", "record_to", "allow_server_changes", "stacks")
 CHAPTERS = sorted(PACKAGES)
 
@@ -34,6 +35,14 @@ def test_package_has_the_shape(chapter):
     pkg = package(chapter)
     for name in ("SPEC", "load_shown", "key_numbers", "verdicts", "header_note"):
         assert hasattr(pkg, name), f"{chapter}: __init__ exports {name}"
+
+
+def test_every_chapter_has_the_same_modules():
+    """A newcomer who opens two chapters sees the same rooms: the same module names, run_<engine> files aside."""
+    rooms = {c: sorted(p.name for p in chapter_dir(c).glob("*.py") if not p.name.startswith("run_"))
+             for c in CHAPTERS}
+    first = rooms[CHAPTERS[0]]
+    assert all(r == first for r in rooms.values()), rooms
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

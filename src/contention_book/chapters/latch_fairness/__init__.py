@@ -7,12 +7,9 @@ every acquisition under contention pays for a wake-up and a context switch.
 Trace flag 3933 (per the article, up to SQL Server 2022 CTP 2.1) makes it *unfair*: the latch is released,
 a running thread may take it, and waiters spin before they sleep.
 
-Modules: spec (the chapter as data), recordings (what the page shows), live
-(one runner per engine) with run_native (``native/latch_convoy.c`` over lock
-kinds and thread counts) and run_sqlserver (the article's parallel insert,
-fair and, opt-in, unfair), tables (frames), claims (verdicts),
-finding (the opening and every glued number), figures, diagrams (the hand-off timeline), diagnose (the On your own server
-queries), published (the article's tables).
+Its engines: run_native (``native/latch_convoy.c`` over lock kinds and thread
+counts) and run_sqlserver (the article's parallel insert, fair and, opt-in,
+unfair); the rest is the shape of every chapter (chapters/__init__.py).
 """
 from ..shared.diagnose import ChapterQueries
 from . import claims, diagrams, figures, finding, recordings, tables

@@ -8,11 +8,8 @@ latency, context switches, a toy log cache), a PostgreSQL analogue (WAL
 insertion under N sessions, the walwriter pinned alone) and the article's
 SQL Server workload (the affinity change inside the guard).
 
-Modules: spec (the chapter as data), recordings (what the page shows),
-live (one runner per engine) with run_native, run_postgres, run_sqlserver,
-tables (frames, key numbers, the stack section), claims (verdicts),
-figures, diagrams (a cache line's journeys), diagnose (the On your own server queries),
-published (the transcribed recordings).
+Its engines: run_native, run_postgres and run_sqlserver; the rest is the
+shape of every chapter (chapters/__init__.py).
 """
 from ..shared.diagnose import ChapterQueries
 from . import claims, diagrams, figures, finding, recordings, tables
@@ -24,4 +21,4 @@ from .finding import key_numbers
 diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
-           "recordings", "tables"]
+           "finding", "recordings", "tables"]
