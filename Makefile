@@ -86,7 +86,7 @@ record: .record-run
 # on one worker, in order, and a file's tests that share a module fixture on one worker (tests/conftest.py).
 TEST_WORKERS ?= logical
 test: setup
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 lab: setup
 	$(BIN)/python -m pip install --quiet -r requirements-lab.txt

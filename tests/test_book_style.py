@@ -229,9 +229,9 @@ def test_a_flame_graph_alt_text_names_whole_functions_not_the_cut_labels():
     """Issue 31: a box too narrow for its name is labelled "Loc…" on the drawing; its alt text says the name."""
     from contention_book.chapters.shared.notebook import flame_alt
     from contention_book.perftools.flame import flame_figure
-    from contention_book.perftools.model import Profile
+    from contention_book.perftools.builder import profile_from_records
 
-    fig = flame_figure(Profile.from_records([
+    fig = flame_figure(profile_from_records([
         (["postgres!main", "postgres!ExecInsert", "postgres!XLogInsertRecord"], 30.0),
         (["postgres!main", "kernel!_raw_spin_unlock_irqrestore"], 6.0),  # a box about 8 characters wide
         (["postgres!main", "postgres!LWLockAcquire"], 64.0)]))

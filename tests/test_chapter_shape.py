@@ -7,10 +7,12 @@ import pytest
 
 from contention_book.chapters import PACKAGES, package
 from contention_book.harness import book
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness.recording import repo_root
 from contention_book.harness.spec import ChapterSpec
 
-FILES = ("spec.py", "recordings.py", "live.py", "tables.py", "claims.py", "figures.py", "published.py")
+FILES = ("spec.py", "recordings.py", "tables.py", "claims.py", "finding.py", "model.py", "figures.py", "diagrams.py",
+         "published.py")
 SHARED_PARAMS = ("source", "recording", "engine", "target", "record_to", "allow_server_changes", "stacks")
 CHAPTERS = sorted(PACKAGES)
 
@@ -26,8 +28,7 @@ def test_package_has_the_shape(chapter):
     assert not missing, f"{chapter}: missing {missing}"
     spec = package(chapter, "spec").SPEC
     assert isinstance(spec, ChapterSpec) and spec.chapter == chapter
-    runners = package(chapter, "live").RUNNERS
-    assert set(runners) == set(spec.engines), f"{chapter}: a runner per engine"
+    assert set(runners(chapter)) == set(spec.engines), f"{chapter}: a runner per engine"
     for engine in spec.engines:
         if engine != "native":
             assert (folder / f"run_{engine}.py").is_file(), f"{chapter}: run_{engine}.py"
@@ -36,12 +37,20 @@ def test_package_has_the_shape(chapter):
         assert hasattr(pkg, name), f"{chapter}: __init__ exports {name}"
 
 
+def test_every_chapter_has_the_same_modules():
+    """A newcomer who opens two chapters sees the same rooms: the same module names, run_<engine> files aside."""
+    rooms = {c: sorted(p.name for p in chapter_dir(c).glob("*.py") if not p.name.startswith("run_"))
+             for c in CHAPTERS}
+    first = rooms[CHAPTERS[0]]
+    assert all(r == first for r in rooms.values()), rooms
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_runners_take_only_the_context(chapter):
     """No **kwargs that would swallow a misspelled parameter; one argument, the RunContext."""
     import inspect
 
-    for engine, fn in package(chapter, "live").RUNNERS.items():
+    for engine, fn in runners(chapter).items():
         sig = inspect.signature(fn)
         assert len(sig.parameters) == 1, f"{chapter}/{engine}: {sig}"
         assert not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())

@@ -219,7 +219,7 @@ def test_snapshot_and_session_transaction_dmvs_need_view_server_state(tmp_path, 
 
 
 def test_buffer_descriptors_need_view_server_state(tmp_path):
-    from contention_book.chapters.last_page_insert import pages
+    from contention_book.chapters.last_page_insert import run_common as pages
 
     state = _reader(tmp_path, version="2017")
     conn = _conn(state, "lab")
@@ -229,7 +229,7 @@ def test_buffer_descriptors_need_view_server_state(tmp_path):
 
 
 def test_page_info_needs_view_database_state_unless_owner(tmp_path):
-    from contention_book.chapters.last_page_insert import pages
+    from contention_book.chapters.last_page_insert import run_common as pages
 
     state = S.create(tmp_path / "s.json", version="2019", login=["CREATE ANY DATABASE"])
     _with_database(state, "lab", owner="dba")

@@ -9,9 +9,11 @@ from types import SimpleNamespace
 
 from contention_book.chapters.ghost_cleanup import claims, recordings, run_common, run_sqlserver, spec, tables
 from contention_book.chapters.ghost_cleanup import tables as ghost_tables
-from contention_book.chapters.ghost_cleanup.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.chapters.shared.claims import VERDICTS
 from contention_book.harness.runner import RunLog, run_chapter
+
+RUNNERS = runners("ghost-cleanup")
 
 # The chapter's pieces under the names these tests were written with.
 ghost = SimpleNamespace(

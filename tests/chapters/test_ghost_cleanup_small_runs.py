@@ -9,9 +9,11 @@ import re
 import pytest
 
 from contention_book.chapters.ghost_cleanup import claims, recordings, spec
-from contention_book.chapters.ghost_cleanup.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness import book
 from contention_book.harness.runner import RunLog, run_chapter
+
+RUNNERS = runners("ghost-cleanup")
 
 SUBSETS = {
     "every-variant": list(spec.VARIANTS["postgres"]),
@@ -49,9 +51,8 @@ def test_a_smallest_run_renders(small_runs, name, tmp_path):
     view = recordings.load(path)
     assert (view.runs["updates_done"] == 1).all() and (view.runs["live_rows"] == 1).all()
     rows = claims.verdicts(recordings.load_shown(str(path))).set_index("claim")["verdict"]
-    if "idle_read_committed" not in SUBSETS[name]:
-        assert rows[claims.CLAIMS["unpinned"]] == \
-            "not testable with this recording: run with idle READ COMMITTED transaction"
+    # PostgreSQL cannot show SQL Server's 2019 → 2022 change, whatever the subset
+    assert rows[claims.CLAIMS["unpinned"]].startswith("not testable here")
     if "vacuum_each_chunk" not in SUBSETS[name]:
         assert rows[claims.CLAIMS["unheld_ghosts"]].startswith("not testable with this recording")
     # one chunk per run: no curve to fit, one repetition: no interval; neither may crash or print "nan"

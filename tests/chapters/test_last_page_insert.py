@@ -10,12 +10,17 @@ from tsql_parse import problems
 
 from types import SimpleNamespace
 
-from contention_book.chapters.last_page_insert import calls, claims, pages, readcost, recordings, spec, tables
+from contention_book.chapters.last_page_insert import claims, recordings, spec, tables
+from contention_book.chapters.last_page_insert import run_common
+
+calls = pages = readcost = run_common  # the runs' shared pieces, under the names these tests were written with
 from contention_book.chapters.last_page_insert import run_sqlserver as live_sqlserver
-from contention_book.chapters.last_page_insert.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.chapters.last_page_insert.spec import CHAPTER, DEFAULT_MEASURED
 from contention_book.harness.params import ParameterError
 from contention_book.harness.runner import RunLog, resolve_params, run_chapter
+
+RUNNERS = runners("last-page-insert")
 
 # The chapter's pieces under the names these tests were written with.
 analysis = SimpleNamespace(**{k: getattr(tables, k) for k in dir(tables) if not k.startswith("__")})

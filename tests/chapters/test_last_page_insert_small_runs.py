@@ -8,9 +8,11 @@ import json
 import pytest
 
 from contention_book.chapters.last_page_insert import claims, recordings, spec
-from contention_book.chapters.last_page_insert.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness import book
 from contention_book.harness.runner import RunLog, run_chapter
+
+RUNNERS = runners("last-page-insert")
 
 SMALLEST = {"sessions": "1", "variants": "sequential", "duration_s": "0.01", "repetitions": "1",
             "rows_per_session": "1", "rows_per_call": "1", "partitions": "2", "wait_hz": "0.1", "pin_hz": "0",

@@ -5,12 +5,14 @@ import pytest
 
 from contention_book.chapters.latch_fairness import claims, recordings as lf, run_native as native_sweep, spec
 from contention_book.chapters.latch_fairness import tables as analysis
-from contention_book.chapters.latch_fairness.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.chapters.latch_fairness.spec import NATIVE_COLUMNS
 from contention_book.harness.params import ParameterError
 from contention_book.harness.runner import RunLog, resolve_params, run_chapter
 from contention_book.harness import native
 from contention_book.harness.recording import Recording, RecordingError, RecordingWriter
+
+RUNNERS = runners("latch-fairness")
 
 
 # -- the published recording -------------------------------------------------------------

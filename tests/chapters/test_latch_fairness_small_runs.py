@@ -13,10 +13,12 @@ import pytest
 
 from contention_book.chapters import latch_fairness as chapter
 from contention_book.chapters.latch_fairness import recordings as lf, run_native, spec
-from contention_book.chapters.latch_fairness.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness import book, native
 from contention_book.harness.recording import RecordingError
 from contention_book.harness.runner import RunFailed, RunLog, run_chapter
+
+RUNNERS = runners("latch-fairness")
 
 SMALL = {  # name -> parameters: the reader run, one thread count and one variant, and no fair lock at all
     "two-counts-fair-unfair": {"sessions": "1,2", "duration_s": "0.01", "repetitions": "2",

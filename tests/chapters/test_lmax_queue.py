@@ -12,9 +12,11 @@ from types import SimpleNamespace
 
 from contention_book.chapters.lmax_queue import claims, recordings, run_native as native_run, spec, tables
 from contention_book.chapters.lmax_queue import run_postgres as lp, run_sqlserver as ss
-from contention_book.chapters.lmax_queue.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness.params import ParameterError
 from contention_book.harness.runner import RunLog, resolve_params, run_chapter
+
+RUNNERS = runners("lmax-queue")
 
 # The chapter's pieces under the names these tests were written with.
 analysis = SimpleNamespace(**{k: getattr(tables, k) for k in dir(tables) if not k.startswith("__")})

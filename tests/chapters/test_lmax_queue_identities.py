@@ -17,9 +17,11 @@ import pandas as pd
 import pytest
 
 from contention_book.chapters.lmax_queue import recordings, run_postgres, spec
-from contention_book.chapters.lmax_queue.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness.runner import RunLog, run_chapter
 from contention_book.harness.spec import Unbalanced, check_balanced
+
+RUNNERS = runners("lmax-queue")
 
 RUNS = spec.LAYOUT["runs"]
 

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from contention_book.chapters.lmax_queue import claims, recordings, spec
-from contention_book.chapters.lmax_queue.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness import book
 from contention_book.harness.params import parse
 from contention_book.harness.runner import RunLog, run_chapter
+
+RUNNERS = runners("lmax-queue")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_book import glue_keys, referenced_glue  # noqa: E402

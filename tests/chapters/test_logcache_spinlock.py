@@ -15,10 +15,12 @@ from contention_book.chapters.logcache_spinlock import run_sqlserver as lss, tab
 from contention_book.chapters.shared import stacks
 from contention_book.harness.params import ParameterError
 from contention_book.harness.runner import RunLog, resolve_params, run_chapter
-from contention_book.chapters.logcache_spinlock.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness import workloads
 from contention_book.harness.guard import ServerChangeNotAllowed, StateGuard
 from contention_book.harness.recording import RecordingError, repo_root
+
+RUNNERS = runners("logcache-spinlock")
 
 WPA = repo_root() / "tests" / "perftools" / "fixtures" / "wpa"
 

@@ -14,11 +14,13 @@ import pytest
 
 from contention_book.chapters import logcache_spinlock as chapter
 from contention_book.chapters.logcache_spinlock import recordings as lc, run_native, spec
-from contention_book.chapters.logcache_spinlock.live import RUNNERS
+from contention_book.harness.chapter_registry import runners
 from contention_book.harness import book
 from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.runner import RunFailed, RunLog, run_chapter
 from contention_book.harness.spec import Unbalanced, check_balanced
+
+RUNNERS = runners("logcache-spinlock")
 
 SMALLEST_NATIVE = {"sessions": "1", "duration_s": "0.01", "repetitions": "1", "c2c_batches": "10",
                    "ctx_batches": "10", "chase_loads": "1000"}

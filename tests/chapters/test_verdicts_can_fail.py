@@ -97,12 +97,16 @@ def test_ghost_slower(ghost):
     assert verdict(_ghost(ghost, same), "An open transaction whose snapshot") == "differs"
 
 
-def test_ghost_unpinned_holder_leaves_the_loop_alone_or_not(ghost):
+def test_ghost_2022_change_is_not_testable_on_postgres_whatever_its_numbers(ghost):
+    """PostgreSQL's READ COMMITTED never pinned versions, so no run of it can show SQL Server's 2019 → 2022 change:
+    the verdict stays 'not testable here' while the measured column follows the numbers."""
     claim = "An open RCSI transaction no longer slows"
     same = _ghost_with(ghost.measured, "runs", "baseline", "idle_read_committed")
     slow = scaled(same, "runs", lambda t: t["variant"] == "idle_read_committed", "elapsed_s", 3)
-    assert verdict(_ghost(ghost, same), claim) == "direction reproduced"
-    assert verdict(_ghost(ghost, slow), claim) == "differs"
+    rows = {name: (lambda f: f[f["claim"].str.startswith(claim)].iloc[0])(_ghost(ghost, g))
+            for name, g in (("same", same), ("slow", slow))}
+    assert all(r["verdict"].startswith("not testable here") for r in rows.values())
+    assert rows["same"]["measured"].startswith("1.00×") and rows["slow"]["measured"].startswith("3.00×")
 
 
 def test_ghost_growth_against_the_control_curve(ghost):
@@ -310,10 +314,14 @@ def _lpi(shown, measured):
 
 def test_lpi_hash_rate_both_ways(lpi):
     h = lambda t: t["variant"] == "hash_partitioned"  # noqa: E731
-    assert verdict(_lpi(lpi, scaled(lpi.measured, "runs", h, "throughput", 10)), "Hash partitioning raises") \
-        == "direction reproduced"
-    assert verdict(_lpi(lpi, scaled(lpi.measured, "runs", h, "throughput", 0.1)), "Hash partitioning raises") \
-        == "differs"
+    hot = lambda t: (t["variant"] == "sequential") & (t["wait"] == "LWLock:BufferContent")  # noqa: E731
+    queued = scaled(lpi.measured, "waits", hot, "samples", 20)      # a long queue: partitioning has room to gain
+    claim = "Hash partitioning raises"
+    assert verdict(_lpi(lpi, scaled(queued, "runs", h, "throughput", 10)), claim) == "direction reproduced"
+    assert verdict(_lpi(lpi, scaled(queued, "runs", h, "throughput", 0.1)), claim) == "differs"
+    # a short queue: even removing all of it could not reach the sources' smallest gain, whatever the rates
+    short = scaled(lpi.measured, "waits", hot, "samples", 0.05)
+    assert verdict(_lpi(lpi, scaled(short, "runs", h, "throughput", 0.1)), claim) == "not testable here"
 
 
 def test_lpi_density_both_ways(lpi):
@@ -535,14 +543,15 @@ def test_logcache_line_distance_both_ways(logcache, monkeypatch):
     assert verdict(_logcache(logcache, with_pairs([120.0, 45.0, 8.0])), claim) == "differs"
 
 
-def test_lpi_last_page_both_ways(lpi):
+def test_lpi_last_page_is_not_decided_by_postgres_pins(lpi):
     from contention_book.chapters.last_page_insert.tables import LAST_ROLES, _pin_roles
 
     def last(t):
         return (t["variant"] == "sequential") & t["relation"].str.endswith("_pkey") & _pin_roles(t).isin(LAST_ROLES)
 
     claim = "The waited-for page is the last page"
-    assert verdict(_lpi(lpi, scaled(lpi.measured, "pins", last, "pins", 1000)), claim) == "direction reproduced"
+    # PostgreSQL names no buffer a waiter waits for: its pins (every inserter's) never decide this claim
+    assert verdict(_lpi(lpi, scaled(lpi.measured, "pins", last, "pins", 1000)), claim) == "not testable here"
     # the contrary data: the same pins, on leaves that are not the rightmost one (zeroing the last page's pins
     # instead leaves repetitions with no index pins at all, which the rule rightly calls inconclusive)
     moved = copy.copy(lpi.measured)
@@ -556,7 +565,7 @@ def test_lpi_last_page_both_ways(lpi):
             else:
                 t.loc[last(t), "last_block"] = t.loc[last(t), "block"] + 1
             moved.tables[k] = t
-    assert verdict(_lpi(lpi, moved), claim) == "differs"
+    assert verdict(_lpi(lpi, moved), claim) == "not testable here"
 
 
 def test_lpi_optimize_for_sequential_key_both_ways(lpi):

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contention_book.perftools import Profile, callees, callers, diff, load, to_folded, top_functions, top_modules, write_folded
+from contention_book.perftools import (Profile, callees, callers, diff, load, profile_from_records, to_folded,
+                                       top_functions, top_modules, write_folded)
 from contention_book.perftools.importers import folded
 
 FIX = Path(__file__).parent / "fixtures"
@@ -17,7 +18,7 @@ BACKOFF = "sqlmin.dll!LogAppendContext::BackOff"
 @pytest.fixture
 def prof():
     # total 100; recursion in b; two processes; times 0..4
-    return Profile.from_records(
+    return profile_from_records(
         [
             (["m!main", "m!a", "x!spin"], 40, "p1 (10)", 1, 0.0, 0),
             (["m!main", "m!b", "m!b", "x!spin"], 20, "p1 (10)", 2, 1.0, 1),
@@ -75,7 +76,7 @@ def test_callers_of_recursive_function_counts_samples_once(prof):
 
 
 def test_callers_root_marker_and_unknown():
-    p = Profile.from_records([(["a!f"], 3), (["a!g", "a!f"], 1)])
+    p = profile_from_records([(["a!f"], 3), (["a!g", "a!f"], 1)])
     c = callers(p, "a!f")
     assert set(c[c.depth == 1]["frame"]) == {"(root)", "a!g"}
     with pytest.raises(KeyError, match="did you mean 'a!f'"):
@@ -113,8 +114,8 @@ def test_diff_logcache_before_after():
 
 
 def test_diff_includes_functions_present_on_one_side():
-    a = Profile.from_records([(["m!x"], 1), (["m!gone"], 1)])
-    b = Profile.from_records([(["m!x"], 1), (["m!new"], 3)])
+    a = profile_from_records([(["m!x"], 1), (["m!gone"], 1)])
+    b = profile_from_records([(["m!x"], 1), (["m!new"], 3)])
     d = diff(a, b).set_index("name")
     assert d.loc["m!gone", "pct_b"] == 0 and d.loc["m!gone", "change_pp"] == pytest.approx(-50)
     assert d.loc["m!new", "pct_a"] == 0 and d.loc["m!new", "change_pp"] == pytest.approx(75)
@@ -176,7 +177,7 @@ def test_folded_process_root_detected():
 
 
 def test_folded_export_names_and_weights():
-    p = Profile.from_records([(["sqlmin.dll!A;B", "f"], 1.5, "x.exe (1)"), (["f"], 2)])
+    p = profile_from_records([(["sqlmin.dll!A;B", "f"], 1.5, "x.exe (1)"), (["f"], 2)])
     text = to_folded(p)
     assert "sqlmin.dll!A:B;f 1.5\n" in text  # ';' in a name cannot survive folding
     assert "f 2\n" in text
@@ -197,7 +198,7 @@ def test_every_importer_exports_folded(tmp_path):
 
 
 def test_profile_validation():
-    p = Profile.from_records([(["a!f"], 1)])
+    p = profile_from_records([(["a!f"], 1)])
     with pytest.raises(ValueError):
         Profile(p.frames, np.array([0, 5]), p.stack_frames, p.samples)
     with pytest.raises(ValueError):

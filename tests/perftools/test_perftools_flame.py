@@ -4,7 +4,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from contention_book.perftools import Profile, build_tree, flame_figure, load, write_svg
+from contention_book.perftools import build_tree, flame_figure, load, profile_from_records, write_svg
 from contention_book.perftools.flame import _layout
 
 FIX = Path(__file__).parent / "fixtures"
@@ -33,7 +33,7 @@ def test_icicle_and_process_root(tmp_path):
 
 def test_tree_and_small_frames_merged():
     recs = [(["m!main", "m!big"], 90)] + [(["m!main", f"m!tiny{i}"], 1) for i in range(10)]
-    p = Profile.from_records(recs)
+    p = profile_from_records(recs)
     root = build_tree(p)
     assert root.weight == 100 and root.children[0].weight == 100
     boxes = _layout(root, 0.05 * root.weight, None)

@@ -1,11 +1,18 @@
 """One package per chapter, all of the same shape.
 
-Every ``chapters/<package>/`` has ``spec.py`` (the chapter as data),
-``recordings.py`` (the views and ``load_shown``), ``live.py`` (``RUNNERS``,
-one function per engine, each taking a :class:`~contention_book.harness.runner.RunContext`),
-``run_<engine>.py`` files, ``tables.py`` (data frames and ``key_numbers``),
-``claims.py`` (verdict rows as data), ``figures.py`` and ``published.py``
-(the published recordings, regenerated from their sources' numbers).
+Every ``chapters/<package>/`` has ``spec.py`` (the chapter as data: engines, variants, parameters, layout),
+``recordings.py`` (the views and ``load_shown``), ``run_<engine>.py`` for each engine it runs on (the harness finds
+``run_<engine>(ctx)`` through :func:`contention_book.harness.chapter_registry.runners`), ``tables.py`` (data frames
+and numbers), ``claims.py`` (verdict rows as data), ``figures.py``, ``diagrams.py`` and ``published.py`` (the
+published recordings, regenerated from their sources' numbers).  Its "On your own server" queries are
+``diagnose = ChapterQueries(SPEC.chapter)`` in its ``__init__`` (the queries themselves are files under
+``workloads/<chapter>/diagnose/``).
+
+What each room may import: ``spec`` nothing of the chapter; ``recordings`` ``spec``; ``tables`` ``recordings`` and
+``spec``; ``claims`` ``tables``; a chapter's opening (``finding.py`` where it has one) ``claims`` and ``tables``;
+``figures`` ``tables``; all of them ``chapters.shared`` and the harness below, never another chapter.  The harness
+learns the chapters from the ``contention_book.chapters`` entry points (``pyproject.toml``), never by importing
+this package.
 """
 from __future__ import annotations
 

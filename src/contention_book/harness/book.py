@@ -554,9 +554,9 @@ def _drop_stale_outcomes(folder: Path) -> None:
 def refuse_recorded_params(chapter: str, raw: dict[str, str]) -> None:
     """Parameters given to a recorded chapter: an unknown name is named as unknown (with the closest known
     one) before saying that live parameters need a live run."""
-    from ..chapters import PACKAGES, package
+    from .chapter_registry import package, packages
 
-    if chapter in PACKAGES:
+    if chapter in packages():
         from .params import Param, check_names
 
         check_names((*package(chapter, "spec").SPEC.params, Param("stacks", "str", "")), raw)
@@ -653,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.source == "live":
             if not args.engine:
                 raise SystemExit("[book] a live run needs --engine (native, postgres or sqlserver)")
-            from ..chapters import package
+            from .chapter_registry import package
             from .runner import check_request
             from .recording import RecordingError
 

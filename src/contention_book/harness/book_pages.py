@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -91,11 +92,15 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
               'words, what each means, and how many claims carry it in this build</caption><thead><tr><th>verdict'
               "</th><th>meaning</th><th>claims</th></tr></thead>"
               f"<tbody>{count_rows}</tbody></table></div>")
-    table = verdict_table_html(frame, caption="Every claim the chapters check, with where it was tested and "
-                               "whether its size was compared", prefix="findings-table",
-                               columns=("chapter", "claim", "tested_on", "published", "measured", "size", "verdict"),
-                               raw=("chapter",),
-                               missing_reason="the chapter gives no value for this claim")
+    # one table per chapter, under its own heading: where a chapter tested its claims is said once, under it
+    tables = []
+    for i, (chapter, rows) in enumerate(frame.groupby("chapter", sort=False)):
+        title = re.sub(r"<[^>]+>", "", chapter)
+        tables.append(f'```{{raw}} html\n<h3 id="findings-{i + 1}">{chapter}</h3>\n' + verdict_table_html(
+            rows, caption=f"The claims of {title}, with where they were tested and whether their size was compared", prefix="findings-table" if i == 0 else f"findings-table-{i + 1}",
+            columns=("claim", "tested_on", "published", "measured", "size", "verdict"), shared=("tested_on",),
+            missing_reason="the chapter gives no value for this claim") + "\n```\n")
+    table = "\n".join(tables)
     page = ("# Findings\n\n"
             "Every claim the chapters check, in one table: what the article reported, where this book tested it, "
             "what the recording shown in the chapter measured, whether the size could be compared with the "
@@ -107,7 +112,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
             f"({INTERVALS_LABEL})=\n## How to read a number and its interval\n\n{INTERVALS}\n\n"
             "## The verdicts\n\n"
             "```{raw} html\n" + counts + "\n```\n\n"
-            "```{raw} html\n" + table + "\n```\n" + predictions_section(notebooks)
+            + table + predictions_section(notebooks)
             + machine_card.machine_predictions_markdown(
                 machine_card.saved_machine_rows(repo_root() / PREDICTIONS_DIR)))
     out = repo_root() / "book" / "findings.md"

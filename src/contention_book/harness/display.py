@@ -261,6 +261,8 @@ def table_html(frame: pd.DataFrame, glossary: str = "../", raw: tuple[str, ...] 
     out (a reader needs no column of blanks).  A table wider than ``max_columns`` is transposed (few rows) or
     split into parts that each fit the text column, never hidden in a scroll box."""
     caption = caption or frame.attrs.get("caption") or ""
+    if frame.attrs.get("said_once"):  # what every row shares (load_record.load_summary), said once in the caption
+        caption = f"{caption.rstrip()} {frame.attrs['said_once']}".strip()
     df = frame.copy()
     notes = []
     if len(df) and df.shape[1] > 1:

@@ -126,8 +126,21 @@ def load_summary(view) -> pd.DataFrame | str:
     if "observer_cpu_per_s" in out:
         out["observer_cpu_per_s"] = out["observer_cpu_per_s"] * 1e3
         out = out.rename(columns={"observer_cpu_per_s": "sampler CPU ms/s"})
+    # the harness's own bookkeeping (errors, retries, the sampler and its cost) is one sentence, not columns:
+    # a column that says the same in every row goes into it; one that varies stays a column
+    said = []
+    for col, words in (("errors", "errors"), ("retries", "retries"), ("wait_source", "wait sampler")):
+        if col in out and out[col].nunique(dropna=False) == 1:
+            value = out[col].iloc[0]
+            said.append(f"{words} {value:,.0f}" if isinstance(value, (int, float)) else f"{words} {value}")
+            out = out.drop(columns=col)
+    if "sampler CPU ms/s" in out:
+        said.append(f"the sampler's own CPU at most {out['sampler CPU ms/s'].max():.1f} ms a second")
+        out = out.drop(columns="sampler CPU ms/s")
+    out.attrs["said_once"] = "Every point: " + "; ".join(said) + "." if said else ""
     # the driver counts calls: one row, or a server-side loop's worth of rows or messages
-    return out.rename(columns={"throughput": "calls_per_s"}).round(3)
+    out = out.rename(columns={"throughput": "calls_per_s"}).round(3)
+    return out
 
 
 def wait_sampler_text(g) -> str:

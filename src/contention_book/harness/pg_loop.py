@@ -16,7 +16,7 @@ session takes the next scheduled start only when it is free, so a call
 never queues behind a busy session; the lag is kept apart from the service
 time), retries of retryable classes, errors by class, lost connections
 counted once and reconnected with back-off, pauses a call asks for taken
-outside its latency, and :class:`~.driver.SessionDone`.
+outside its latency, and :class:`~.session_rules.SessionDone`.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import pg_client
-from .driver import SessionDone, _pause, reconnect_failed, reconnect_given_up
+from .session_rules import SessionDone, _pause, reconnect_failed, reconnect_given_up
 from .redaction import redact
 
 TICK_S = 0.05  # a thread with nothing due looks at the stop flag at least this often

@@ -8,6 +8,7 @@ or a placeholder in its stead.
 """
 from __future__ import annotations
 
+import html
 import re
 from datetime import datetime
 from typing import Any, Mapping
@@ -107,6 +108,21 @@ def anchor(chapter: str, recording_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9-]+", "-", f"recording-{chapter}-{recording_id}").strip("-").lower()
 
 
+ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlserver": "SQL Server", "native": "native (C)"}
+
+
+def recording_link(chapter: str, recording_id: str, data_page: str = "../data.html") -> str:
+    """A recording named in words, linked to its row on the Data page, where its id, machine and commit are."""
+    m = re.fullmatch(r"measured-(\w+)-reference", recording_id)
+    if m:
+        words = f"this book's {ENGINE_NAMES.get(m.group(1), m.group(1))} reference run"
+    elif recording_id.startswith("published-"):
+        words = "the article's published numbers"
+    else:
+        words = f"the recording {recording_id}"
+    return f'<a href="{data_page}#{anchor(chapter, recording_id)}">{html.escape(words)}</a>'
+
+
 def recordings_note(measured, published) -> str:
     """The chapter's closing list of the recordings it renders: each one's id, engine, machine and date, with a
     link to the Data page row that says how it was made.  No command and no machine path: those are on the Data
@@ -115,7 +131,7 @@ def recordings_note(measured, published) -> str:
     ``measured`` is ``[(label, Recording)]``; ``published`` is ``[Recording]``."""
     import html as html_
 
-    from .recording import data_root
+    from .checkout import data_root
 
     lines = ["This chapter renders the recordings below. How each measured one was made (its command, machine, "
              'compiler, and the machine\'s load before and after) is on the <a href="../data.html#provenance">Data '

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping
 import jsonschema
 import pandas as pd
 
+from .checkout import data_root, repo_root  # noqa: F401 (callers import them from here too)
 from .spec import TEXT_COLUMNS
 
 SCHEMA_VERSION = 1
@@ -60,15 +61,6 @@ def sha256_of(path: Path) -> str:
             digest.update(block)
     return digest.hexdigest()
 
-
-def repo_root() -> Path:
-    """The checkout this package runs from (override with CONTENTION_BOOK_ROOT)."""
-    env = os.environ.get("CONTENTION_BOOK_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[3]
-
-
-def data_root() -> Path:
-    return repo_root() / "data"
 
 
 def available(chapter: str) -> list[str]:
@@ -650,6 +642,17 @@ def table_property(key: str) -> property:
     """A view attribute for one layout table (``view.waits`` for ``view.tables["waits"]``), settable in tests."""
     return property(lambda self: self.tables.get(key), lambda self, frame: self.tables.__setitem__(key, frame),
                     doc=f"the {key!r} table, or None when the recording lacks it")
+
+
+def with_tables(*keys: str, **renamed: str):
+    """A class decorator giving a view one attribute per layout table (:func:`table_property`): ``keys`` by their
+    own names, ``renamed`` as ``attribute="key"``.  A chapter names its tables in one line instead of one
+    property each."""
+    def decorate(cls: type) -> type:
+        for name, key in [*((k, k) for k in keys), *renamed.items()]:
+            setattr(cls, name, table_property(key))
+        return cls
+    return decorate
 
 
 def load_view(chapter: str, ref: str | os.PathLike, layout: Mapping[str, Any], cls: type = RecordingView):

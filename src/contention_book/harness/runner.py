@@ -210,23 +210,6 @@ class RunContext:
 Runner = Callable[[RunContext], None]
 
 
-def engine_runners(package: str, engines: tuple[str, ...]) -> dict[str, Runner]:
-    """``RUNNERS`` for a chapter: engine -> ``<package>.run_<engine>.run_<engine>(ctx)``, imported when it runs.
-
-    Importing a chapter stays cheap (no pyodbc, no native build) until a run of that engine starts.
-    """
-    import importlib
-
-    def runner(engine: str) -> Runner:
-        def run(ctx: RunContext) -> None:
-            getattr(importlib.import_module(f"{package}.run_{engine}"), f"run_{engine}")(ctx)
-
-        run.__name__ = f"run_{engine}"
-        return run
-
-    return {engine: runner(engine) for engine in engines}
-
-
 def resolve_params(spec: ChapterSpec, engine: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     """The run's typed parameters, checked before anything starts."""
     if engine not in spec.engines:
@@ -346,7 +329,7 @@ def run_chapter(spec: ChapterSpec, runners: Mapping[str, Runner], raw_params: Ma
     allowed = "allowed (each printed before it runs, restored after)" if allow_server_changes else "not allowed"
     log(f"[run] server-wide changes (opt-in: trace flags, affinity, statistics clearing): {allowed}")
     log(f"[run] recording: {dest}")
-    title = spec.titles.get(engine, spec.chapter)
+    title = spec.title(engine)
     with contextlib.ExitStack() as stack:
         stack.enter_context(hold_run_locks(spec.chapter, engine, target))
         log(f"[run] run lock taken: a second run of {spec.chapter}"
@@ -515,11 +498,11 @@ def _check_balanced(ctx: RunContext) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..chapters import PACKAGES, package
+    from .chapter_registry import package, packages, runners
 
     ap = argparse.ArgumentParser(prog="python -m contention_book.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("chapter", choices=sorted(PACKAGES))
+    ap.add_argument("chapter", choices=sorted(packages()))
     ap.add_argument("--engine", required=True, help="native, postgres or sqlserver")
     ap.add_argument("--target", default=None,
                     help="the NAME of an ODBC DSN or of an environment variable holding a connection string")
@@ -546,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[run] refused: {exc}", flush=True)
             leave_outcome(f"refused: {exc}")
             return EXIT_REFUSED
-        return serve(package(args.chapter, "spec").SPEC, package(args.chapter, "live").RUNNERS, raw,
+        return serve(package(args.chapter, "spec").SPEC, runners(args.chapter), raw,
                      engine=args.engine, target=args.target, record_to=args.record_to,
                      allow_server_changes=args.allow_server_changes, command=command_line(argv), debug=args.debug)
 

@@ -163,7 +163,7 @@ class ChapterSpec:
 
     chapter: str                       # "logcache-spinlock": the data/ folder and the notebook's name
     notebook: str                      # "02-logcache-spinlock.ipynb"
-    titles: Mapping[str, str]          # engine -> the manifest title of a live run
+    titles: Mapping[str, str] | str    # engine -> the manifest title of a live run (one text: every engine's)
     variants: Mapping[str, tuple[str, ...]]  # engine -> variants, baseline first
     labels: Mapping[str, str]          # variant -> the words a page uses for it
     params: tuple[Param, ...]          # live-run parameters (harness.params)
@@ -176,6 +176,12 @@ class ChapterSpec:
     @property
     def engines(self) -> tuple[str, ...]:
         return tuple(self.variants)
+
+    def title(self, engine: str) -> str:
+        """The manifest title of a live run on ``engine``."""
+        if isinstance(self.titles, str):
+            return self.titles
+        return self.titles.get(engine, self.chapter)
 
     def param(self, name: str) -> Param:
         for p in self.params:

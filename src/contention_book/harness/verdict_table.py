@@ -104,7 +104,9 @@ def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
     for col in shared:
         if col in columns and col in rows.columns and len(rows) and rows[col].nunique(dropna=False) == 1 \
                 and not _is_missing(rows[col].iloc[0]):
-            said_once.append(f"{LABELS.get(col, col)}: {rows[col].iloc[0]}")
+            value = rows[col].iloc[0]
+            said_once.append(f"{html.escape(LABELS.get(col, col))}: "
+                             + (str(value) if col in raw else html.escape(str(value))))
             columns = tuple(c for c in columns if c != col)
     columns = tuple(c for c in columns if c not in as_notes)
     any_missing = False
@@ -143,7 +145,7 @@ def verdict_table_html(rows: pd.DataFrame, *, caption: str, prefix: str,
              f"<tbody>{''.join(body)}</tbody></table>")
     said = []
     if said_once:
-        said.append(f'<p class="table-note">{html.escape("Every row: " + "; ".join(said_once) + ".")}</p>')
+        said.append(f'<p class="table-note">Every row: {"; ".join(said_once)}.</p>')
     if any_missing:
         why = f"{MISSING} means {missing_reason}."
         said.append(f'<p class="table-note">{html.escape(why)}</p>')

@@ -30,8 +30,9 @@ _LAZY = {
     "build_tree": ("flame", "build_tree"), "flame_figure": ("flame", "flame_figure"), "write_svg": ("flame", "write_svg"),
     "load": ("importers", "load"),
     "to_folded": ("importers.folded", "dumps"), "write_folded": ("importers.folded", "write"),
-    "Profile": ("model", "Profile"), "ProfileBuilder": ("model", "ProfileBuilder"),
-    "frame_name": ("model", "frame_name"), "split_frame_name": ("model", "split_frame_name"),
+    "Profile": ("model", "Profile"), "ProfileBuilder": ("builder", "ProfileBuilder"),
+    "profile_from_records": ("builder", "profile_from_records"),
+    "frame_name": ("frames", "frame_name"), "split_frame_name": ("frames", "split_frame_name"),
     "to_speedscope": ("export", "to_speedscope"), "write_speedscope": ("export", "write_speedscope"),
     "to_pprof": ("export", "to_pprof"), "write_pprof": ("export", "write_pprof"),
 }

@@ -171,11 +171,19 @@ def _warn(meta: dict) -> None:
         print(f"perftools: warning: {_unspool(w)}", file=sys.stderr)
 
 
-def _load(path: str, args):
+def _load(path: str, args, arrays: bool = False):
+    """The profile at ``path`` with the command's filters; ``arrays``: as :class:`.builder.SampleArrays`, with no
+    pandas (the same importers and filters)."""
+    import contextlib
+
+    from .builder import arrays_only
     from .importers import load
 
     path, fmt, opts = _resolve(path, args)
-    p = load(path, fmt, **opts)
+    if arrays:
+        _keep_pandas_out()
+    with arrays_only() if arrays else contextlib.nullcontext():
+        p = load(path, fmt, **opts)
     if path in _SPOOLED:
         p.meta["source"] = _SPOOLED[path]
     _warn(p.meta)
@@ -208,19 +216,7 @@ def _keep_pandas_out() -> None:
 
 def _load_arrays(path: str, args):
     """:func:`_load` as :class:`.builder.SampleArrays`: the same importers and filters, no pandas."""
-    from .builder import arrays_only
-    from .importers import load
-
-    path, fmt, opts = _resolve(path, args)
-    _keep_pandas_out()
-    with arrays_only():
-        p = load(path, fmt, **opts)
-    if path in _SPOOLED:
-        p.meta["source"] = _SPOOLED[path]
-    _warn(p.meta)
-    if _filtered(args):
-        p = p.filter(process=args.process, thread=args.thread, module=args.module, start=args.start, end=args.end)
-    return p
+    return _load(path, args, arrays=True)
 
 
 def _num(w: float) -> str:

@@ -13,11 +13,11 @@ import contextlib
 import contextvars
 from array import array
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ProfileBuilder", "SampleArrays", "arrays_only", "NO_STACK", "frame_name", "normalise_process",
+__all__ = ["ProfileBuilder", "SampleArrays", "arrays_only", "profile_from_records", "NO_STACK", "frame_name", "normalise_process",
            "split_frame_name"]
 
 _ARRAYS_ONLY = contextvars.ContextVar("perftools_arrays_only", default=False)
@@ -32,34 +32,7 @@ def arrays_only():
     finally:
         _ARRAYS_ONLY.reset(token)
 
-#: Function name of the single frame given to samples that had no stack
-#: (WPA prints ``n/a``); keeps exclusive weights summing to 100 %.
-NO_STACK = "n/a"
-
-
-def frame_name(module: str, function: str) -> str:
-    """``module!function`` as WPA writes it, or just ``function`` without a module."""
-    return f"{module}!{function}" if module else function
-
-
-def normalise_process(text: str) -> str:
-    """``"xperf.exe ( 288)"`` -> ``"xperf.exe (288)"``, WPA's spelling."""
-    t = text.strip()
-    if t.endswith(")"):
-        i = t.rfind("(")
-        if i >= 0:
-            pid = t[i + 1 : -1].strip()
-            if pid.isdigit():
-                return f"{t[:i].rstrip()} ({int(pid)})"
-    return t
-
-
-def split_frame_name(text: str) -> tuple[str, str]:
-    """Inverse of :func:`frame_name`: split at the first ``!`` after a module."""
-    i = text.find("!")
-    if i > 0:
-        return text[:i], text[i + 1 :]
-    return "", text
+from .frames import NO_STACK, frame_name, normalise_process, split_frame_name  # noqa: F401 (re-exported)
 
 
 class ProfileBuilder:
@@ -259,3 +232,26 @@ class SampleArrays:
 
 def _as_list(x) -> list:
     return list(x) if isinstance(x, (list, tuple, set, frozenset, np.ndarray)) else [x]
+
+
+def profile_from_records(records: Iterable, meta: dict | None = None):
+    """A Profile from ``(frames, weight[, process[, thread[, time[, cpu]]]])`` records, ``frames`` being
+    ``module!function`` strings root first: handy for tests and for small synthetic profiles."""
+    import pandas as pd
+
+    from .model import SAMPLE_COLUMNS
+
+    b = ProfileBuilder()
+    cols: dict[str, list] = {k: [] for k in SAMPLE_COLUMNS}
+    for rec in records:
+        rec = tuple(rec) + (None,) * (6 - len(rec))
+        names, weight, process, thread, time, cpu = rec
+        cols["stack_id"].append(b.stack([b.frame_from_name(f) for f in names]))
+        cols["weight"].append(1.0 if weight is None else float(weight))
+        cols["process"].append("" if process is None else str(process))
+        cols["thread"].append(thread)
+        cols["time"].append(np.nan if time is None else float(time))
+        cols["cpu"].append(cpu)
+    return b.build(cols["stack_id"], cols["weight"], process=cols["process"],
+                   thread=pd.array(cols["thread"], dtype="Int64"), time=cols["time"],
+                   cpu=pd.array(cols["cpu"], dtype="Int32"), meta=meta)

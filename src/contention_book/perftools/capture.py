@@ -112,13 +112,8 @@ def _precheck(perf: str, status: CaptureStatus) -> bool:
     if exe is None:
         status.why = f"perf not found ({perf!r} is not an executable on PATH; install linux-perf)"
         return False
-    try:
-        r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        status.why = f"perf could not run: {exc}"
-        return False
-    if r.returncode != 0:
-        status.why = f"'perf --version' failed with code {r.returncode}: {_tail(r.stderr or r.stdout)}"
+    r = _run_perf([exe, "--version"], "'perf --version'", status, 20)
+    if r is None:
         return False
     status.perf_version = r.stdout.strip()
     status.paranoid = _paranoid()
@@ -131,6 +126,19 @@ def _precheck(perf: str, status: CaptureStatus) -> bool:
     return True
 
 
+def _run_perf(cmd: list[str], what: str, status: CaptureStatus, timeout: float):
+    """Run one short perf command; its result, or None with why in ``status``."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        status.why = f"{what} could not run: {exc}"
+        return None
+    if r.returncode != 0:
+        status.why = f"{what} failed with code {r.returncode}: {_tail(r.stderr or r.stdout)}"
+        return None
+    return r
+
+
 def perf_available(perf: str = "perf", *, probe: bool = True, timeout: float = 30.0) -> CaptureStatus:
     """Can we record stacks here?  ``probe`` runs a tiny real recording
     (``perf record -g -e cpu-clock -- true``) so permission problems show."""
@@ -140,19 +148,70 @@ def perf_available(perf: str = "perf", *, probe: bool = True, timeout: float = 3
     if probe:
         with tempfile.TemporaryDirectory(prefix="perftools-probe-") as tmp:
             cmd = [shutil.which(perf) or perf, "record", "-q", "-g", "-e", "cpu-clock", "-o", os.path.join(tmp, "probe.data"), "--", "true"]
-            try:
-                r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                status.why = f"perf probe failed: {exc}"
-                return status
-            if r.returncode != 0:
-                status.why = f"perf probe ({' '.join(cmd[1:])}) failed with code {r.returncode}: {_tail(r.stderr)}"
+            if _run_perf(cmd, f"perf probe ({' '.join(cmd[1:])})", status, timeout) is None:
                 return status
     status.ok = True
     return status
 
 
-class StackRecorder:
+class _PerfRun:
+    """What both recorders share: one ``perf record`` child with its stderr in a temporary folder, stopped by
+    :meth:`stop`, which never raises (profiling must not break the caller) and always removes the folder."""
+
+    FAILED = "capture failed"  # how stop() words an unexpected error
+
+    def _init_run(self, perf: str) -> None:
+        self.perf = perf
+        self._proc: subprocess.Popen | None = None
+        self._tmp: str | None = None
+        self._err = None
+
+    def _spawn(self, command: list[str]) -> None:
+        """Start ``command`` in its own session, its stderr kept in the run's temporary folder."""
+        self._err = open(os.path.join(self._tmp, "record.err"), "w+")
+        self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=self._err, start_new_session=True)
+
+    def _perf_data(self, st, rc: int, early: bool) -> str | None:
+        """perf.data once perf has ended as asked (SIGINT) and written something, else None with why in ``st``."""
+        if early or rc not in (0, -signal.SIGINT, 128 + signal.SIGINT):
+            st.why = f"perf record exited with code {rc}: {_tail(self._stderr()) or 'no message'}"
+            return None
+        data = os.path.join(self._tmp or "", "perf.data")
+        if not os.path.exists(data) or os.path.getsize(data) == 0:
+            st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
+            return None
+        st.data_bytes = os.path.getsize(data)
+        return data
+
+    def _stderr(self) -> str:
+        if self._err is None:
+            return ""
+        self._err.flush()
+        self._err.seek(0)
+        return self._err.read()
+
+    def _cleanup(self) -> None:
+        if self._err is not None:
+            self._err.close()
+            self._err = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def stop(self):
+        st = self.status
+        try:
+            self._stop(st)
+        except Exception as exc:  # never let profiling break the caller
+            st.ok = False
+            st.why = f"{self.FAILED}: {type(exc).__name__}: {exc}"
+        finally:
+            self._cleanup()
+        return st
+
+
+class StackRecorder(_PerfRun):
     """``perf record`` of some pids between :meth:`start` and :meth:`stop`.
 
     :func:`record_stacks` is the usual entry point; this class is for code
@@ -176,10 +235,8 @@ class StackRecorder:
         path = out if out.name.endswith(".folded.gz") else out / f"{name}.folded.gz"
         self.status = CaptureStatus(pids=[int(p) for p in pids], frequency=int(frequency), event=event, path=str(path))
         self.status.call_graph = (call_graph or os.environ.get("PERFTOOLS_CALL_GRAPH") or DEFAULT_CALL_GRAPH).strip()
-        self.perf, self.process_root = perf, process_root
-        self._proc: subprocess.Popen | None = None
-        self._tmp: str | None = None
-        self._err = None
+        self.process_root = process_root
+        self._init_run(perf)
 
     def start(self) -> CaptureStatus:
         st = self.status
@@ -197,10 +254,7 @@ class StackRecorder:
                 "-F", str(st.frequency),
                 "--sample-cpu", "-p", ",".join(str(p) for p in st.pids), "-o", data,
             ]
-            self._err = open(os.path.join(self._tmp, "record.err"), "w+")
-            self._proc = subprocess.Popen(
-                st.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._err, start_new_session=True
-            )
+            self._spawn(st.command)
         except (OSError, ValueError) as exc:
             st.why = f"could not start perf: {exc}"
             self._proc = None
@@ -213,28 +267,7 @@ class StackRecorder:
             time.sleep(0.03)
         return st
 
-    def _stderr(self) -> str:
-        if self._err is None:
-            return ""
-        self._err.flush()
-        self._err.seek(0)
-        return self._err.read()
-
-    def stop(self) -> CaptureStatus:
-        st = self.status
-        try:
-            self._stop(st)
-        except Exception as exc:  # never let profiling break the caller
-            st.ok = False
-            st.why = f"stack capture failed: {type(exc).__name__}: {exc}"
-        finally:
-            if self._err is not None:
-                self._err.close()
-                self._err = None
-            if self._tmp:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
-        return st
+    FAILED = "stack capture failed"
 
     def _stop(self, st: CaptureStatus) -> None:
         proc = self._proc
@@ -245,14 +278,9 @@ class StackRecorder:
         if early and rc != 0:
             st.why = f"perf record exited with code {rc} at start: {_tail(self._stderr()) or 'no message'}"
             return
-        if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) and not early:
-            st.why = f"perf record exited with code {rc}: {_tail(self._stderr()) or 'no message'}"
+        data = self._perf_data(st, rc, early=False)
+        if data is None:
             return
-        data = os.path.join(self._tmp or "", "perf.data")
-        if not os.path.exists(data) or os.path.getsize(data) == 0:
-            st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
-            return
-        st.data_bytes = os.path.getsize(data)
         script = os.path.join(self._tmp or "", "script.txt")
         exe = st.command[0]
         for fields in (["-F", SCRIPT_FIELDS], []):
@@ -305,26 +333,16 @@ def _end(proc: subprocess.Popen, st) -> tuple[bool, int]:
 
 
 @contextlib.contextmanager
-def record_stacks(
-    pids: Iterable[int],
-    out,
-    *,
-    name: str = "stacks",
-    frequency: int = 999,
-    event: str = "cpu-clock",
-    perf: str = "perf",
-    process_root: bool = True,
-    call_graph: str | None = None,
-) -> Iterator[CaptureStatus]:
+def record_stacks(pids: Iterable[int], out, **options) -> Iterator[CaptureStatus]:
     """Sample ``pids`` with perf while the block runs; see the module doc.
 
     ``out``: a directory (the file is ``<out>/<name>.folded.gz``) or a path
     ending in ``.folded.gz``.  Yields the :class:`CaptureStatus`, final once
     the block has exited.  Exceptions from the block propagate; perf's own
-    problems never do.
+    problems never do.  ``options`` are :class:`StackRecorder`'s (name, frequency, event, perf, process_root,
+    call_graph).
     """
-    rec = StackRecorder(pids, out, name=name, frequency=frequency, event=event, perf=perf, process_root=process_root,
-                        call_graph=call_graph)
+    rec = StackRecorder(pids, out, **options)
     status = rec.start()
     try:
         yield status
@@ -378,7 +396,7 @@ def _filters(pids: list[int], comms: list[str]) -> tuple[str, str]:
     return switch, waking
 
 
-class OffCpuRecorder:
+class OffCpuRecorder(_PerfRun):
     """Scheduler events of some threads between :meth:`start` and :meth:`stop`, stored folded.
 
     ``perf record -e sched:sched_switch --filter .. -e sched:sched_waking
@@ -401,10 +419,8 @@ class OffCpuRecorder:
                                    offcpu_path=str(out / f"{name}.offcpu-folded.gz"),
                                    wakeup_path=str(out / f"{name}.wakeup-folded.gz"),
                                    call_graph=(call_graph or DEFAULT_CALL_GRAPH))
-        self.perf, self.threads_only = perf, threads_only
-        self._proc: subprocess.Popen | None = None
-        self._tmp: str | None = None
-        self._err = None
+        self.threads_only = threads_only
+        self._init_run(perf)
         self._t0 = 0.0
 
     def start(self) -> OffCpuStatus:
@@ -429,9 +445,7 @@ class OffCpuRecorder:
                           "-e", "sched:sched_switch", "--filter", switch, "-e", "sched:sched_waking",
                           "--filter", waking, "-D", "-1", "--control", f"fifo:{ctl},{ack}",
                           "-o", os.path.join(self._tmp, "perf.data")]
-            self._err = open(os.path.join(self._tmp, "record.err"), "w+")
-            self._proc = subprocess.Popen(st.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=self._err, start_new_session=True)
+            self._spawn(st.command)
             acked = self._enable(ctl, ack)
         except (OSError, ValueError) as exc:
             st.why = f"could not start perf: {exc}"
@@ -465,12 +479,7 @@ class OffCpuRecorder:
             os.close(cfd)
             os.close(afd)
 
-    def _stderr(self) -> str:
-        if self._err is None:
-            return ""
-        self._err.flush()
-        self._err.seek(0)
-        return self._err.read()
+    FAILED = "off-CPU capture failed"
 
     def cancel(self, why: str) -> OffCpuStatus:
         """Stop perf and keep nothing (the workload failed or was stopped: no minutes of folding then)."""
@@ -480,28 +489,7 @@ class OffCpuRecorder:
             proc.kill()
             proc.wait()
         st.ok, st.why = False, why
-        if self._err is not None:
-            self._err.close()
-            self._err = None
-        if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
-        return st
-
-    def stop(self) -> OffCpuStatus:
-        st = self.status
-        try:
-            self._stop(st)
-        except Exception as exc:  # never let profiling break the caller
-            st.ok = False
-            st.why = f"off-CPU capture failed: {type(exc).__name__}: {exc}"
-        finally:
-            if self._err is not None:
-                self._err.close()
-                self._err = None
-            if self._tmp:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
+        self._cleanup()
         return st
 
     def _stop(self, st: OffCpuStatus) -> None:
@@ -512,14 +500,9 @@ class OffCpuRecorder:
             return
         early, rc = _end(proc, st)
         st.window_s = round(time.monotonic() - self._t0, 3)
-        if early or rc not in (0, -signal.SIGINT, 128 + signal.SIGINT):
-            st.why = f"perf record exited with code {rc}: {_tail(self._stderr()) or 'no message'}"
+        data = self._perf_data(st, rc, early)
+        if data is None:
             return
-        data = os.path.join(self._tmp or "", "perf.data")
-        if not os.path.exists(data) or os.path.getsize(data) == 0:
-            st.why = f"perf record wrote no data: {_tail(self._stderr()) or 'no message'}"
-            return
-        st.data_bytes = os.path.getsize(data)
         t0 = time.monotonic()
         script = os.path.join(self._tmp or "", "script.txt")
         with open(script, "w") as out:

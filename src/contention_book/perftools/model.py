@@ -21,16 +21,15 @@ and stacks and keeps only the selected samples.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .builder import NO_STACK, ProfileBuilder, frame_name, normalise_process, split_frame_name
+from .frames import NO_STACK, frame_name, normalise_process, split_frame_name
 
 __all__ = [
     "Profile",
-    "ProfileBuilder",
     "frame_name",
     "split_frame_name",
     "normalise_process",
@@ -111,33 +110,6 @@ class Profile:
         if len(sid) and (sid.min() < 0 or sid.max() >= self.n_stacks):
             raise ValueError("samples refer to unknown stacks")
         object.__setattr__(self, "_cache", {})
-
-    # ----- construction helpers -------------------------------------------
-    @classmethod
-    def from_records(cls, records: Iterable, meta: dict | None = None) -> "Profile":
-        """Build from ``(frames, weight[, process[, thread[, time[, cpu]]]])``
-        records, ``frames`` being ``module!function`` strings root first.
-        Handy for tests and for small synthetic profiles."""
-        b = ProfileBuilder()
-        cols: dict[str, list] = {k: [] for k in SAMPLE_COLUMNS}
-        for rec in records:
-            rec = tuple(rec) + (None,) * (6 - len(rec))
-            names, weight, process, thread, time, cpu = rec
-            cols["stack_id"].append(b.stack([b.frame_from_name(f) for f in names]))
-            cols["weight"].append(1.0 if weight is None else float(weight))
-            cols["process"].append("" if process is None else str(process))
-            cols["thread"].append(thread)
-            cols["time"].append(np.nan if time is None else float(time))
-            cols["cpu"].append(cpu)
-        return b.build(
-            cols["stack_id"],
-            cols["weight"],
-            process=cols["process"],
-            thread=pd.array(cols["thread"], dtype="Int64"),
-            time=cols["time"],
-            cpu=pd.array(cols["cpu"], dtype="Int32"),
-            meta=meta,
-        )
 
     # ----- basic views -----------------------------------------------------
     @property

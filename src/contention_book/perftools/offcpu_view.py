@@ -14,13 +14,11 @@ from pathlib import Path
 
 __all__ = ["load", "flame", "note_figure", "blocked_by", "state_of", "CAN_SEE", "CANNOT_SEE"]
 
-CAN_SEE = ("Width: time the watched threads spent off the CPU, from leaving it to coming back, by the stack "
-           "they left it with; the top frame is the state they left in (S sleeping: a lock, a semaphore, a "
-           "socket, a timer; D uninterruptible: mostly disk; R preempted: runnable, waiting for a CPU).")
-CANNOT_SEE = ("It cannot see time on the CPU (spinning, work: the CPU flame graph), why a wait ended (the "
-              "wake-up stacks), waits that had not ended when the capture stopped (dropped, counted), or which "
-              "lock a semaphore stood for: PostgreSQL's LWLock sleeps and its heavyweight lock waits all sleep "
-              "on the backend's one semaphore, told apart only by the frames below it.")
+CAN_SEE = ("Width: time off the CPU, by the stack the thread left with; the top frame is the state it left in "
+           "(S asleep, D uninterruptible, R preempted).")
+CANNOT_SEE = ("Not seen: CPU time (the CPU flame graph), waits still open when the capture stopped, and which lock "
+              "a sleep stood for where many locks sleep on one futex or semaphore (the frames below it tell them "
+              "apart).")
 
 _STATE = re.compile(r"^\[state (\S+)")
 

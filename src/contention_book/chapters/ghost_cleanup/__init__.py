@@ -10,19 +10,19 @@ transaction (SNAPSHOT's twin) pins every dead tuple; an idle READ COMMITTED
 one (the article's RCSI transaction) pins nothing; and even then a key
 update leaves a dead line pointer and an index entry that only VACUUM frees.
 
-Modules: spec (the chapter as data), recordings (what the page shows),
-live (one runner per engine) with run_postgres, run_sqlserver and run_common
-(the driven session and the update-rate curve), tables (frames, key numbers,
-the stacks section), claims (verdicts), prose (sentences that depend on the
-variants recorded), in_short (the opening finding), figures, diagrams (the
-mechanism), diagnose (the On-your-own-server queries), published (the
-article's two recordings).
+Its own pieces beyond the shape (chapters/__init__.py): run_common, what the
+PostgreSQL and SQL Server runs share (the driven session, the update-rate
+curve); finding holds the opening and the sentences that depend on which
+variants a recording holds.
 """
-from . import claims, diagnose, diagrams, figures, in_short, prose, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .tables import key_numbers
 
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
+
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
-           "in_short", "prose", "recordings", "tables"]
+           "finding", "recordings", "tables"]

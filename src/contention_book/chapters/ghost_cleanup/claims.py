@@ -123,11 +123,21 @@ def verdicts(shown) -> pd.DataFrame:
                      "variant holds a SNAPSHOT transaction", "needs SQL Server 2019, or a SNAPSHOT holder")
     elif _has(runs, held, base):
         s = ratio_spread(runs, "elapsed_s", held, base)
-        out.add("slower", f"{s.text('.1f', '×')} slower ({pair(held, base)})", above(s, SLOWER))
+        analogue = ("; the SNAPSHOT analogue, since an open READ COMMITTED transaction pins nothing on PostgreSQL"
+                    if g.engine == "postgres" else "")
+        out.add("slower", f"{s.text('.1f', '×')} slower ({pair(held, base)}{analogue})", above(s, SLOWER))
     else:
         out.missing("slower", f"run with {LABELS.get(held, held)} and one with {LABELS[base]}")
 
-    if unpinned is None or (g.engine == "sqlserver" and major < 16):
+    if g.engine == "postgres":
+        # PostgreSQL's READ COMMITTED never pinned versions: it has no 2019 behaviour for a change to undo
+        seen = ""
+        if _has(runs, unpinned, base):
+            s = ratio_spread(runs, "elapsed_s", unpinned, base)
+            seen = f"{s.text('.2f', '×')} the time ({pair(unpinned, base)}): "
+        out.not_here("unpinned", seen + "PostgreSQL's READ COMMITTED never pinned versions, so it shows 2022's "
+                     "behaviour but cannot show the change from 2019", "needs SQL Server 2019 and 2022")
+    elif unpinned is None or (g.engine == "sqlserver" and major < 16):
         out.not_here("unpinned", "needs a SQL Server 2022 recording with and without the open transaction",
                      "needs SQL Server 2022")
     elif _has(runs, unpinned, base):

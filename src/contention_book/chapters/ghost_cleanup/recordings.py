@@ -10,14 +10,9 @@ from ..shared.shown import PublishedAndMeasured, header_note, load_published_and
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED
 
 
+@rec.with_tables("curve", "counters", "holder", index_stats="index", relation_stats="relation")
 class GhostRecording(rec.RecordingView):
     """A recording of this chapter; its storage statistics and update-rate curve by name."""
-
-    curve = rec.table_property("curve")
-    index_stats = rec.table_property("index")
-    relation_stats = rec.table_property("relation")
-    counters = rec.table_property("counters")
-    holder = rec.table_property("holder")
 
     @property
     def logical_cpus(self) -> int | None:  # the name shared.claims.tested_on reads

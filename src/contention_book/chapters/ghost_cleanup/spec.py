@@ -109,8 +109,7 @@ def sqlserver_estimate(params, variants, facts):
 
 SPEC = ChapterSpec(
     chapter=CHAPTER, notebook=NOTEBOOK,
-    titles={"postgres": "Ghost cleanup: one row, its key updated over and over",
-            "sqlserver": "Ghost cleanup: one row, its key updated over and over"},
+    titles="Ghost cleanup: one row, its key updated over and over",
     variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT, published=PUBLISHED,
     reference={"postgres": DEFAULT_MEASURED},
     extra={"sqlserver": SQLSERVER_NEEDS, "sqlserver_estimate": sqlserver_estimate},

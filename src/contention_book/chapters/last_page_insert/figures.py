@@ -5,12 +5,22 @@ import pandas as pd
 
 from . import tables as an
 from ..shared.style import TEXT_WIDTH_IN, legend_below, legend_under_figure
+from ..shared.offcpu import ChapterOffCpu
 from .spec import SHORT
 
 
 def _empty(ax, text: str) -> None:
     ax.axis("off")
     ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
+
+
+def _empty_figure(text: str, width: float = 8.0):
+    """A one-line figure that says what the recording lacks, in place of a plot."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(width, 1.5))
+    _empty(ax, text)
+    return fig
 
 
 def plot_throughput(published: list, measured) -> "object":
@@ -61,9 +71,7 @@ def plot_waits(measured) -> "object":
 
     w = an.wait_shares(measured)
     if w.empty:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        _empty(ax, "this recording has no wait samples")
-        return fig
+        return _empty_figure("this recording has no wait samples")
     w = w.assign(row=w["setting"] + ", " + w["sessions"].map(lambda n: an.sessions_label(measured, n, short=True)))
     wide = w.pivot_table(index="row", columns="wait", values="share", aggfunc="sum", sort=False).fillna(0)
     order = [c for c in ("LWLock:BufferContent", "PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP", "CPU", an.IDLE)
@@ -89,9 +97,7 @@ def plot_hot_pages(measured, top: int = 8) -> "object":
 
     h = an.hot_page_table(measured, top=top)
     if h.empty:
-        fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 1.5))
-        _empty(ax, "this recording has no page-level samples at the deciding session count")
-        return fig
+        return _empty_figure("this recording has no page-level samples at the deciding session count", TEXT_WIDTH_IN)
     h = h.assign(setting=h["variant"].map(lambda v: an.SHORT.get(v, v)))
     if "share" not in h:
         h["share"] = h["pins"] / h.groupby("variant")["pins"].transform("sum")
@@ -123,9 +129,7 @@ def plot_read_cost(measured) -> "object":
 
     r = an.read_cost_table(measured)
     if r.empty:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        _empty(ax, "this recording has no read-cost measurements")
-        return fig
+        return _empty_figure("this recording has no read-cost measurements")
     fig, axes = plt.subplots(2, 1, figsize=(7.6, 2 * (0.3 * len(r) + 1.4) + 0.6), sharey=True)
     for ax, col, title in ((axes[0], "logical_reads", "pages read (buffers / logical reads)"),
                            (axes[1], "partitions_touched", "partitions touched")):
@@ -142,9 +146,7 @@ def plot_density(measured) -> "object":
 
     d = an.density_table(measured)
     if d.empty:
-        fig, ax = plt.subplots(figsize=(8, 1.5))
-        _empty(ax, "this recording has no index statistics")
-        return fig
+        return _empty_figure("this recording has no index statistics")
     fig, axes = plt.subplots(3, 1, figsize=(7.6, 3 * (0.3 * d["setting"].nunique() + 1.0)), sharey=True)
     for ax, col, title in ((axes[0], "avg_leaf_density", "average leaf density (%)"),
                            (axes[1], "rows_per_leaf", "rows per leaf page"),
@@ -191,20 +193,9 @@ def plot_throughput_over_time(measured) -> "object":
     return fig
 
 
-def plot_offcpu(measured, variant: str = "sequential", caption: str = ""):
-    """Off-CPU flame graph of the inserting backends (the deepest point's capture)."""
-    from ..shared import offcpu
-
-    title = f"{variant}: the inserting backends off the CPU"
-    return offcpu.plot_offcpu(measured, variant, title,
-                              "An LWLock sleep on the buffer content lock is a semaphore wait (futex_wait under "
-                              "PGSemaphoreLock and LWLockAcquire); the wait-event shares name it "
-                              "LWLock:BufferContent. Where the two disagree, the off-CPU view also counts "
-                              "preemption (state R) on a busy machine, which the wait events call CPU.", caption)
-
-
-def offcpu_sites(measured, variant: str = "sequential", top: int = 8):
-    """Where the off-CPU time of ``variant`` went, largest first (empty without off-CPU stacks)."""
-    from ..shared import offcpu
-
-    return offcpu.offcpu_sites(measured, variant, top)
+# the off-CPU figure and table (chapters.shared.offcpu): this chapter's title and what its waits look like
+offcpu = ChapterOffCpu("{variant}: the inserting backends off the CPU",
+                       "An LWLock sleep on the buffer content lock is a semaphore wait (futex_wait under "
+                       "PGSemaphoreLock and LWLockAcquire); the wait-event shares name it "
+                       "LWLock:BufferContent. Where the two disagree, the off-CPU view also counts "
+                       "preemption (state R) on a busy machine, which the wait events call CPU.")

@@ -13,18 +13,10 @@ PUBLISHED_LABELS = {"published-sqlcat-2009": "SQLCAT 2009 (published)",
                     "published-latch-whitepaper": "latch whitepaper (published)"}
 
 
+@rec.with_tables("waits", "pins", "index", "read_cost", "hot_pages", "wait_deltas", "latch_deltas", "facts",
+                 "before_after")
 class LpiRecording(rec.RecordingView):
     """A recording of this chapter; every table by name."""
-
-    waits = rec.table_property("waits")
-    pins = rec.table_property("pins")
-    index = rec.table_property("index")
-    read_cost = rec.table_property("read_cost")
-    hot_pages = rec.table_property("hot_pages")
-    wait_deltas = rec.table_property("wait_deltas")
-    latch_deltas = rec.table_property("latch_deltas")
-    facts = rec.table_property("facts")
-    before_after = rec.table_property("before_after")
 
     @property
     def label(self) -> str:

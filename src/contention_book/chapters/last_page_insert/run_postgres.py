@@ -25,9 +25,8 @@ from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
 
-from .calls import calls_per_session, count_rows, insert_call, runs_row
+from .run_common import calls_per_session, count_rows, insert_call, postgres_plan_cost, runs_row
 from .spec import CHAPTER, FILES, PG_TABLE, RANGE_QUERY, deciding_sessions
-from .readcost import postgres_plan_cost
 from contention_book.harness.polling import PollingSampler
 
 

@@ -21,10 +21,9 @@ from contention_book.harness.recording import RecordingWriter
 from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target, check_identifier, gate_version, major_version
 
-from . import pages
-from .calls import calls_per_session, count_rows, insert_call, runs_row
 from .spec import CHAPTER, FILES, OPTIMIZE_FOR_SEQUENTIAL_KEY_MAJOR, SQLSERVER_TABLES
-from .readcost import PlanError, showplan_cost, statistics_io_reads
+from .run_common import (PlanError, calls_per_session, count_rows, distinct_pages, hot_pages, insert_call,
+                         page_samples, resolution_query, runs_row, showplan_cost, statistics_io_reads)
 from contention_book.harness.polling import PollingSampler
 
 WAITS_OF_INTEREST = ("PAGELATCH_EX", "PAGELATCH_SH", "PAGELATCH_UP", "BTREE_INSERT_FLOW_CONTROL", "WRITELOG")
@@ -189,16 +188,16 @@ class SqlServerRun:
         if samples.empty:
             self.w.add_note(f"{variant}: no PAGELATCH waiters were sampled, so there are no hot pages to rank")
             return
-        rows, bad = pages.page_samples(samples)
+        rows, bad = page_samples(samples)
         if bad:
             self.w.add_note(f"{variant}: {bad} waiting-task rows had a resource_description that is not db:file:page")
         if rows.empty:
             self.w.add_note(f"{variant}: no waiting-task row named a page, so there are no hot pages to rank")
             return
-        wanted = pages.distinct_pages(rows)
-        sql, params, method = pages.resolution_query(self.version, wanted)
+        wanted = distinct_pages(rows)
+        sql, params, method = resolution_query(self.version, wanted)
         resolved = _frame(conn.cursor().execute(sql, *params))
-        ranking = pages.hot_pages(rows, resolved, top=20).assign(method=method, repetition=self.repetition)
+        ranking = hot_pages(rows, resolved, top=20).assign(method=method, repetition=self.repetition)
         self.w.append_csv(FILES["hot_pages"], ranking)
 
     def read_cost(self, conn) -> None:

@@ -125,8 +125,7 @@ def sqlserver_estimate(params, variants, facts):
 
 SPEC = ChapterSpec(
     chapter=CHAPTER, notebook=NOTEBOOK,
-    titles={"postgres": "Last-page inserts: N sessions inserting single rows",
-            "sqlserver": "Last-page inserts: N sessions inserting single rows"},
+    titles="Last-page inserts: N sessions inserting single rows",
     variants=VARIANTS, labels=LABELS, params=PARAMS, layout=LAYOUT, published=PUBLISHED,
     reference={"postgres": DEFAULT_MEASURED},
     extra={"sqlserver": SQLSERVER_NEEDS, "sqlserver_estimate": sqlserver_estimate},

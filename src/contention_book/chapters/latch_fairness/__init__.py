@@ -4,21 +4,21 @@ Parallel workers of one data-changing plan add their log records to the
 parent transaction under one latch, NESTING_TRANSACTION_FULL.  By default the
 latch is *fair*: a releaser hands it to the longest waiter and wakes it, so
 every acquisition under contention pays for a wake-up and a context switch.
-Trace flag 3933 (SQL Server 2019+) makes it *unfair*: the latch is released,
+Trace flag 3933 (per the article, up to SQL Server 2022 CTP 2.1) makes it *unfair*: the latch is released,
 a running thread may take it, and waiters spin before they sleep.
 
-Modules: spec (the chapter as data), recordings (what the page shows), live
-(one runner per engine) with run_native (``native/latch_convoy.c`` over lock
-kinds and thread counts) and run_sqlserver (the article's parallel insert,
-fair and, opt-in, unfair), tables (frames and key numbers), claims
-(verdicts), figures, diagrams (the hand-off timeline), diagnose (the On your own server
-queries), published (the article's tables).
+Its engines: run_native (``native/latch_convoy.c`` over lock kinds and thread
+counts) and run_sqlserver (the article's parallel insert, fair and, opt-in,
+unfair); the rest is the shape of every chapter (chapters/__init__.py).
 """
-from . import claims, diagnose, diagrams, figures, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
-from .tables import key_numbers
+from .finding import key_numbers
+
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
-           "recordings", "tables"]
+           "finding", "recordings", "tables"]

@@ -6,6 +6,7 @@ import pandas as pd
 
 from .spec import KIND_LABELS, KINDS, VARIANT_LABELS
 from ..shared.style import legend_below, legend_under_figure
+from ..shared.offcpu import ChapterOffCpu
 
 PALETTE = {"fair": "#c0392b", "unfair": "#2e86c1", "spin_then_park": "#27ae60", "eventual": "#8e44ad"}
 
@@ -156,19 +157,8 @@ def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
     return fig
 
 
-def plot_offcpu(measured, variant: str = "fair", caption: str = ""):
-    """Off-CPU flame graph of the native lock's threads at the deciding thread count: where the convoy sleeps."""
-    from ..shared import offcpu
-
-    title = f"{variant} lock at the deciding thread count: latch_convoy's threads off the CPU"
-    return offcpu.plot_offcpu(measured, variant, title,
-                              "A fair lock's waiters sleep in futex_wait until the holder hands the lock over; the "
-                              "unfair lock's waiters sleep less, because a running thread may take the lock back "
-                              "first. The recording also keeps the wake-up stacks: who woke them.", caption)
-
-
-def offcpu_sites(measured, variant: str = "fair", top: int = 8):
-    """Where the off-CPU time of ``variant`` went, largest first (empty without off-CPU stacks)."""
-    from ..shared import offcpu
-
-    return offcpu.offcpu_sites(measured, variant, top)
+# the off-CPU figure and table (chapters.shared.offcpu): this chapter's title and what its waits look like
+offcpu = ChapterOffCpu("{variant} lock at the deciding thread count: latch_convoy's threads off the CPU",
+                       "A fair lock's waiters sleep in futex_wait until the holder hands the lock over; the "
+                       "unfair lock's waiters sleep less, because a running thread may take the lock back "
+                       "first. The recording also keeps the wake-up stacks: who woke them.")

@@ -9,14 +9,9 @@ from contention_book.harness import recording as rec
 from .spec import CHAPTER, DEFAULT_MEASURED, KINDS, LAYOUT, NATIVE_ACCOUNTING, NATIVE_COLUMNS, PUBLISHED
 
 
+@rec.with_tables("latch", "spinlock", "wait", "log_space", "counters")
 class LatchRecording(rec.RecordingView):
     """A recording of this chapter; the SQL Server statistics by name, the native sweep as its runs."""
-
-    latch = rec.table_property("latch")
-    spinlock = rec.table_property("spinlock")
-    wait = rec.table_property("wait")
-    log_space = rec.table_property("log_space")
-    counters = rec.table_property("counters")
 
     @property
     def is_native(self) -> bool:

@@ -6,6 +6,7 @@ import pandas as pd
 from . import tables as analysis
 from .recordings import LmaxRecording
 from ..shared.style import legend_below
+from ..shared.offcpu import ChapterOffCpu
 
 
 def plot_scaling(adkin: LmaxRecording, db: LmaxRecording):
@@ -235,19 +236,8 @@ def plot_pressure(db: LmaxRecording):
     return fig
 
 
-def plot_offcpu(measured, variant: str = "skip_locked", caption: str = ""):
-    """Off-CPU flame graph of the queue's consumer backends (the most producers, first repetition)."""
-    from ..shared import offcpu
-
-    title = f"{variant}: the consumers off the CPU"
-    return offcpu.plot_offcpu(measured, variant, title,
-                              "A consumer's pg_sleep back-off is a timed wait (WaitLatch, epoll_wait in state S); a"
-                              " lock wait is a semaphore wait (futex_wait); a client read is a socket read "
-                              "(epoll_wait under secure_read).", caption)
-
-
-def offcpu_sites(measured, variant: str = "skip_locked", top: int = 8):
-    """Where the off-CPU time of ``variant`` went, largest first (empty without off-CPU stacks)."""
-    from ..shared import offcpu
-
-    return offcpu.offcpu_sites(measured, variant, top)
+# the off-CPU figure and table (chapters.shared.offcpu): this chapter's title and what its waits look like
+offcpu = ChapterOffCpu("{variant}: the consumers off the CPU",
+                       "A consumer's pg_sleep back-off is a timed wait (WaitLatch, epoll_wait in state S); a"
+                       " lock wait is a semaphore wait (futex_wait); a client read is a socket read "
+                       "(epoll_wait under secure_read).")

@@ -9,17 +9,9 @@ from contention_book.harness import recording as rec
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED_ADKIN, PUBLISHED_LMAX
 
 
+@rec.with_tables("false_sharing", "waits", "relation", "spinlocks", "latches", "sqlwaits", "findings", "increments")
 class LmaxRecording(rec.RecordingView):
     """A recording of this chapter; every table by name."""
-
-    false_sharing = rec.table_property("false_sharing")
-    waits = rec.table_property("waits")
-    relation = rec.table_property("relation")
-    spinlocks = rec.table_property("spinlocks")
-    latches = rec.table_property("latches")
-    sqlwaits = rec.table_property("sqlwaits")
-    findings = rec.table_property("findings")
-    increments = rec.table_property("increments")
 
     @property
     def label(self) -> str:

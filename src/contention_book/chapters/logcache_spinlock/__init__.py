@@ -8,17 +8,17 @@ latency, context switches, a toy log cache), a PostgreSQL analogue (WAL
 insertion under N sessions, the walwriter pinned alone) and the article's
 SQL Server workload (the affinity change inside the guard).
 
-Modules: spec (the chapter as data), recordings (what the page shows),
-live (one runner per engine) with run_native, run_postgres, run_sqlserver,
-tables (frames, key numbers, the stack section), claims (verdicts),
-figures, diagrams (a cache line's journeys), diagnose (the On your own server queries),
-published (the transcribed recordings).
+Its engines: run_native, run_postgres and run_sqlserver; the rest is the
+shape of every chapter (chapters/__init__.py).
 """
-from . import claims, diagnose, diagrams, figures, recordings, tables
+from ..shared.diagnose import ChapterQueries
+from . import claims, diagrams, figures, finding, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
-from .tables import key_numbers
+from .finding import key_numbers
+
+diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
-           "recordings", "tables"]
+           "finding", "recordings", "tables"]

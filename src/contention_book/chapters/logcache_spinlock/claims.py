@@ -3,17 +3,17 @@
 Each row says where it was tested (:func:`shared.claims.tested_on`) and whether its size can be set beside the
 article's.  Only a SQL Server recording on a machine like the article's (40 logical CPUs, two sockets) is compared
 in size; a C toy or the PostgreSQL analogue tests the direction only.  The toy's "writer alone" variant is judged
-only where it isolates the writer without crowding the workers onto one CPU (:func:`toy_point`).
+only where it isolates the writer without crowding the workers onto one CPU (:func:`.tables.toy_point`).
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
+from ..shared.claims import Claim, Size, both, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import Spread, ratio_spread, spread
 from .spec import MIN_CPUS_FOR_ALONE
-from .tables import (NAN, VIRTUAL, c2c_by_relation, c2c_pairs, logcache_summary, sqlserver_spin_table, stack_shares_table,
-                     xid_wait_shares)
+from .tables import (NAN, VIRTUAL, c2c_by_relation, c2c_pairs, logcache_summary, sqlserver_spin_table,
+                     stack_shares_table, toy_point, xid_wait_shares)
 
 MIN_CPUS_FOR_PINNING = MIN_CPUS_FOR_ALONE  # below this, a CPU given to the walwriter is a large share of the machine
 HOT_SPIN_PCT = 1.0  # a spin-wait share of sampled CPU below this is no hot spinlock (the article's was 23.89%)
@@ -54,48 +54,6 @@ RULES = {
 TOY_SIZE = "a C toy of the log cache, not SQL Server's LOGCACHE_ACCESS on the article's 40 CPUs"
 PG_SIZE = "PostgreSQL's WAL insertion locks, not SQL Server's LOGCACHE_ACCESS"
 NATIVE_SIZE = "the article gives a bound in words ('upwards of twice'), not a size"
-
-
-def toy_point(nat) -> dict:
-    """The toy's deciding worker count, or why the recording cannot decide.
-
-    Variant B isolates the writer only if each worker also has a CPU of its own: otherwise B's workers take turns
-    on one CPU and pass the lock with no cache-line transfer, the very cost the claim is about.  That needs 2 or
-    more workers (so the lock moves between cores) on CPUs other than the writer's, so at least
-    MIN_CPUS_FOR_ALONE CPUs (a quarter of the machine or less for the writer).  Returns ``workers`` (None when
-    none decides), ``why`` (words for "not testable here"; "" when testable) and ``missing`` (a point the
-    recording lacks; "")."""
-    runs = nat.runs
-    cpus = int(nat.recording.host.get("logical_cpus") or 0)
-    both = runs.groupby("workers")["variant"].nunique()
-    both = sorted(int(w) for w in both[both == 2].index)
-    shown = both[-1] if both else (int(runs["workers"].max()) if len(runs) else 0)
-
-    def alone_cpus(w):
-        part = runs[(runs["workers"] == w) & (runs["variant"] == "writer_alone")]
-        return len(str(part["worker_cpus"].iloc[0]).split()) if len(part) and "worker_cpus" in part else 0
-
-    if cpus < MIN_CPUS_FOR_ALONE:
-        k = alone_cpus(shown)
-        return {"workers": None, "shown": shown, "missing": "", "why": (
-            f"{cpus} CPUs: B puts {shown} worker{'s' if shown != 1 else ''} on {k} CPU{'s' if k != 1 else ''} beside "
-            "the writer's, so they pass the lock by time slicing with no cache-line transfer, which confounds "
-            "freeing the writer's core" if k and k < shown else
-            f"{cpus} CPUs: B leaves no CPU for two or more workers to move the lock between cores")}
-    ok = [w for w in both if 2 <= w <= cpus - 1 and alone_cpus(w) >= w]
-    if not ok:
-        return {"workers": None, "shown": shown, "why": "", "missing": (
-            f"a point with 2 to {cpus - 1} workers in both variants, each worker on a CPU of its own")}
-    return {"workers": ok[-1], "shown": ok[-1], "why": "", "missing": ""}
-
-
-def _both(*verdicts: str) -> str:
-    heads = [v.split(":")[0] for v in verdicts]
-    if "differs" in heads:
-        return "differs"
-    if all(h == "agrees" for h in heads):
-        return "agrees"
-    return next(v for v in verdicts if not v.startswith("agrees"))
 
 
 def _per_rep(g, fn) -> Spread:
@@ -208,7 +166,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         r = ratio("spins_per_s", frame.assign(spins_per_s=frame["spins_per_record"] * frame["throughput"]))
         add(STATIC, "LOGCACHE_ACCESS spins 'relatively static' across both masks (outliers aside)", nat,
             f"spins per second with {workers}, writer alone ÷ shared: {r.text('.2f', '×')}{label}",
-            decide(_both(above(r, 0.5), below(r, 2.0))), toy_size)
+            decide(both(above(r, 0.5), below(r, 2.0))), toy_size)
     else:
         pub_bo = _published_backoff(published)
     if pg is not None:
@@ -277,7 +235,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
                 add(CLAIM3, pub3, nat,
                     f"{med:,.0f} ns per switch ({spread_text}) against {line:.0f} ns per line transfer "
                     f"({vs_line.median:.0f}×) and {mem:.0f} ns per memory load ({vs_mem.median:.0f}×)",
-                    _both(above(vs_mem, 2.0), above(vs_line, 5.0)), Size.not_comparable(NATIVE_SIZE))
+                    both(above(vs_mem, 2.0), above(vs_line, 5.0)), Size.not_comparable(NATIVE_SIZE))
             else:
                 add(CLAIM3, pub3, nat, "no same-CPU futex switch", missing_point("a same-CPU futex switch"))
         else:

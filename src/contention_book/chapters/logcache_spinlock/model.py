@@ -6,7 +6,9 @@ workers' useful CPU share is 1 − b (b: share of sampled CPU in
 LogAppendContext::BackOff), the gain is at most
 G ≤ (N_after / N_before) · (1 − b_after) / (1 − b_before).
 No cost measured on this machine enters this bound: every input is the
-article's own profile, so it is shown as *published only* and not scored.
+article's own profile, so it is shown as *published only* and not scored; the article's own 2.34× lies
+above it, and the verdict says so: a gain that large means time the CPU profile cannot see (workers
+asleep or descheduled).
 
 On this machine first (the native toy, two workers on two CPUs, one
 spinlock): the appends are serialised by the lock, so two workers cannot

@@ -347,8 +347,41 @@ def _best(curve: pd.DataFrame, engine: str, variant: str) -> tuple[float, float]
     return float(r["throughput"]), float(r["sessions"])
 
 
-def key_numbers(shown) -> dict[str, Any]:
-    """Every number the prose glues."""
+def toy_point(nat) -> dict:
+    """The toy's deciding worker count, or why the recording cannot decide.
+
+    Variant B isolates the writer only if each worker also has a CPU of its own: otherwise B's workers take turns
+    on one CPU and pass the lock with no cache-line transfer, the very cost the claim is about.  That needs 2 or
+    more workers (so the lock moves between cores) on CPUs other than the writer's, so at least
+    MIN_CPUS_FOR_ALONE CPUs (a quarter of the machine or less for the writer).  Returns ``workers`` (None when
+    none decides), ``why`` (words for "not testable here"; "" when testable) and ``missing`` (a point the
+    recording lacks; "")."""
+    runs = nat.runs
+    cpus = int(nat.recording.host.get("logical_cpus") or 0)
+    both = runs.groupby("workers")["variant"].nunique()
+    both = sorted(int(w) for w in both[both == 2].index)
+    shown = both[-1] if both else (int(runs["workers"].max()) if len(runs) else 0)
+
+    def alone_cpus(w):
+        part = runs[(runs["workers"] == w) & (runs["variant"] == "writer_alone")]
+        return len(str(part["worker_cpus"].iloc[0]).split()) if len(part) and "worker_cpus" in part else 0
+
+    if cpus < MIN_CPUS_FOR_ALONE:
+        k = alone_cpus(shown)
+        return {"workers": None, "shown": shown, "missing": "", "why": (
+            f"{cpus} CPUs: B puts {shown} worker{'s' if shown != 1 else ''} on {k} CPU{'s' if k != 1 else ''} beside "
+            "the writer's, so they pass the lock by time slicing with no cache-line transfer, which confounds "
+            "freeing the writer's core" if k and k < shown else
+            f"{cpus} CPUs: B leaves no CPU for two or more workers to move the lock between cores")}
+    ok = [w for w in both if 2 <= w <= cpus - 1 and alone_cpus(w) >= w]
+    if not ok:
+        return {"workers": None, "shown": shown, "why": "", "missing": (
+            f"a point with 2 to {cpus - 1} workers in both variants, each worker on a CPU of its own")}
+    return {"workers": ok[-1], "shown": ok[-1], "why": "", "missing": ""}
+
+
+def table_numbers(shown) -> dict[str, Any]:
+    """Every number the prose glues but the opening (:func:`.finding.key_numbers` adds it)."""
     published, pub_c2c, measured = shown.published, shown.pub_c2c, shown.measured
     n: dict[str, Any] = {}
     runs = published.runs.set_index("variant")
@@ -459,8 +492,6 @@ def key_numbers(shown) -> dict[str, Any]:
                                     "recording shows no starved writer.")
     else:
         n["nat_writer_sentence"] = "This recording has no log-cache runs to compare."
-    from .claims import toy_point
-
     point = toy_point(nat) if len(lc) else {"workers": None, "why": "", "missing": "", "shown": 0}
     confounded = bool(point["why"])
     if confounded:
@@ -545,43 +576,7 @@ def key_numbers(shown) -> dict[str, Any]:
     for key in ("pg_def_best_sessions", "pg_wait_sessions", "pg_pin_max_sessions"):
         v = n[key]
         n[f"{key}_text"] = plural(int(v), "session") if v == v and v else "no sessions"
-    n["lc_in_short"] = in_short(shown, n)
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in n.items()}
-
-
-def in_short(shown, n: dict[str, Any]) -> str:
-    """The opening: the finding, the number that carries it, the action, then every verdict beside its number."""
-    from ..shared.claims import tested_on
-    from ..shared.in_short import Markdown, verdict_list
-    from .claims import CLAIM1, CLAIM2, CLAIM3, CLAIM4, CLAIM5, CLAIM6, PG, STACKS, STATIC, TOY, TOY_SPINS, verdicts
-
-    v = verdicts(shown)
-    where = " and ".join(f"a {tested_on(g).replace('C model', 'C toy model')}" if g.engine == "native" else f"a {tested_on(g)}"
-                         for g in shown.measured.values()) or "no measured recording"
-    labels = {CLAIM3: "context switch against line transfer",
-              CLAIM1 + TOY: "the toy's rate", CLAIM2 + TOY_SPINS: "the toy's spins",
-              STATIC: "the toy's spins per second", CLAIM1 + PG: "walwriter pinned", CLAIM2 + STACKS: "back-off in stacks",
-              CLAIM4: "cost by distance", CLAIM5: "pressure moves to XDESMGR", CLAIM6: "trace flag 8015",
-              CLAIM1: "free writer core (SQL Server)"}
-    switch = v.loc[v["claim"] == CLAIM3, "measured"]
-    numbers = {}
-    if len(switch):
-        m = re.match(r"([\d,]+) ns per switch .*? against (\d+) ns per line transfer \((\d+)×\)", str(switch.iloc[0]))
-        if m:
-            numbers[CLAIM3] = f"{m.group(1)} ns against {m.group(2)} ns ({m.group(3)}×)"
-            cost = f"{m.group(1)} ns, {m.group(3)}× a cache-line transfer ({m.group(2)} ns)"
-    found = (f"a context switch cost {cost}, so a lock handed to a running "
-             "thread is far cheaper than one whose next owner must be woken" if CLAIM3 in numbers
-             else "nothing this recording can judge")
-    return Markdown(
-        f"**The article:** on a two-socket, {shown.published.recording.host.get('logical_cpus')}-CPU server, taking "
-        f"the log writer's core out of SQL Server's affinity mask raised singleton inserts from "
-        f"{n['pub_base_rate']:,.0f} to {n['pub_aff_rate']:,.0f} a second ({n['pub_aff_x']:.1f}×): the hot spinlock "
-        "(LOGCACHE_ACCESS) then changed hands between running threads. "
-        f"**Found here,** on {where}: {found}; the affinity claims need more than 2 CPUs. "
-        "**For a DBA:** measure LOGCACHE_ACCESS spins and back-offs over an interval before changing the "
-        "server-wide affinity mask; on a small machine the CPU given up can cost more than it relieves. "
-        f"**Verdicts:** {verdict_list(v, {c: l for c, l in labels.items() if c in set(v['claim'])}, numbers)}")
 
 
 # -- stacks ----------------------------------------------------------------------------

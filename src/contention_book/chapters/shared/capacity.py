@@ -24,7 +24,9 @@ The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the co
   and the value lies in it;
 - *missed*: outside, with the computed ratio value/prediction;
 - *model invalid*: the equation's output leaves its domain (a negative time, a rate above its ceiling);
-- *published only*: every input is published, so nothing measured here is tested: not scored;
+- *published only*: every input is published, so nothing measured here is tested: not scored; when the
+  source's own outcome breaks what its own inputs allow, the verdict says so ("contradicted by its source"):
+  the model leaves out something the article's machine did;
 - *workload bound*: a bound that follows from the workload's own description: not a prediction, not scored;
 - *model failed here*: the same model missed this machine's own measurement first: not scored;
 - *no model*: an input is missing, with why.
@@ -106,7 +108,7 @@ class Prediction:
 
     @property
     def category(self) -> str:
-        return self.verdict.split(":")[0]
+        return self.verdict.split(":")[0].split(",")[0]  # "published only, contradicted by its source: …"
 
     def row(self) -> dict:
         p = self.predicted
@@ -152,6 +154,21 @@ def _published_only(p: Prediction) -> bool:
     return bool(p.inputs) and all(i.source.startswith("published") for i in p.inputs)
 
 
+def _outside(p: Prediction) -> str:
+    """How the published value lies outside what the model gives, in words, or '' when it does not."""
+    s, pub = p.predicted, p.published
+    if not np.isfinite(pub):
+        return ""
+    lo, hi = s.low, s.high
+    if p.kind == "at most" and pub > hi:
+        return f"the published {_fmt(pub)} {p.unit} is above the bound of {_fmt(hi)} {p.unit} ({ratio(pub, hi)}×)"
+    if p.kind == "at least" and pub < lo:
+        return f"the published {_fmt(pub)} {p.unit} is below the bound of {_fmt(lo)} {p.unit} ({ratio(pub, lo)}×)"
+    if p.kind in ("value", "range") and not lo <= pub <= hi:
+        return f"the published {_fmt(pub)} {p.unit} lies outside {_fmt(lo)}–{_fmt(hi)} {p.unit}"
+    return ""
+
+
 def judge_prediction(p: Prediction) -> str:
     """The verdict rule, stated once: see the module docstring."""
     s, pub = p.predicted, p.published
@@ -166,6 +183,10 @@ def judge_prediction(p: Prediction) -> str:
     if p.kind == "workload bound":
         return "workload bound: it follows from the workload's description alone, so it predicts nothing measured"
     if _published_only(p):
+        broken = _outside(p)
+        if broken:
+            return (f"published only, contradicted by its source: {broken}, so the model leaves out something the "
+                    "source's machine did; every input is published, so nothing measured here is tested")
         return "published only: every input is published, so nothing measured here is tested"
     if p.failed_here:
         return f"model failed here: {p.failed_here}"

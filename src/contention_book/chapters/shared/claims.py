@@ -213,3 +213,13 @@ def below(s, threshold: float, ratio: bool = True) -> str:
     """The direction of a claim that a quantity stays under ``threshold`` (``ratio`` as for :func:`above`)."""
     short = ratio and threshold < NO_EFFECT and s.lies_below(NO_EFFECT)
     return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold, short)
+
+
+def both(*directions: str) -> str:
+    """A direction made of several tests: differs if any differs, agrees if all agree, else the first doubt."""
+    heads = [v.split(":")[0] for v in directions]
+    if "differs" in heads:
+        return "differs"
+    if all(h == "agrees" for h in heads):
+        return "agrees"
+    return next(v for v in directions if not v.startswith("agrees"))

@@ -74,3 +74,22 @@ def markdown(chapter: str, engine: str) -> str:
         parts.append(f"{head}\n\n{said}\n\n```{LANG[engine]}\n{q.text}\n```" if said else
                      f"{head}\n\n```{LANG[engine]}\n{q.text}\n```")
     return "\n\n".join(parts)
+
+
+class ChapterQueries:
+    """One chapter's queries, as ``chapter.diagnose``: what is the same in every chapter is written once, here, and
+    a chapter only names itself (``diagnose = ChapterQueries(SPEC.chapter)`` in its package)."""
+
+    ENGINES, LANG = ENGINES, LANG
+
+    def __init__(self, chapter: str) -> None:
+        self.chapter = chapter
+
+    def queries(self, engine: str) -> list[Query]:
+        return queries(self.chapter, engine)
+
+    def files(self, engine: str) -> list[Path]:
+        return [q.path for q in self.queries(engine)]
+
+    def markdown(self, engine: str) -> str:
+        return markdown(self.chapter, engine)

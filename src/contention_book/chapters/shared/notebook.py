@@ -318,10 +318,14 @@ def show_verdicts(chapter, shown) -> None:
 
     from contention_book.harness.verdict_table import RULES_SPLIT, verdict_table_html
 
+    from contention_book.harness.provenance import recording_link
+
     rows = chapter.verdicts(shown)
     save_verdicts(chapter.SPEC.chapter, rows)
     name = chapter.SPEC.chapter
     page = details_page(name)
+    if "recording" in rows.columns:  # words and a link to the Data page, not the recording's id
+        rows = rows.assign(recording=rows["recording"].map(lambda rid: recording_link(name, str(rid))))
     out = verdict_table_html(rows, caption=book_display.numbered(
                                  "The article's claims, checked: the published number, the measured one, and the "
                                  "verdict (notes under the table say why, and whether the size was compared; the "
@@ -330,7 +334,8 @@ def show_verdicts(chapter, shown) -> None:
                              columns=("claim", "published", "recording", "tested_on", "measured", "size", "verdict"),
                              # the page reads in one pass: a size note shared by rows is written once, and where
                              # every row ran on one recording it is said once
-                             as_notes=("size",), shared=("recording", "tested_on"), rules_page=page)
+                             as_notes=("size",), shared=("recording", "tested_on"), rules_page=page,
+                             raw=("recording",))
     table, _, rules = out.partition(RULES_SPLIT)
     display(HTML(f'<span id="{claims_anchor(name)}"></span>' + table))  # the Findings page links here
     if rules:

@@ -50,3 +50,17 @@ def offcpu_sites(measured, variant: str, top: int = 8) -> pd.DataFrame:
     t = offcpu_view.blocked_by(r.path / name, top=top)
     return pd.DataFrame({"where it waited": t["site"], "state": t["state"], "ms blocked": (t["us"] / 1000).round(1),
                          "share": (t["share"] * 100).round(1).astype(str) + "%"})
+
+
+class ChapterOffCpu:
+    """A chapter's off-CPU figure and table (``figures.offcpu``): the chapter gives its title (``{variant}`` is
+    filled in) and what one of its waits looks like on the graph; the rest is written once, above."""
+
+    def __init__(self, title: str, mechanism: str) -> None:
+        self.title, self.mechanism = title, mechanism
+
+    def plot(self, measured, variant: str, caption: str = ""):
+        return plot_offcpu(measured, variant, self.title.format(variant=variant), self.mechanism, caption)
+
+    def sites(self, measured, variant: str, top: int = 8) -> pd.DataFrame:
+        return offcpu_sites(measured, variant, top)

@@ -1,31 +1,53 @@
-"""From a waited-for page to the index it belongs to (SQL Server).
-
-``sys.dm_os_waiting_tasks`` names the page a PAGELATCH waiter wants in its
-``resource_description`` as ``<database_id>:<file_id>:<page_id>``.  The
-sampler keeps those rows as they come; afterwards each distinct page is
-resolved to schema, object, index and partition:
-
-- on SQL Server 2019 (15.x) and later with ``sys.dm_db_page_info``, which
-  also gives the page's level and its right-hand neighbour, so a leaf page
-  with no right neighbour is *the last page* of its B-tree;
-- on older builds with ``sys.dm_os_buffer_descriptors`` joined to the
-  allocation units, as the SQLCAT article does; that path cannot tell
-  whether a page is the last one, and says so.
-
-Everything below except the two query builders is plain pandas, tested on a
-fixture of waiting-task rows.
-"""
+"""What the chapter's PostgreSQL and SQL Server runs share: what one driver call runs and how its result is
+counted, the waited-for page resolved to its index (SQL Server), and the read cost of a lookup (both engines' plans)."""
 from __future__ import annotations
 
+import json
 import re
-from typing import Sequence
+import xml.etree.ElementTree as ET
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from contention_book.harness import workloads
+from contention_book.harness.driver import RunResult
 from contention_book.harness.targets import major_version
 
-from .spec import PAGE_INFO_MAJOR
+from .spec import CHAPTER, PAGE_INFO_MAJOR
+
+
+def insert_call(engine: str, rows_per_call: int, **identifiers: str) -> tuple[str, tuple]:
+    """The statement one driver call runs, and its parameters: one INSERT, or the server-side loop."""
+    if rows_per_call == 1:
+        return workloads.load(CHAPTER, engine, "insert", **identifiers)[-1], ()
+    return workloads.load(CHAPTER, engine, "insert_rows", **identifiers)[-1 if engine == "postgres" else 0], \
+        (rows_per_call,)
+
+
+def calls_per_session(rows_per_session: int, rows_per_call: int) -> int | None:
+    """Calls each session makes to insert ``rows_per_session`` rows (rounded up); None for no cap."""
+    return -(-rows_per_session // rows_per_call) if rows_per_session else None
+
+
+def runs_row(result: RunResult, rows_per_call: int, rows_counted: int | None = None, **extra: Any) -> dict[str, Any]:
+    """One runs.csv row: operations and throughput in rows, latency percentiles per call, and the accounting:
+    rows the calls inserted beside ``rows_counted``, the rows that appeared in the table over the point."""
+    row = result.row(**extra)
+    row.update(rows_per_call=rows_per_call, calls=result.operations, calls_per_s=result.throughput,
+               operations=result.operations * rows_per_call, throughput=result.throughput * rows_per_call,
+               rows_inserted=result.operations * rows_per_call)
+    if rows_counted is not None:
+        row["rows_counted"] = int(rows_counted)
+    return row
+
+
+def count_rows(conn, engine: str, **identifiers: str) -> int:
+    """The test table's rows now (every partition), read before and after a point's measured window."""
+    cur = conn.cursor()
+    cur.execute(workloads.load(CHAPTER, engine, "count_rows", **identifiers)[-1])
+    return int(cur.fetchone()[0])
+
 
 # 2019 and earlier print 'db:file:page'; 2022 appends the latch, e.g. '6:3:749442168 (LATCH 0x...: Class: BUFFER ...)'.
 _RESOURCE = re.compile(r"^\s*(\d+):(\d+):(\d+)(?:\s+\(.*\))?\s*$")
@@ -166,3 +188,62 @@ def last_page_share(ranking: pd.DataFrame) -> float:
         return float("nan")
     total = ranking["samples"].sum()
     return float(ranking.loc[known & (ranking["is_last_page"].astype(float) == 1), "samples"].sum() / total)
+
+
+SHOWPLAN_NS = "{http://schemas.microsoft.com/sqlserver/2004/07/showplan}"
+
+
+class PlanError(ValueError):
+    pass
+
+
+def postgres_plan_cost(plan_json: Any) -> dict[str, float]:
+    """Partitions touched, shared blocks read (hit + read), rows returned and execution ms from an EXPLAIN
+    JSON plan."""
+    try:
+        doc = json.loads(plan_json) if isinstance(plan_json, str) else plan_json
+        top = doc[0]
+        plan = top["Plan"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise PlanError(f"EXPLAIN output: expected a JSON list holding one object with a 'Plan' ({exc})") from None
+    touched: set[str] = set()
+
+    def walk(node: dict) -> None:
+        if "Relation Name" in node and node.get("Actual Loops", 0) > 0:
+            touched.add(node["Relation Name"])
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan)
+    return {"partitions_touched": float(len(touched)),
+            "logical_reads": float(plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)),
+            "rows_returned": float(plan.get("Actual Rows", float("nan"))),
+            "execution_ms": float(top.get("Execution Time", float("nan")))}
+
+
+def showplan_cost(xml_text: str) -> dict[str, float]:
+    """Partitions accessed and logical reads from an actual execution plan (showplan XML)."""
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as exc:
+        raise PlanError(f"showplan XML: not well-formed ({exc})") from None
+    partitions = [int(e.get("PartitionCount", 0)) for e in root.iter(f"{SHOWPLAN_NS}PartitionsAccessed")]
+    reads = [int(e.get("ActualLogicalReads")) for e in root.iter(f"{SHOWPLAN_NS}RunTimeCountersPerThread")
+             if e.get("ActualLogicalReads") is not None]
+    if not any(True for _ in root.iter(f"{SHOWPLAN_NS}RelOp")):
+        raise PlanError("showplan XML: no RelOp element; expected an actual execution plan")
+    return {"partitions_touched": float(max(partitions)) if partitions else 1.0,
+            "logical_reads": float(sum(reads)) if reads else float("nan")}
+
+
+_STATS_IO = re.compile(r"Table '([^']+)'\. Scan count (\d+), logical reads (\d+)", re.I)
+
+
+def statistics_io_reads(messages: list[str] | str) -> dict[str, tuple[int, int]]:
+    """``Table 'x'. Scan count 4, logical reads 8, ...`` -> {table: (scan count, logical reads)}."""
+    text = messages if isinstance(messages, str) else "\n".join(str(m) for m in messages)
+    out: dict[str, tuple[int, int]] = {}
+    for table, scans, reads in _STATS_IO.findall(text):
+        s, r = out.get(table, (0, 0))
+        out[table] = (s + int(scans), r + int(reads))
+    return out

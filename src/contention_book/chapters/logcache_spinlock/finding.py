@@ -1,0 +1,50 @@
+"""The chapter's opening ("In short") and the whole set of glued numbers: built from the tables and the verdict
+rows, so it sits above both (tables <- claims <- finding)."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .tables import table_numbers
+
+
+def key_numbers(shown) -> dict[str, Any]:
+    """Every number the prose glues, with the opening built from them and the verdicts."""
+    n = table_numbers(shown)
+    n["lc_in_short"] = in_short(shown, n)
+    return n
+
+
+def in_short(shown, n: dict[str, Any]) -> str:
+    """The opening: the finding, the number that carries it, the action, then every verdict beside its number."""
+    from ..shared.claims import tested_on
+    from ..shared.in_short import Markdown, verdict_list
+    from .claims import CLAIM1, CLAIM2, CLAIM3, CLAIM4, CLAIM5, CLAIM6, PG, STACKS, STATIC, TOY, TOY_SPINS, verdicts
+
+    v = verdicts(shown)
+    where = " and ".join(f"a {tested_on(g).replace('C model', 'C toy model')}" if g.engine == "native" else f"a {tested_on(g)}"
+                         for g in shown.measured.values()) or "no measured recording"
+    labels = {CLAIM3: "context switch against line transfer",
+              CLAIM1 + TOY: "the toy's rate", CLAIM2 + TOY_SPINS: "the toy's spins",
+              STATIC: "the toy's spins per second", CLAIM1 + PG: "walwriter pinned", CLAIM2 + STACKS: "back-off in stacks",
+              CLAIM4: "cost by distance", CLAIM5: "pressure moves to XDESMGR", CLAIM6: "trace flag 8015",
+              CLAIM1: "free writer core (SQL Server)"}
+    switch = v.loc[v["claim"] == CLAIM3, "measured"]
+    numbers = {}
+    if len(switch):
+        m = re.match(r"([\d,]+) ns per switch .*? against (\d+) ns per line transfer \((\d+)×\)", str(switch.iloc[0]))
+        if m:
+            numbers[CLAIM3] = f"{m.group(1)} ns against {m.group(2)} ns ({m.group(3)}×)"
+            cost = f"{m.group(1)} ns, {m.group(3)}× a cache-line transfer ({m.group(2)} ns)"
+    found = (f"a context switch cost {cost}, so a lock handed to a running "
+             "thread is far cheaper than one whose next owner must be woken" if CLAIM3 in numbers
+             else "nothing this recording can judge")
+    return Markdown(
+        f"**The article:** on a two-socket, {shown.published.recording.host.get('logical_cpus')}-CPU server, taking "
+        f"the log writer's core out of SQL Server's affinity mask raised singleton inserts from "
+        f"{n['pub_base_rate']:,.0f} to {n['pub_aff_rate']:,.0f} a second ({n['pub_aff_x']:.1f}×): the hot spinlock "
+        "(LOGCACHE_ACCESS) then changed hands between running threads. "
+        f"**Found here,** on {where}: {found}; the affinity claims need more than 2 CPUs. "
+        "**For a DBA:** measure LOGCACHE_ACCESS spins and back-offs over an interval before changing the "
+        "server-wide affinity mask; on a small machine the CPU given up can cost more than it relieves. "
+        f"**Verdicts:** {verdict_list(v, {c: l for c, l in labels.items() if c in set(v['claim'])}, numbers)}")
