@@ -10,9 +10,6 @@ from pathlib import Path
 
 import pytest
 
-# tests/pending/: checks of data/ that hold only once the PostgreSQL references are re-made (named stacks, clean
-# provenance); each file says how to make them hold. Not collected until then.
-collect_ignore = ["pending"]
 KNOWN_PASSWORD = "Leak-Canary-7f3a9c"  # used only by the test cluster; tests grep every output for it
 TEST_ENV_VAR = "CONTENTION_BOOK_TEST_PG"
 # Live runs in tests do not wait for a quiet machine (the tests themselves keep it busy); they still record the load.

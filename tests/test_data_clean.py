@@ -1,9 +1,8 @@
 """Issue 31 item 16: what is published under data/ names no folder of the machine that recorded it, and every
 measured recording was made from a committed tree (its manifest's git commit is not "-dirty").
 
-Waits in tests/pending/ (not collected) until the four PostgreSQL references are re-made from a clean commit with
-scripts/remake_references.py; the native ones already pass. Move it to tests/ then.  Text files are read as they are; gzip files (stacks, samples) are read
-decompressed; zips are listed and read member by member.
+Text files are read as they are; gzip files (stacks, samples) are read decompressed; zips are listed and read
+member by member.
 """
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(os.environ.get("CONTENTION_BOOK_ROOT") or Path(__file__).resolve().parents[2]).resolve()
+ROOT = Path(os.environ.get("CONTENTION_BOOK_ROOT") or Path(__file__).resolve().parents[1]).resolve()
 DATA = ROOT / "data"
 MACHINE_PATH = re.compile(r"(?<![\w.:/])(?:/root/|/home/|/tmp/|/Users/|/var/folders/|/work/|[A-Za-z]:\\\\Users\\\\)"
                           r"|\.cache/pg\b")
