@@ -325,7 +325,8 @@ def show_verdicts(chapter, shown) -> None:
     name = chapter.SPEC.chapter
     page = details_page(name)
     if "recording" in rows.columns:  # words and a link to the Data page, not the recording's id
-        rows = rows.assign(recording=rows["recording"].map(lambda rid: recording_link(name, str(rid))))
+        rows = rows.assign(recording=rows["recording"].map(  # a row with no recording keeps its "—"
+            lambda rid: rid if not isinstance(rid, str) or rid in ("", "—") else recording_link(name, rid)))
     out = verdict_table_html(rows, caption=book_display.numbered(
                                  "The article's claims, checked: the published number, the measured one, and the "
                                  "verdict (notes under the table say why, and whether the size was compared; the "
