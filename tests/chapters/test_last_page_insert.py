@@ -476,3 +476,27 @@ def test_sql_server_partition_elimination_is_compared_with_all_partitions():
     row = analysis.verdicts([], some).set_index("claim").loc["Without partition elimination a point lookup must "
                                                               "search every partition"]
     assert row["verdict"].startswith("differs")  # searched 2 of 8: fewer than every partition
+
+
+def test_lwlock_sleeps_are_split_by_the_code_that_took_the_lock(tmp_path):
+    """Issue 31/34: the wait event says LWLock:BufferContent for the leaf and the sequence page alike; the off-CPU
+    stacks' caller of LWLockAcquire tells them apart."""
+    from types import SimpleNamespace
+
+    from contention_book.harness.spec import OFFCPU_STACKS
+
+    name = OFFCPU_STACKS.format(variant="sequential")
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_bytes(__import__("gzip").compress(
+        b"postgres (1);postgres!_bt_search;postgres!_bt_relandgetbuf;postgres!LWLockAcquire;[state S] 60\n"
+        b"postgres (1);postgres!nextval_internal;postgres!read_seq_tuple;postgres!LWLockAcquire;[state S] 20\n"
+        b"postgres (1);postgres!secure_read;libc.so.6!epoll_wait;[state S] 20\n"))
+    rec = SimpleNamespace(path=tmp_path, has=lambda n: (tmp_path / n).exists())
+    split = tables.lwlock_sleeps(SimpleNamespace(recording=rec))
+    assert split["total_share"] == pytest.approx(0.8)
+    assert split["the identity's sequence page"] == pytest.approx(0.25)
+    assert split["the B-tree's pages (the insert's descent to its leaf)"] == pytest.approx(0.75)
+    text = tables.lwlock_sleeps_text(SimpleNamespace(recording=rec))
+    assert "80% of the sequential key run" in text or "80% of the" in text
+    empty = SimpleNamespace(recording=SimpleNamespace(path=tmp_path, has=lambda n: False))
+    assert tables.lwlock_sleeps(empty) == {} and "no off-CPU stacks" in tables.lwlock_sleeps_text(empty)

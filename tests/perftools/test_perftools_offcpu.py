@@ -169,3 +169,14 @@ def test_threads_only_leaves_out_the_main_thread_and_tids_select_threads(tmp_pat
     workers = offcpu.offcpu(p, threads_only=True)
     assert list(workers.stacks.values()) == [200] and all("(10)" in k for k in workers.stacks)
     assert sum(offcpu.offcpu(p, tids=[10]).stacks.values()) == 400
+
+
+def test_blocked_under_sums_a_function_s_sleeps_by_its_caller(tmp_path):
+    from contention_book.perftools.offcpu_view import blocked_under
+
+    p = tmp_path / "x.offcpu-folded"
+    p.write_text("postgres (1);postgres!_bt_search;postgres!_bt_relandgetbuf;postgres!LWLockAcquire;[state S] 30\n"
+                 "postgres (1);postgres!nextval;postgres!read_seq_tuple;postgres!LWLockAcquire;[state S] 10\n"
+                 "postgres (2);postgres!secure_read;libc.so.6!epoll_wait;[state S] 60\n")
+    callers, total = blocked_under(p, "LWLockAcquire")
+    assert total == 100 and callers == {"postgres!_bt_relandgetbuf": 30, "postgres!read_seq_tuple": 10}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["load", "flame", "note_figure", "blocked_by", "state_of", "CAN_SEE", "CANNOT_SEE"]
+__all__ = ["load", "flame", "note_figure", "blocked_by", "blocked_under", "state_of", "CAN_SEE", "CANNOT_SEE"]
 
 CAN_SEE = ("Width: time off the CPU, by the stack the thread left with; the top frame is the state it left in "
            "(S asleep, D uninterruptible, R preempted).")
@@ -78,6 +78,28 @@ def blocked_by(path, *, top: int = 10, depth: int = 3):
     out = pd.DataFrame([(s, st, us) for (s, st), us in rows.items()], columns=["site", "state", "us"])
     out["share"] = out["us"] / total if total else 0.0
     return out.sort_values("us", ascending=False).head(top).reset_index(drop=True)
+
+
+def blocked_under(path, function: str) -> tuple[dict[str, float], float]:
+    """Blocked time (µs) of the stacks that pass through ``function`` (a frame whose name ends in
+    ``!function``), by the frame that called it; and the file's whole blocked time.  For a lock's sleeps: who
+    was taking the lock (``_bt_relandgetbuf`` or ``read_seq_tuple`` calling ``LWLockAcquire``)."""
+    from .source import open_text
+
+    callers: dict[str, float] = {}
+    total = 0.0
+    with open_text(path) as f:
+        for line in f:
+            stack, _, w = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            frames, us = stack.split(";"), float(w)
+            total += us
+            for i in range(len(frames) - 1, 0, -1):
+                if frames[i].rsplit("!", 1)[-1] == function:
+                    callers[frames[i - 1]] = callers.get(frames[i - 1], 0.0) + us
+                    break
+    return callers, total
 
 
 def note_figure(text: str, *, width: float = 7.6):

@@ -705,3 +705,49 @@ def stack_section(shown, top: int = 10) -> StackSection:
     if "sequential" in g.stacks:
         out.figures.append(flame(perftools.load(g.stacks["sequential"]), f"{g.label}: {SHORT['sequential']}"))
     return out
+
+
+# -- who the buffer-lock sleepers were waiting behind (off-CPU stacks) -------------------------------
+LOCK_SITES = (("the B-tree's pages (the insert's descent to its leaf)", ("_bt_",)),
+              ("the identity's sequence page", ("read_seq_tuple", "nextval")),
+              ("heap pages", ("heap_", "RelationGetBufferForTuple")),
+              ("the lock manager's partitions", ("LockAcquire", "LockRelease")))
+
+
+def lwlock_sleeps(g: LpiRecording, variant: str = "sequential") -> dict[str, float]:
+    """Of the backends' time asleep in an LWLock (``LWLockAcquire`` on the off-CPU stacks), the share by what its
+    caller was locking, plus ``total_share``: the LWLock sleeps' share of all the time off the CPU.  Empty without
+    off-CPU stacks.  The caller names the lock: a buffer content lock taken by the B-tree code or the sequence
+    code, where the wait event says only ``LWLock:BufferContent``."""
+    from contention_book.harness.spec import OFFCPU_STACKS
+    from contention_book.perftools.offcpu_view import blocked_under
+
+    name = OFFCPU_STACKS.format(variant=variant)
+    r = getattr(g, "recording", None)
+    if r is None or not r.has(name):
+        return {}
+    callers, total = blocked_under(r.path / name, "LWLockAcquire")
+    asleep = sum(callers.values())
+    if not asleep or not total:
+        return {}
+    out = {label: 0.0 for label, _ in LOCK_SITES}
+    out["elsewhere"] = 0.0
+    for caller, us in callers.items():
+        fn = caller.rsplit("!", 1)[-1]
+        label = next((lab for lab, keys in LOCK_SITES if any(fn.startswith(k) for k in keys)), "elsewhere")
+        out[label] += us / asleep
+    out["total_share"] = asleep / total
+    return out
+
+
+def lwlock_sleeps_text(g: LpiRecording, variant: str = "sequential") -> str:
+    """The split as a sentence for the details page, or what the recording lacks."""
+    split = lwlock_sleeps(g, variant)
+    if not split:
+        return "This recording has no off-CPU stacks to split the LWLock sleeps by what was being locked."
+    parts = [f"{share:.0%} on {label}" for label, share in split.items()
+             if label not in ("total_share", "elsewhere") and share >= 0.005]
+    rest = split.get("elsewhere", 0.0)
+    return (f"Sleeps in `LWLockAcquire` were {split['total_share']:.0%} of the {SHORT.get(variant, variant)} run's "
+            f"time off the CPU. By the function that took the lock: {', '.join(parts)}"
+            + (f", and {rest:.0%} elsewhere" if rest >= 0.005 else "") + ".")
