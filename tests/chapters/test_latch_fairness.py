@@ -5,6 +5,7 @@ import pytest
 
 from contention_book.chapters.latch_fairness import claims, recordings as lf, run_native as native_sweep, spec
 from contention_book.chapters.latch_fairness import tables as analysis
+from contention_book.chapters.latch_fairness import key_numbers
 from contention_book.harness.chapter_registry import runners
 from contention_book.chapters.latch_fairness.spec import NATIVE_COLUMNS
 from contention_book.harness.params import ParameterError
@@ -128,7 +129,7 @@ def test_verdicts_can_flip(tmp_path):
 
 def test_sentences_follow_the_data(tmp_path):
     """The prose's direction-bearing sentences are computed, and turn round with the data."""
-    k = analysis.key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(tmp_path, sweep(), "a")))
+    k = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(tmp_path, sweep(), "a")))
     assert k["m_tail_sentence"].startswith("At 2 threads the 99th percentile wait was")
     assert ("The longest wait of the plain unfair, spinning and eventually fair locks exceeded the fair lock's"
             in k["m_tail_sentence"])
@@ -138,7 +139,7 @@ def test_sentences_follow_the_data(tmp_path):
     assert k["m_over_sentence"].startswith("Oversubscribed, and so outside the article's regime: at 8 threads")
     assert "10 times its bound of 500 µs" in k["m_eventual_sentence"]
     assert "judged at 2 threads" in k["in_short"] and "direction reproduced" in k["in_short"]
-    k = analysis.key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(
+    k = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(
         tmp_path, sweep(fair_rate_at_2=1e8, unfair_max_ns=1e5, fair_max_ns=1e6), "b")))
     assert "No barging lock's longest wait exceeded the fair lock's" in k["m_tail_sentence"]
     assert "the spinning lock's longest wait was reliably shorter" in k["m_conclusion_sentence"]
@@ -147,7 +148,7 @@ def test_sentences_follow_the_data(tmp_path):
 
 def test_key_numbers_from_a_native_recording(tmp_path):
     g = native_recording(tmp_path, sweep())
-    k = analysis.key_numbers(lf.Shown(lf.load(spec.PUBLISHED), g))
+    k = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), g))
     assert k["m_in_threads"] == 2
     # every number glued from the point it describes: 2 threads, 200,000 records/s, 5 µs per record
     assert "At 2 threads the fair lock managed 0.20 million records per second, so each record took 5.0 µs" \

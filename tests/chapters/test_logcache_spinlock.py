@@ -12,6 +12,7 @@ from tsql_parse import problems
 from contention_book.chapters.logcache_spinlock import claims, recordings as lc, spec
 from contention_book.chapters.logcache_spinlock import run_native as native_run, run_postgres as live_postgres
 from contention_book.chapters.logcache_spinlock import run_sqlserver as lss, tables as analysis
+from contention_book.chapters.logcache_spinlock import key_numbers
 from contention_book.chapters.shared import stacks
 from contention_book.harness.params import ParameterError
 from contention_book.harness.runner import RunLog, resolve_params, run_chapter
@@ -371,7 +372,7 @@ def test_verdicts_can_differ(tmp_path):
 def test_toy_sentences_and_spins_verdict_follow_the_data(tmp_path):
     pub, c2c = published()
     nat = fake_native(tmp_path, cpus=4)
-    nums = analysis.key_numbers(shown_of(pub, {"native": nat}, c2c))
+    nums = key_numbers(shown_of(pub, {"native": nat}, c2c))
     assert nums["nat_writer_sentence"].startswith("A writer that shares its CPU")  # 110 -> 5050 flushes/s
     assert nums["nat_spins_sentence"].startswith("The toy differs")  # 1.05 -> 0.1 spins per record
     rows = claims.verdicts(shown_of(pub, {"native": nat}))
@@ -381,7 +382,7 @@ def test_toy_sentences_and_spins_verdict_follow_the_data(tmp_path):
     r.loc[r["variant"] == "writer_alone", "writer_flushes_per_s"] = r.loc[r["variant"] == "writer_shared",
                                                                           "writer_flushes_per_s"].to_numpy()
     r.loc[r["variant"] == "writer_alone", "spins_per_record"] = 0.6
-    nums = analysis.key_numbers(shown_of(pub, {"native": nat}, c2c))
+    nums = key_numbers(shown_of(pub, {"native": nat}, c2c))
     assert "barely changed" in nums["nat_writer_sentence"] and "within a factor of two" in nums["nat_spins_sentence"]
     rows = claims.verdicts(shown_of(pub, {"native": nat}))
     assert rows[rows["claim"].str.contains("spins per second")].iloc[0]["verdict"] == "direction reproduced"
@@ -396,7 +397,7 @@ def test_the_toy_writer_alone_is_not_judged_below_four_cpus(tmp_path):
     toy = rows[rows["claim"].str.contains("toy log cache")]
     assert len(toy) == 3 and toy["verdict"].str.startswith("not testable here: 2 CPUs: B puts 2 workers on 1 CPU").all()
     assert toy["measured"].str.endswith("(shown, not judged)").all()
-    nums = analysis.key_numbers(shown_of(pub, {"native": nat}, c2c))
+    nums = key_numbers(shown_of(pub, {"native": nat}, c2c))
     assert "time slicing" in nums["nat_confound_sentence"]
 
 
@@ -421,7 +422,7 @@ def test_pinning_and_stack_verdicts_are_not_testable_on_two_cpus():
 def test_postgres_prose_numbers_say_what_one_call_does():
     pub, c2c = published()
     measured = lc.load_measured(None)
-    nums = analysis.key_numbers(shown_of(pub, measured, c2c))
+    nums = key_numbers(shown_of(pub, measured, c2c))
     assert nums["pg_batch"] == measured["postgres"].recording.parameters["batch"] >= 1
     assert nums["pg_cpus"] == measured["postgres"].recording.host["logical_cpus"]
     assert nums["pg_top_wait_meaning"] == analysis.WAIT_MEANINGS.get(
@@ -435,7 +436,7 @@ def test_key_numbers_on_the_reference_recordings():
     pub, c2c = published()
     measured = lc.load_measured(None)
     assert set(measured) >= {"native", "postgres"}
-    nums = analysis.key_numbers(shown_of(pub, measured, c2c))
+    nums = key_numbers(shown_of(pub, measured, c2c))
     assert nums["pub_base_rate"] == 186_915 and nums["pub_aff_x"] == pytest.approx(436_781 / 186_915)
     assert nums["nat_c2c_pairs"] >= 1 and 1 < nums["nat_c2c_median_ns"] < 1000
     assert nums["nat_cs_same_ns"] > nums["nat_c2c_median_ns"]

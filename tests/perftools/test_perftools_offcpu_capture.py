@@ -67,7 +67,7 @@ def test_flame_or_note(tmp_path):
     p.write_bytes(gzip.compress(b"bench (1);main;[kernel.kallsyms]!futex_wait;[state S sleeping] 1500\n"))
     fig = offcpu_view.flame(p, "bench")
     title = fig.axes[0].get_title(loc="left")
-    assert title.startswith("bench (2 ms blocked in all)") and "cannot see time on the CPU" in title
+    assert title.startswith("bench (2 ms blocked in all)") and "Not seen: CPU time" in title
     note = offcpu_view.flame(tmp_path / "missing.offcpu-folded.gz", "bench")
     assert "no off-CPU stacks" in note.axes[0].texts[0].get_text()
 

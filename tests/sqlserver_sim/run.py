@@ -71,6 +71,6 @@ def render(chapter: str, recording: Path) -> dict:
     from contention_book.chapters import package
 
     shown = package(chapter, "recordings").load_shown(str(recording))
-    numbers = package(chapter, "tables").key_numbers(shown)
+    numbers = package(chapter).key_numbers(shown)
     verdicts = package(chapter, "claims").verdicts(shown)
     return {"shown": shown, "key_numbers": numbers, "verdicts": verdicts}

@@ -191,7 +191,7 @@ def at_end(writer, log: Callable[[str], None] = print, run: Callable | None = No
     card["placement_moved"] = moved
     writer.write_json(CARD, card, DESCRIPTION)
     log(f"[run] machine card at the end: {summary(card, 'end')}"
-        + (f"; the placement moved ({', '.join(moved)} disagree beyond their spread)" if moved else ""))
+        + (f"; the placement moved ({in_words(moved)} changed beyond their spread)" if moved else ""))
 
 
 def add_to_recording(path: str | os.PathLike, log: Callable[[str], None] = print, run: Callable | None = None,
@@ -300,12 +300,13 @@ def rule_batched(card: Mapping) -> Rule:
     name = "contended atomic ≥ one-way transfer"
     if not a or not x:
         return Rule(name, False, "not measured")
-    per = f"{b.median:.3g} increments per transfer (p10–p90 {b.low:.3g}–{b.high:.3g})" if b else "ops per transfer unmeasured"
+    per = (f"{num(b.median)} increments per transfer (p10–p90 {num(b.low)}–{num(b.high)})" if b
+           else "increments per transfer unmeasured")
     if a.median < x.median:
-        return Rule(name, True, f"a contended increment ({a.median:.3g} ns) costs less than a one-way transfer "
-                    f"({x.median:.3g} ns): the line stays with one core for a batch of increments; measured {per}",
+        return Rule(name, True, f"a contended increment ({num(a.median)} ns) costs less than a one-way transfer "
+                    f"({num(x.median)} ns): the line stays with one core for a batch of increments; measured {per}",
                     ("atomic_contended_per_transfer",))
-    return Rule(name, False, f"holds: {a.median:.3g} ns ≥ {x.median:.3g} ns; {per}")
+    return Rule(name, False, f"holds: {num(a.median)} ns ≥ {num(x.median)} ns; {per}")
 
 
 def rule_private_cycle(card: Mapping) -> Rule:
@@ -336,17 +337,40 @@ def rule_handoff(card: Mapping, handoff_ns: float | None = None, what: str = "fu
     if not x or handoff_ns is None:
         return Rule(name, False, "not measured")
     if handoff_ns < x.median:
-        return Rule(name, True, f"the {what} ({handoff_ns:.3g} ns) is faster than a one-way transfer "
-                    f"({x.median:.3g} ns): its two ends shared a core or a cache", (what,))
-    return Rule(name, False, f"holds: {handoff_ns:.3g} ns ≥ {x.median:.3g} ns")
+        return Rule(name, True, f"the {what} ({num(handoff_ns)} ns) is faster than a one-way transfer "
+                    f"({num(x.median)} ns): its two ends shared a core or a cache", (what,))
+    return Rule(name, False, f"holds: {num(handoff_ns)} ns ≥ {num(x.median)} ns")
 
 
 def rules(card: Mapping) -> list[Rule]:
     return [rule_batched(card), rule_private_cycle(card), rule_handoff(card)]
 
 
+def num(v: float) -> str:
+    """A card's number as a page prints it: three significant digits, never in exponent form (43,100, not
+    4.31e+04)."""
+    if v != v:
+        return "—"
+    a = abs(v)
+    if a >= 100:
+        return f"{float(f'{v:.3g}'):,.0f}"
+    return f"{v:.3g}"
+
+
 def barred(card: Mapping) -> set[str]:
     return {b for r in rules(card) if r.broken for b in r.bars}
+
+
+SHORT_WORDS = {"one_way_transfer": "the line transfer", "futex_wake": "the wake-up", "context_switch": "the context "
+               "switch", "atomic_contended": "the contended increment", "ops_per_transfer": "increments per transfer",
+               "atomic_private": "the private atomic increment", "plain_private": "the plain increment",
+               "cycle": "the clock cycle", "atomic_contended_per_transfer": "the contended increment as a transfer"}
+
+
+def in_words(quantities) -> str:
+    """Card quantities named as a page says them ("the line transfer and the wake-up"), not by their keys."""
+    names = [SHORT_WORDS.get(q, q.replace("_", " ")) for q in quantities]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 # -- words and pages ----------------------------------------------------------------------------------------
@@ -385,7 +409,7 @@ def card_markdown(card: Mapping, title: str) -> str:
         unit = ""
         for n in names:
             c = phases[n].get("costs", {}).get(q)
-            cells.append(f"{c['median']:,.3g} ({c['p10']:,.3g}–{c['p90']:,.3g})" if c else "—")
+            cells.append(f"{num(c['median'])} ({num(c['p10'])}–{num(c['p90'])})" if c else "—")
             unit = c["unit"] if c else unit
         body.append(f"<tr><td>{html_.escape(WORDS[q])}</td>" + "".join(f"<td>{x}</td>" for x in cells)
                     + f"<td>{html_.escape(unit)}</td></tr>")
@@ -403,10 +427,10 @@ def card_markdown(card: Mapping, title: str) -> str:
     lines.append("")
     for r in rules(card):
         lines.append(f"- {r.name}: {'**broken**: ' if r.broken else ''}{r.says}"
-                     + (f" (no model uses: {', '.join(r.bars)})" if r.broken and r.bars else ""))
+                     + (f" (so no model uses {in_words(r.bars)})" if r.broken and r.bars else ""))
     moved = placement_moved(card)
     if moved:
-        placement = f"**moved** between start and end ({', '.join(moved)} disagree beyond their spread)"
+        placement = f"**moved** between start and end ({in_words(moved)} changed beyond their spread)"
     else:
         placement = "start and end agree within their spread" if len(names) > 1 else "one phase only"
     lines.append(f"- placement: {placement}")

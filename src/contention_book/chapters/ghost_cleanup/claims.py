@@ -61,7 +61,7 @@ def _published(published) -> dict[str, str]:
                      else "after the commit: not printed in the article")
             out["pile_up"] = f"2019: {int(end['not_removed']):,} ghost versions at the end; {after}"
             rcsi = st.loc[("rcsi", "after_run"), "pages"] if ("rcsi", "after_run") in st.index else float("nan")
-            out["grows"] = (f"2019: {int(end['pages']):,} pages in {int(end['levels'])} levels at the end, "
+            out["grows"] = (f"2019: {int(end['pages']):,} pages across all {int(end['levels'])} levels at the end, "
                             f"against {rcsi:,.0f} under RCSI alone")
     new = by_version.get("16")
     if new is not None:

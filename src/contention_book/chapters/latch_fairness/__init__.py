@@ -4,7 +4,7 @@ Parallel workers of one data-changing plan add their log records to the
 parent transaction under one latch, NESTING_TRANSACTION_FULL.  By default the
 latch is *fair*: a releaser hands it to the longest waiter and wakes it, so
 every acquisition under contention pays for a wake-up and a context switch.
-Trace flag 3933 (per the article, up to SQL Server 2022 CTP 2.1) makes it *unfair*: the latch is released,
+Trace flag 3933 (from SQL Server 2019 CTP 2.5; per the article also effective in 2022 CTP 2.1) makes it *unfair*: the latch is released,
 a running thread may take it, and waiters spin before they sleep.
 
 Its engines: run_native (``native/latch_convoy.c`` over lock kinds and thread

@@ -71,7 +71,9 @@ def machine_predictions(shown, costs: dict | None = None) -> list[Prediction]:
         published_high=hi, domain=(0.0, 1e9 / hold.value.median, "above the lock's own capacity 1/t_hold"),
         invalid=invalid,
         lacks="a wake-up slower or faster than the card's: the sleeper's CPU may not have gone idle, or may be "
-              "busy with other work")]
+              "busy with other work. h is counted in the very run whose rate this predicts, so the row checks that "
+              "hand-offs times the card's wake-up account for the lost time; it does not forecast the contended "
+              "rate from uncontended numbers alone")]
 
 
 def predictions(shown, costs: dict | None = None) -> list:

@@ -249,16 +249,18 @@ def placement_text(lc: pd.DataFrame, workers: int) -> str:
 XID_WAITS = ("LWLock:XidGen", "LWLock:ProcArray", "IPC:ProcArrayGroupUpdate")
 
 
-def xid_wait_shares(pg, variant: str = "default") -> tuple[int, dict[str, Any]]:
-    """At the recording's most sessions: each XID_WAITS wait's share of the client backends' samples, and the
-    WAL insertion locks' (``LWLock:WAL*``) share, each a Spread over repetitions (share per repetition)."""
+def xid_wait_shares(pg, variant: str = "default", sessions: int | None = None) -> tuple[int, dict[str, Any]]:
+    """At ``sessions`` (default: the recording's most): each XID_WAITS wait's share of the client backends'
+    samples, and the WAL insertion locks' (``LWLock:WAL*``) share, each a Spread over repetitions."""
     w = pg.by_repetition("pg_waits") if pg is not None else None
     if w is None or w.empty or "repetition" not in w:
         return 0, {}
     cb = w[(w["backend_type"] == "client backend") & (w["variant"] == variant)]
     if cb.empty:
         return 0, {}
-    top = int(cb["sessions"].max())
+    top = int(cb["sessions"].max()) if sessions is None else int(sessions)
+    if top not in set(cb["sessions"]):
+        return 0, {}
     per = cb[cb["sessions"] == top].groupby(["repetition", "wait"])["samples"].sum().unstack(fill_value=0)
     share = per.div(per.sum(axis=1), axis=0)
     out = {name: spread(share[name] if name in share else [0.0] * len(share)) for name in XID_WAITS}
@@ -571,6 +573,12 @@ def table_numbers(shown) -> dict[str, Any]:
                       ("groupupdate", "IPC:ProcArrayGroupUpdate"), ("wal", "LWLock:WAL*")):
         n[f"pg_xid_{key}_pct"] = _f(xid[name].median * 100) if xid else NAN
     n["pg_xid_xidgen_text"] = xid["LWLock:XidGen"].text(".0%") if xid else "not measured"
+    # with one session nothing can queue for these locks: what they show there is not contention (ProcArray's
+    # share at one session is the wait sampler's own footprint: chapter 4's details page)
+    _, one = xid_wait_shares(pg, sessions=1)
+    for key, name in (("xidgen", "LWLock:XidGen"), ("procarray", "LWLock:ProcArray"),
+                      ("groupupdate", "IPC:ProcArrayGroupUpdate")):
+        n[f"pg_xid_{key}_one_pct"] = _f(one[name].median * 100) if one else NAN
     ss = measured.get("sqlserver")
     n["ss_id"] = ss.id if ss else "(none: no SQL Server recording was made for this book)"
     for key in ("pg_def_best_sessions", "pg_wait_sessions", "pg_pin_max_sessions"):

@@ -217,7 +217,8 @@ def machine_words(chapter_views) -> str:
             "obeys the rules of physics" if not broken else
             "breaks " + "; ".join(f"*{r.name}*: {r.says}" for r in broken))
         if moved:
-            said += f"; its start and end disagree beyond their spread ({', '.join(moved)}): the placement moved"
+            said += (f"; between its start and end {machine_card.in_words(moved)} changed beyond their spread: the "
+                     "placement moved")
         lines.append(said + ".")
     return "\n\n".join(lines)
 

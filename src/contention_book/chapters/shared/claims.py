@@ -171,9 +171,10 @@ def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> s
     fewer than :data:`MIN_REPETITIONS` repetitions says so itself)."""
     if weaker:
         low, high = sorted((NO_EFFECT, threshold))
+        beyond = "less" if side == "above" else "more"
         return (f"The claim holds when the interval over repetitions of {what} lies {side} {threshold:g}. "
-                f"It is weaker between {low:g} and {high:g}, differs {other} {threshold:g} reaching {NO_EFFECT:g}, "
-                f"and is inconclusive across {threshold:g}.")
+                f"It is weaker when the interval lies between {low:g} and {high:g}, differs when it reaches "
+                f"{NO_EFFECT:g} or {beyond}, and is inconclusive when it straddles {threshold:g}.")
     return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, "
             f"differs when it lies {other} {threshold:g}, and is inconclusive when it straddles {threshold:g}.")
 

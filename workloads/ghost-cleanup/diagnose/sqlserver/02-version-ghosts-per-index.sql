@@ -4,7 +4,12 @@
 -- Ghost records and version ghosts per index level, for one table you suspect (reading
 -- every page: run it on one object, not on the whole database).  version_ghost_record_count
 -- counts the ghosts kept only because a transaction that may need their versions is open.
-DECLARE @table sysname = N'dbo.GhostTest';  -- the hot table
+DECLARE @table nvarchar(300) = N'dbo.GhostTest';  -- the hot table
+-- OBJECT_ID of a name that does not exist is NULL, and a NULL object_id makes
+-- sys.dm_db_index_physical_stats read every object in the database, in DETAILED mode: stop instead.
+IF OBJECT_ID(@table) IS NULL
+    THROW 50000, N'@table names no table in this database: set it to the hot table', 1;
+
 SELECT
     OBJECT_NAME(ips.[object_id]) AS table_name,
     i.name AS index_name,
