@@ -36,8 +36,18 @@ def in_short(shown, n: dict[str, Any]) -> str:
         if m:
             numbers[CLAIM3] = f"{m.group(1)} ns against {m.group(2)} ns ({m.group(3)}×)"
             cost = f"{m.group(1)} ns, {m.group(3)}× a cache-line transfer ({m.group(2)} ns)"
-    found = (f"a context switch cost {cost}, so a lock handed to a running "
-             "thread is far cheaper than one whose next owner must be woken" if CLAIM3 in numbers
+    wake = ""
+    nat = shown.measured.get("native") if isinstance(shown.measured, dict) else None
+    if nat is not None:
+        from contention_book.harness import machine_card
+
+        from ..shared.capacity import card_of
+
+        card, _ = card_of(nat)
+        w = machine_card.cost(card, "futex_wake") if card else None
+        wake = f", and waking an owner asleep on the other CPU {w.median / 1e3:.0f} µs" if w is not None else ""
+    found = (f"a context switch cost {cost}{wake}, so handing a lock to a running thread is far cheaper than "
+             "waking its next owner" if CLAIM3 in numbers
              else "nothing this recording can judge")
     return Markdown(
         f"**The article:** on a two-socket, {shown.published.recording.host.get('logical_cpus')}-CPU server, taking "
@@ -45,6 +55,6 @@ def in_short(shown, n: dict[str, Any]) -> str:
         f"{n['pub_base_rate']:,.0f} to {n['pub_aff_rate']:,.0f} a second ({n['pub_aff_x']:.1f}×): the hot spinlock "
         "(LOGCACHE_ACCESS) then changed hands between running threads. "
         f"**Found here,** on {where}: {found}; the affinity claims need more than 2 CPUs. "
-        "**For a DBA:** measure LOGCACHE_ACCESS spins and back-offs over an interval before changing the "
-        "server-wide affinity mask; on a small machine the CPU given up can cost more than it relieves. "
+        "**For a DBA:** measure LOGCACHE_ACCESS spins and back-offs before changing the affinity mask; on a "
+        "small machine the CPU given up can cost more than it relieves. "
         f"**Verdicts:** {verdict_list(v, {c: l for c, l in labels.items() if c in set(v['claim'])}, numbers)}")
