@@ -54,6 +54,17 @@ def _site(frames: list[str], depth: int = 3) -> str:
     return f"{who} > {call}" if call and call != who else who
 
 
+def _folded(path):
+    """(frames, µs) of each line of a folded off-CPU file (lines without a stack are skipped)."""
+    from .source import open_text
+
+    with open_text(path) as f:
+        for line in f:
+            stack, _, w = line.rstrip("\n").rpartition(" ")
+            if stack:
+                yield stack.split(";"), float(w)
+
+
 def blocked_by(path, *, top: int = 10, depth: int = 3):
     """Blocked time by where the program waited and the state, largest first: a DataFrame of ``site``,
     ``state``, ``us``, ``share`` (of all blocked time in the file).  The site is the program's deepest
@@ -61,20 +72,13 @@ def blocked_by(path, *, top: int = 10, depth: int = 3):
     latch wait; ``postgres!secure_read > ...epoll_wait``: a client read)."""
     import pandas as pd
 
-    from .source import open_text
-
     rows: dict[tuple[str, str], float] = {}
     total = 0.0
-    with open_text(path) as f:
-        for line in f:
-            stack, _, w = line.rstrip("\n").rpartition(" ")
-            if not stack:
-                continue
-            frames = stack.split(";")
-            state = state_of(frames[-1]) or ""
-            site = _site(frames[1:], depth)
-            rows[(site, state)] = rows.get((site, state), 0.0) + float(w)
-            total += float(w)
+    for frames, us in _folded(path):
+        state = state_of(frames[-1]) or ""
+        site = _site(frames[1:], depth)
+        rows[(site, state)] = rows.get((site, state), 0.0) + us
+        total += us
     out = pd.DataFrame([(s, st, us) for (s, st), us in rows.items()], columns=["site", "state", "us"])
     out["share"] = out["us"] / total if total else 0.0
     return out.sort_values("us", ascending=False).head(top).reset_index(drop=True)
@@ -84,21 +88,14 @@ def blocked_under(path, function: str) -> tuple[dict[str, float], float]:
     """Blocked time (µs) of the stacks that pass through ``function`` (a frame whose name ends in
     ``!function``), by the frame that called it; and the file's whole blocked time.  For a lock's sleeps: who
     was taking the lock (``_bt_relandgetbuf`` or ``read_seq_tuple`` calling ``LWLockAcquire``)."""
-    from .source import open_text
-
     callers: dict[str, float] = {}
     total = 0.0
-    with open_text(path) as f:
-        for line in f:
-            stack, _, w = line.rstrip("\n").rpartition(" ")
-            if not stack:
-                continue
-            frames, us = stack.split(";"), float(w)
-            total += us
-            for i in range(len(frames) - 1, 0, -1):
-                if frames[i].rsplit("!", 1)[-1] == function:
-                    callers[frames[i - 1]] = callers.get(frames[i - 1], 0.0) + us
-                    break
+    for frames, us in _folded(path):
+        total += us
+        for i in range(len(frames) - 1, 0, -1):
+            if frames[i].rsplit("!", 1)[-1] == function:
+                callers[frames[i - 1]] = callers.get(frames[i - 1], 0.0) + us
+                break
     return callers, total
 
 

@@ -111,7 +111,7 @@ def machine_predictions(shown) -> list[Prediction]:
         SPEC.chapter, "each update steps over every version pinned before it (step fitted on the first half; the "
         "second half predicted)",
         "T₂ = B₂ + t_v½·(n(n−1) − m(m−1))/2", "the pinned loop's second half (this machine)", "s", "value",
-        got, f"{got:.3g} s (p10–p90 {lo:.3g}–{hi:.3g}, {m.id})",
+        got, f"{got:.3g} s (p10–p90 {lo:.3g}–{hi:.3g}, this recording)",
         lambda v: v["B₂"] + v["t_v½"] * 1e-9 * (v["n"] * (v["n"] - 1) - v["m"] * (v["m"] - 1)) / 2,
         (updates, first, b2, t_v), published_low=lo, published_high=hi, domain=(0.0, np.inf, "a negative time"),
         lacks="a step that changes as the chain grows (cache misses once it outgrows a cache) and pruning by "

@@ -41,7 +41,7 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list:
     return [predict(
         SPEC.chapter, "two sessions share only the last page: one line transfer per insert",
         "X₂ = 2 / (t₁ + t_xfer)", "the sequential key's insert rate with 2 sessions (this machine)", "rows/s",
-        "value", got, f"{got:,.0f} rows/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {m.id})",
+        "value", got, f"{got:,.0f} rows/s (p10–p90 {lo:,.0f}–{hi:,.0f}, this recording)",
         lambda v: 2e9 / (v["t₁"] + v["t_xfer"]), (t1, t_xfer), published_low=lo, published_high=hi,
         domain=(0.0, 2e9 / t1.value.median, "above twice the 1-session rate"),
         lacks="the client's own CPU (the driver shares the two CPUs with the servers' backends), the WAL insert "

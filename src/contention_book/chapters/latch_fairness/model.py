@@ -66,7 +66,7 @@ def machine_predictions(shown, costs: dict | None = None) -> list[Prediction]:
     return [predict(
         SPEC.chapter, "each hand-off to a sleeping thread puts one wake-up on the lock's path",
         "X₂ = 1 / (t_hold + h · t_wake)", "the fair lock's rate with 2 threads (this machine)", "records/s", "value",
-        got, f"{got:,.0f} records/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {m.id})",
+        got, f"{got:,.0f} records/s (p10–p90 {lo:,.0f}–{hi:,.0f}, this recording)",
         lambda v: 1e9 / (v["t_hold"] + v["h"] * v["t_wake"]), (hold, h, costs["t_wake"]), published_low=lo,
         published_high=hi, domain=(0.0, 1e9 / hold.value.median, "above the lock's own capacity 1/t_hold"),
         invalid=invalid,

@@ -47,7 +47,7 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
     return [range_prediction(
         SPEC.chapter, "one spinlock serialises the appends; at most one line transfer per append",
         "1/(t₁ + t_xfer) ≤ X₂ ≤ 1/t₁", "the toy's rate with 2 workers (this machine)", "appends/s", got,
-        f"{got:,.0f} appends/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {m.id})", 1e9 / (a + x), 1e9 / a, (t1, t_xfer),
+        f"{got:,.0f} appends/s (p10–p90 {lo:,.0f}–{hi:,.0f}, this recording)", 1e9 / (a + x), 1e9 / a, (t1, t_xfer),
         lacks="the log writer's flushes and a preempted lock holder (the writer shares a worker's CPU), which can "
               "take the rate below the floor", value_low=lo, value_high=hi)]
 

@@ -208,12 +208,15 @@ def machine_words(chapter_views) -> str:
     lines = []
     for v in chapter_views:
         card, rid = card_of(v)
+        engine = getattr(v, "engine", "")
+        rid = {"native": "The C model's recording", "postgres": "The PostgreSQL recording",
+               "sqlserver": "The SQL Server recording"}.get(engine, f"The recording {rid}")  # words, not ids
         if card is None:
             lines.append(f"{rid}: *{NO_CARD}*, so no prediction for this machine takes a cost from one.")
             continue
         broken = [r for r in machine_card.rules(card) if r.broken]
         moved = machine_card.placement_moved(card)
-        said = f"{rid}: the machine card (on the Data page) " + (
+        said = f"{rid}: its machine card (on the Data page) " + (
             "obeys the rules of physics" if not broken else
             "breaks " + "; ".join(f"*{r.name}*: {r.says}" for r in broken))
         if moved:
