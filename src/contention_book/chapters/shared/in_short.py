@@ -47,7 +47,7 @@ def verdict_list(rows: pd.DataFrame, labels: Mapping[str, str], numbers: Mapping
             continue
         judged.append(f"{label}{', ' + n if n else ''}: *{word}*")
     parts = ["; ".join(judged)] if judged else []
-    parts += [f"*{word}*: {', '.join(names)}" for word, names in untested.items()]
+    parts += [f"*{word[:1].upper() + word[1:]}*: {', '.join(names)}" for word, names in untested.items()]
     return ". ".join(parts) + "." if parts else ""
 
 
