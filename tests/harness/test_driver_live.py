@@ -217,10 +217,17 @@ def test_the_process_driver_counts_terminated_sessions_once_and_reconnects(pg, p
     from conftest import TEST_ENV_VAR
 
     def terminate():
-        time.sleep(1.2)  # the children start (spawn) and warm up first
+        # both children started (spawned processes start slowly on a loaded machine) and past their warm-up
+        where = "query LIKE 'SELECT pg_sleep(0.002)%' AND pid <> pg_backend_pid()"
         with pg_target.connect("postgres") as conn:
-            conn.cursor().execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE "
-                                  "'SELECT pg_sleep(0.002)%' AND pid <> pg_backend_pid()").fetchall()
+            cur = conn.cursor()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if int(cur.execute(f"SELECT count(*) FROM pg_stat_activity WHERE {where}").fetchone()[0]) >= 2:
+                    break
+                time.sleep(0.05)
+            time.sleep(0.3)
+            cur.execute(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE {where}").fetchall()
 
     killer = threading.Thread(target=terminate)
     killer.start()

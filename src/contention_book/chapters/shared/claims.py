@@ -172,9 +172,8 @@ def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> s
     if weaker:
         low, high = sorted((NO_EFFECT, threshold))
         beyond = "less" if side == "above" else "more"
-        return (f"The claim holds when the interval over repetitions of {what} lies {side} {threshold:g}. "
-                f"It is weaker when the interval lies between {low:g} and {high:g}, differs when it reaches "
-                f"{NO_EFFECT:g} or {beyond}, and is inconclusive when it straddles {threshold:g}.")
+        return (f"Holds when the interval of {what} over repetitions lies {side} {threshold:g}; weaker between "
+                f"{low:g} and {high:g}; differs when it reaches {NO_EFFECT:g} or {beyond}; else inconclusive.")
     return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, "
             f"differs when it lies {other} {threshold:g}, and is inconclusive when it straddles {threshold:g}.")
 
