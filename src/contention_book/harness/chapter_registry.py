@@ -1,7 +1,7 @@
 """The chapters the harness can run and render, found through the package's entry points.
 
 The floors only look down (perftools <- harness <- chapters): the runner and the book builder need a chapter's
-``spec`` and ``live`` modules by name, so they learn where each chapter lives from the entry-point group
+``spec`` and ``run_<engine>`` modules by name, so they learn where each chapter lives from the entry-point group
 ``contention_book.chapters`` that ``pyproject.toml`` declares, never by importing the chapters package.
 """
 from __future__ import annotations

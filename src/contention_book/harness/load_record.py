@@ -139,8 +139,7 @@ def load_summary(view) -> pd.DataFrame | str:
         out = out.drop(columns="sampler CPU ms/s")
     out.attrs["said_once"] = "Every point: " + "; ".join(said) + "." if said else ""
     # the driver counts calls: one row, or a server-side loop's worth of rows or messages
-    out = out.rename(columns={"throughput": "calls_per_s"}).round(3)
-    return out
+    return out.rename(columns={"throughput": "calls_per_s"}).round(3)
 
 
 def wait_sampler_text(g) -> str:

@@ -10,7 +10,8 @@ updates done while a snapshot pins them (less the same slope with nothing
 held), fitted on the first half of the loop only.  The model predicts the
 time of the second half alone, which the fit never saw: with nothing held
 the second half takes B₂ (measured on the unheld run), and each update k
-adds k·t_v, so T₂ = B₂ + t_v·(n(n−1) − m(m−1))/2, m the first half's updates.  For the article, t₀ is its locking READ COMMITTED
+adds k·t_v, so T₂ = B₂ + t_v·(n(n−1) − m(m−1))/2, m the first half's
+updates.  For the article, t₀ is its locking READ COMMITTED
 run (about 2 s for the loop): its RCSI run already pays for versions, so
 taking t₀ from it would count them twice.  The article's "over 4 min" is a
 lower bound, compared as one.

@@ -316,9 +316,8 @@ def show_verdicts(chapter, shown) -> None:
 
     from contention_book.harness.book_pages import DETAILS_OUTPUT, claims_anchor, save_verdicts
 
-    from contention_book.harness.verdict_table import RULES_SPLIT, verdict_table_html
-
     from contention_book.harness.provenance import recording_link
+    from contention_book.harness.verdict_table import RULES_SPLIT, verdict_table_html
 
     rows = chapter.verdicts(shown)
     save_verdicts(chapter.SPEC.chapter, rows)
