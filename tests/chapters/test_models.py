@@ -300,7 +300,7 @@ def test_the_page_says_when_a_recording_has_no_card(tmp_path):
     from contention_book.chapters.shared.capacity_page import machine_words, measured_views
     shown = recordings.load_shown(str(_without_card(tmp_path, "latch-fairness", "measured-native-reference")))
     words = machine_words(measured_views(shown))
-    assert "measured-native-reference: *no machine card in this recording*" in words
+    assert "The C model's recording: *no machine card in this recording*" in words
 
 
 def test_the_page_names_a_broken_rule_of_the_card(tmp_path):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
+import signal
 import shutil
 import socket
 import subprocess
@@ -159,6 +161,23 @@ class EmbeddedPostgres:
             self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w")
         self.owner_file.unlink(missing_ok=True)
 
+    def stop_stale(self) -> bool:
+        """Stop what a killed run left of this cluster.  True: a whole cluster, stopped.  False: the run was killed
+        while initdb made it (pg_ctl then finds only initdb's single-user bootstrap server, which it cannot stop):
+        that initdb and its server are ended here, and the half-made folder must go."""
+        r = self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w", check=False)
+        if r.returncode == 0:
+            self.owner_file.unlink(missing_ok=True)
+            return True
+        m = re.search(r"single-user server is running \(PID: (\d+)\)", f"{r.stdout}{r.stderr}")
+        if not m:
+            raise EmbeddedPostgresError(f"pg_ctl stop failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()}")
+        # initdb first (killed, it cleans nothing up behind us), then its bootstrap server
+        for pid in [*_processes_naming("initdb", str(self.data)), int(m.group(1))]:
+            _end_process(pid)
+        self.owner_file.unlink(missing_ok=True)
+        return False
+
     # -- which run started it ----------------------------------------------------
     @property
     def owner_file(self) -> Path:
@@ -253,7 +272,10 @@ def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print, max_connect
     if stale is not None:
         log(f"[harness] stopping the embedded PostgreSQL that run pid {stale} started and left running "
             "(that run was killed)")
-        pg.stop()
+        if not pg.stop_stale():
+            log("[harness] that run was killed while it made the cluster: the half-made cluster is removed")
+            shutil.rmtree(pg.data, ignore_errors=True)
+            created = True
         was_running = False
     owned = False
     try:  # the run owns the cluster from the moment it asks for it: a signal in initdb or pg_ctl start included
@@ -282,3 +304,35 @@ def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print, max_connect
         if stop_after and owned:
             pg.stop()
             log("[harness] embedded PostgreSQL stopped")
+
+
+def _processes_naming(program: str, argument: str) -> list[int]:
+    """Pids of running ``program`` processes whose command line holds ``argument`` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and Path(args[0].decode(errors="replace")).name == program and \
+                any(argument in a.decode(errors="replace") for a in args[1:]):
+            found.append(int(entry.name))
+    return found
+
+
+def _end_process(pid: int, grace_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace_s``; a process already gone is fine."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
