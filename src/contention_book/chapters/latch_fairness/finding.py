@@ -60,12 +60,9 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
     carried = (f"an unfair latch passed {rate} as many records a second as a fair one, in {where}"
                if rate else f"Tested on {where}")
     if rate and measured.is_native:  # the toy does nothing but take the latch: its ratio is the lock's alone
-        from contention_book.harness import machine_card
+        from ..shared.capacity import card_cost
 
-        from ..shared.capacity import card_of
-
-        card, _ = card_of(measured)
-        wake = machine_card.cost(card, "futex_wake") if card else None
+        wake = card_cost(measured, "futex_wake")
         met = _at(native_summary(measured), "fair", n["m_in_threads"], "waits_per_record")
         if met == met and 0 < met < 0.01:  # the threads seldom met: few hand-offs, so little convoy to remove
             carried += (f"; the two threads seldom met (the fair lock queued once per {1 / met:,.0f} records), so a "

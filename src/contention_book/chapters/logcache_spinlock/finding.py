@@ -39,12 +39,9 @@ def in_short(shown, n: dict[str, Any]) -> str:
     wake = ""
     nat = shown.measured.get("native") if isinstance(shown.measured, dict) else None
     if nat is not None:
-        from contention_book.harness import machine_card
+        from ..shared.capacity import card_cost
 
-        from ..shared.capacity import card_of
-
-        card, _ = card_of(nat)
-        w = machine_card.cost(card, "futex_wake") if card else None
+        w = card_cost(nat, "futex_wake")
         wake = f", and waking an owner asleep on the other CPU {w.median / 1e3:.0f} µs" if w is not None else ""
     found = (f"a context switch cost {cost}{wake}, so handing a lock to a running thread is far cheaper than "
              "waking its next owner" if CLAIM3 in numbers

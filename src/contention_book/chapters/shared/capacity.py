@@ -457,6 +457,15 @@ def card_of(view) -> tuple[dict | None, str]:
     return machine_card.load(r), rid
 
 
+def card_cost(view, quantity: str):
+    """One cost of a view's own machine card (``machine_card.cost``: median, low, high, phases), or None when the
+    recording has no card or the card lacks it: what a chapter's prose quotes beside its models."""
+    from contention_book.harness import machine_card
+
+    card, _ = card_of(view)
+    return machine_card.cost(card, quantity) if card is not None else None
+
+
 def card_input(card: dict | None, rid: str, quantity: str, symbol: str, name: str | None = None) -> Input | None:
     """One cost of a recording's own card as an :class:`Input` (the medians of its start and end, the hull of
     their p10-p90), or None when the card lacks it or a broken rule of physics bars it."""
