@@ -66,6 +66,32 @@ def test_usl_fit_recovers_sigma_and_kappa(sigma, kappa):
         assert fit.n_star.high == np.inf or fit.n_star.median > 30
 
 
+def test_the_paired_bootstrap_draws_what_scipys_draws():
+    """fit_usl resamples without importing scipy.stats; its distribution is scipy.stats.bootstrap's, value for
+    value (the same seed, the same indices), including resamples that fit nothing."""
+    import warnings
+
+    from scipy import stats
+
+    from contention_book.chapters.shared.capacity import SEED, _paired_bootstrap
+
+    rng = np.random.default_rng(7)
+    nn = np.repeat([1.0, 2, 4, 8], 3)
+    xx = nn * 100 * rng.lognormal(0, 0.1, len(nn))
+
+    def stat(ns, xs):
+        if len(np.unique(ns)) < 3:
+            return np.array([np.nan, np.nan])
+        return np.array([np.mean(xs / ns), np.std(xs)])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        theirs = stats.bootstrap((nn, xx), stat, paired=True, vectorized=False, n_resamples=200,
+                                 method="percentile", random_state=SEED).bootstrap_distribution.T
+    ours = _paired_bootstrap(nn, xx, stat, 200)
+    np.testing.assert_array_equal(ours, theirs)
+
+
 def test_usl_refuses_a_short_curve():
     assert fit_usl(pd.DataFrame({"n": [1, 2, 4], "x": [1, 2, 3]}), "n", "x", "s") is None
 

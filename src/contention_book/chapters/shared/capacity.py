@@ -360,13 +360,19 @@ def _fit_once(n: np.ndarray, x: np.ndarray, p0: tuple | None = None) -> tuple[fl
 MIN_POINTS = 4
 
 
+def _paired_bootstrap(nn: np.ndarray, xx: np.ndarray, stat, resamples: int) -> np.ndarray:
+    """``stat`` over ``resamples`` resamples of the (N, X) pairs, one row each: the distribution
+    ``scipy.stats.bootstrap(..., paired=True, random_state=SEED).bootstrap_distribution.T`` holds (the same
+    indices, drawn the same way), without importing scipy.stats, a second of every chapter kernel's CPU."""
+    picks = np.random.RandomState(SEED).randint(0, len(nn), (resamples, len(nn)), dtype=np.int64)
+    return np.array([stat(nn[i], xx[i]) for i in picks], dtype=float).reshape(resamples, -1)
+
+
 def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 300, cpus: int | None = None
             ) -> tuple[UslFit, np.ndarray] | None:
-    """σ, κ and λ fitted to a throughput curve (``scipy.optimize.curve_fit``), with percentile intervals from
-    ``scipy.stats.bootstrap`` over the (N, X) points.  Only levels within ``cpus`` count (beyond, σ would also hold
+    """σ, κ and λ fitted to a throughput curve (``scipy.optimize.curve_fit``), with percentile intervals from a
+    paired bootstrap over the (N, X) points (:func:`_paired_bootstrap`).  Only levels within ``cpus`` count (beyond, σ would also hold
     the time threads wait for a CPU); None when fewer than :data:`MIN_POINTS` levels, one of them 1, remain."""
-    from scipy import stats
-
     part = frame[[n, x]].apply(pd.to_numeric, errors="coerce").dropna()
     part = part[part[x] > 0]
     if cpus:
@@ -384,14 +390,8 @@ def fit_usl(frame: pd.DataFrame, n: str, x: str, source: str, resamples: int = 3
             return np.array([np.nan, np.nan])
         return np.array(_fit_once(ns, xs, (max(s0, 1e-6), max(k0, 1e-9), np.log(lam)))[:2])
 
-    import warnings
-
-    with warnings.catch_warnings():  # resamples that fit nothing are NaN and dropped below; SciPy warns of them
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        boot = stats.bootstrap((nn, xx), stat, paired=True, vectorized=False, n_resamples=resamples,
-                               method="percentile", random_state=SEED)
-    d = boot.bootstrap_distribution.T
-    d = d[np.isfinite(d).all(axis=1)]
+    d = _paired_bootstrap(nn, xx, stat, resamples)
+    d = d[np.isfinite(d).all(axis=1)]  # resamples that fit nothing
 
     def interval(values: np.ndarray, mid: float) -> Spread:
         lo, hi = np.percentile(values, [2.5, 97.5])
