@@ -456,9 +456,20 @@ QUOTED: dict[str, tuple[Any, str, str]] = {
 }
 
 
+_per_repetition_seen: dict[tuple, tuple[LpiRecording, list[dict[str, Any]]]] = {}
+
+
 def per_repetition(g: LpiRecording) -> list[dict[str, Any]]:
-    """:func:`measured_numbers` of each repetition on its own (ratios formed inside one repetition)."""
-    return [measured_numbers(v) for v in g.repetition_views().values()]
+    """:func:`measured_numbers` of each repetition on its own (ratios formed inside one repetition).
+
+    A page asks for them three times (its numbers, its verdicts, its quoted spreads): they are computed once per
+    view and set of tables (a table replaced is another set; the view is held, so its id is not reused)."""
+    key = (id(g), tuple((name, id(frame)) for name, frame in g.tables.items()))
+    if key not in _per_repetition_seen:
+        if len(_per_repetition_seen) > 8:
+            _per_repetition_seen.clear()
+        _per_repetition_seen[key] = (g, [measured_numbers(v) for v in g.repetition_views().values()])
+    return [dict(x) for x in _per_repetition_seen[key][1]]
 
 
 def quoted(g: LpiRecording, per: list[dict[str, Any]] | None = None) -> dict[str, Spread]:
