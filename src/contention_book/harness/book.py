@@ -274,11 +274,12 @@ def placeholder(chapter: str, source: Path, out: Path, message: str) -> None:
     nbformat.write(page, out)
 
 
-def kernel_manager_class(log=None):
+def kernel_manager_class(log=None, fork_from: str | None = None):
     """The notebook kernels' manager.  On POSIX the kernel talks over Unix sockets (IPC) in a folder of its own
     that only this user can enter, rather than TCP on localhost, which every kernel warned about on the build's
     output.  ``log``, an open file, takes the kernel process's own output (its log, not the cells' outputs, which
-    go to the notebook): the build prints it only for a chapter that failed."""
+    go to the notebook): the build prints it only for a chapter that failed.  ``fork_from``: the socket of a
+    :mod:`.kernel_fork` server, whose forks replace a kernel started from nothing."""
     import shutil
 
     from jupyter_client.manager import AsyncKernelManager
@@ -301,6 +302,10 @@ def kernel_manager_class(log=None):
             return kc
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if fork_from is not None and "ipykernel_launcher" in kernel_cmd:  # forked from the build's server
+                at = kernel_cmd.index("ipykernel_launcher")
+                kernel_cmd = [*kernel_cmd[:at], "contention_book.harness.kernel_fork", "launch", fork_from,
+                              *kernel_cmd[at + 1:]]
             if log is not None:
                 kw.setdefault("stdout", log)
                 kw.setdefault("stderr", log)
@@ -316,17 +321,49 @@ def kernel_manager_class(log=None):
 
 # imported by every chapter's setup cell: a kernel started ahead of its chapter has them loaded when the chapter
 # starts (an expression, so that it binds no name in the notebook's namespace)
-WARM_IMPORTS = "__import__(\"contention_book.chapters.shared.notebook\") and None"
+WARM_MODULE = "contention_book.chapters.shared.notebook"
+WARM_IMPORTS = f"__import__({WARM_MODULE!r}) and None"
+FORKS_ENV = "CONTENTION_BOOK_KERNEL_FORKS"  # 0: every chapter's kernel started from nothing (no fork server)
 
 
-def start_kernel():
+class KernelForkServer:
+    """The build's :mod:`.kernel_fork` server, holding :data:`WARM_MODULE`: each chapter's kernel is a fork of it
+    (a fresh process, without a second of imports).  Its standard input is the build's: it ends with the build."""
+
+    def __init__(self):
+        import subprocess
+
+        self._folder = tempfile.mkdtemp(prefix="contention-book-forks-")  # mode 0700: only this user connects
+        self.socket = os.path.join(self._folder, "s")
+        self.log = tempfile.TemporaryFile()
+        self._process = subprocess.Popen([sys.executable, "-m", "contention_book.harness.kernel_fork", "serve",
+                                          self.socket, WARM_MODULE], stdin=subprocess.PIPE, stdout=self.log,
+                                         stderr=self.log, cwd=str(repo_root()))
+
+    def close(self) -> None:
+        import shutil
+        import subprocess
+
+        try:
+            self._process.stdin.close()
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        finally:
+            self.log.close()
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def start_kernel(forks: KernelForkServer | None = None):
     """A kernel for a chapter not yet running, started now so that its start and the imports every chapter needs
-    (:data:`WARM_IMPORTS`, run at its start-up, hidden from the notebook's names) overlap the chapter before it.
-    A fresh process per chapter still: nothing one chapter leaves behind reaches the next."""
+    (:data:`WARM_IMPORTS`, run at its start-up, hidden from the notebook's names) overlap the chapter before it;
+    with ``forks``, a fork of that server, which has them already.  A fresh process per chapter still: nothing
+    one chapter leaves behind reaches the next."""
     from jupyter_core.utils import run_sync
 
     log = tempfile.TemporaryFile()
-    km = kernel_manager_class(log)(kernel_name="python3")
+    km = kernel_manager_class(log, forks.socket if forks else None)(kernel_name="python3")
     km.book_log = log
     run_sync(km.start_kernel)(cwd=str(repo_root()), extra_arguments=[f"--IPKernelApp.exec_lines={[WARM_IMPORTS]!r}"])
     return km
@@ -612,6 +649,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"[book] {chapter}: unchanged, not re-executed", flush=True)
 
+        forks = KernelForkServer() if os.name == "posix" and not todo.empty() and os.environ.get(FORKS_ENV) != "0" \
+            else None
+
         def lane() -> None:
             """Chapters one after another, each in a kernel started while the one before it ran."""
             spare = None
@@ -621,10 +661,10 @@ def main(argv: list[str] | None = None) -> int:
                         chapter = todo.get_nowait()
                     except queue.Empty:
                         return
-                    kernel, spare = spare or start_kernel(), None
+                    kernel, spare = spare or start_kernel(forks), None
                     try:
                         if not todo.empty():
-                            spare = start_kernel()
+                            spare = start_kernel(forks)
                         execute_if_changed(chapter, force=True, kernel=kernel)
                     except ChapterFailed as exc:  # one failed chapter does not stop the others
                         print(exc, flush=True)
@@ -635,9 +675,13 @@ def main(argv: list[str] | None = None) -> int:
                 if spare is not None:
                     stop_kernel(spare)
 
-        with ThreadPoolExecutor(max_workers=PARALLEL_CHAPTERS) as pool:
-            for done in [pool.submit(lane) for _ in range(PARALLEL_CHAPTERS)]:
-                done.result()
+        try:
+            with ThreadPoolExecutor(max_workers=PARALLEL_CHAPTERS) as pool:
+                for done in [pool.submit(lane) for _ in range(PARALLEL_CHAPTERS)]:
+                    done.result()
+        finally:
+            if forks is not None:
+                forks.close()
     else:
         params: dict[str, Any] = {}
         if args.recording:
