@@ -117,3 +117,49 @@ def test_the_driver_runs_the_statement_and_keeps_each_sessions_counts_apart():
     assert calls.pushed == [4 * 9, 4 * 9] and calls.full == [4, 4]
     assert calls.taken == [6, 6, 6] and calls.empty == [6, 6, 6]
     assert len({name for _, name in seen}) == 5
+
+
+def test_a_paced_producer_passes_its_schedule_and_starts_it_again_with_the_window(monkeypatch):
+    """Message k is due at start + k / rate: the lead passed to the loop is that due time less now, whatever the
+    calls took; the schedule starts at the first warm-up call and again at the window's first (the wait at the
+    start line is not owed as a burst); consumers are not paced."""
+    clock = [100.0]
+    monkeypatch.setattr(rp.time, "perf_counter", lambda: clock[0])
+    calls = QueueCalls("naive", 1, 1, per_call=100, queue_size=10, push_rate=1000.0)
+    st = calls.statement()
+    assert st.text(0) == rp.PACED_PUSH_LOOP["queue"] and st.text(1) == rp.POP_LOOP["queue"]
+    first = st.values(0, -1)
+    assert first[:3] == (rp.MESSAGE, 100, rp.CALL_BUDGET_S) and first[3:] == (0.001, 0.0)
+    calls.on_result(0, -1, (40,))  # 40 pushed: the next is due 40 ms after the start
+    clock[0] = 100.030
+    assert st.values(0, -1)[4] == pytest.approx(0.010)
+    clock[0] = 100.100  # late: a negative lead, sent at once
+    assert st.values(0, -1)[4] == pytest.approx(-0.060)
+    clock[0] = 105.0  # the window: a new schedule, nothing owed from the warm-up or the start line
+    assert st.values(0, 0)[4] == 0.0
+    calls.on_result(0, 0, (20,))
+    assert st.values(0, 1)[4] == pytest.approx(0.020)
+    assert calls.pushed == [20]
+    assert st.values(1, 0) == (100, False, rp.SERVER_BACKOFF_S, rp.CALL_BUDGET_S)  # the consumer: as before
+    ring = QueueCalls("ring", 1, 1, per_call=1, queue_size=10, push_rate=500.0)
+    assert ring.statement().text(0) == rp.PACED_PUSH_LOOP["ring"] and ring.statement().values(0, 0)[5] == 0.002
+
+
+def test_pacing_is_refused_where_no_loop_could_keep_the_schedule():
+    with pytest.raises(ValueError, match="pushes_per_call above 1"):
+        QueueCalls("naive", 1, 1, per_call=1, queue_size=10, push_rate=1000.0)
+    with pytest.raises(ValueError, match="at least 100"):
+        QueueCalls("ring", 1, 1, per_call=10, queue_size=10, push_rate=50.0)
+
+
+def test_the_paced_rate_is_half_the_slowest_compared_design_rounded_down():
+    rows = [{"variant": v, "sessions": n, "dequeue_per_s": r} for v, n, r in (
+        ("ring", 1, 9000.0), ("ring", 1, 9400.0), ("naive", 1, 3456.0), ("naive", 1, 3500.0),
+        ("skip_locked", 1, 4000.0), ("ring_durable", 1, 300.0), ("naive", 2, 100.0))]
+    # the slowest compared design at one session is naive (median 3,478): half, to two figures, rounded down
+    assert rp.paced_rate(rows, 0.5, 1000) == 1700.0
+    assert rp.paced_rate(rows, 0.0, 1000) == 0.0  # not asked for
+    assert rp.paced_rate(rows, 0.5, 1) == 0.0  # one statement per message: no loop to pace
+    assert rp.paced_rate([r for r in rows if r["variant"] in ("ring", "ring_durable")], 0.5, 1000) == 0.0
+    assert rp.paced_rate([{"variant": "ring", "sessions": 1, "dequeue_per_s": 150.0},
+                          {"variant": "naive", "sessions": 1, "dequeue_per_s": 150.0}], 0.5, 1000) == 0.0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from contention_book.chapters.lmax_queue import claims, recordings, spec
+from contention_book.chapters.lmax_queue import claims, recordings, spec, tables
 from contention_book.harness.chapter_registry import runners
 from contention_book.harness import book
 from contention_book.harness.params import parse
@@ -78,3 +78,27 @@ def test_a_smallest_native_run_of_one_queue_renders(tmp_path):
     rows = claims.verdicts(recordings.load_shown(str(path)))
     row = rows[rows["claim"] == claims.C["ring_1p"]]
     assert row["verdict"].iloc[0].startswith("not testable with this recording"), row["verdict"].iloc[0]
+
+
+@pytest.mark.live
+def test_a_paced_run_keeps_its_schedule_and_renders(pg, tmp_path):
+    """After the sweep, the ring and the queue table again at one rate: half the slower one's delivery, each
+    producer never ahead of its schedule, every paced point balanced, and the page's table and sentence."""
+    from conftest import TEST_ENV_VAR
+
+    lines = []
+    params = {"sessions": "1", "duration_s": "1", "repetitions": "1", "variants": "ring,naive",
+              "pushes_per_call": "100", "paced_share": "0.5", "database": "contention_test"}
+    path = run_chapter(spec.SPEC, RUNNERS, params, engine="postgres", target=TEST_ENV_VAR,
+                       record_to=str(tmp_path / "rec"), log=RunLog(lines.append))
+    g = recordings.load(str(path))
+    paced = g.by_repetition("paced")
+    assert sorted(paced["variant"]) == ["naive", "ring"]
+    rate = float(paced["push_rate"].iloc[0])
+    flat_out = g.runs[g.runs["sessions"] == 1].groupby("variant")["dequeue_per_s"].median()
+    assert rate <= 0.5 * flat_out.min()
+    assert (paced["pushed"] / paced["elapsed_s"] <= 1.05 * rate + 1).all()  # never ahead of the schedule
+    assert (paced["pushed"] == paced["dequeued"] + paced["backlog"] - paced["backlog_start"] + paced["lost"]).all()
+    assert any("on a schedule" in line for line in lines)
+    _render(path, tmp_path)
+    assert "at a fixed push rate" not in tables.paced_sentence(g)

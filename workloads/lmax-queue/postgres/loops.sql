@@ -15,12 +15,25 @@
 -- soon after the driver's window ends, whatever the design's speed.  p_budget 0: a call
 -- returns at its first miss (and after its first message).
 
--- The signatures before the back-off moved into the server: dropped, so a database that
--- holds them has one procedure per name and every CALL below resolves to this file's.
+-- Pacing (the pushes only): with p_interval above 0 a producer pushes on a schedule, one
+-- message every p_interval seconds, the call's first message due p_lead seconds after the
+-- call starts (negative: overdue).  The client keeps the schedule across calls (it knows
+-- how many messages it has pushed since the schedule began), so a run is open loop: the
+-- producer does not wait for its consumers, it only never runs ahead of its schedule.  An
+-- overdue message goes at once; one due at least 1 ms ahead waits with pg_sleep (which
+-- waits whole milliseconds), so messages leave in small bursts at most 1 ms apart.
+-- p_interval 0 (the default): as fast as the design allows.
+
+-- The signatures before the back-off moved into the server, and before the pacing: dropped,
+-- so a database that holds them has one procedure per name and every CALL below resolves to
+-- this file's.
 DROP PROCEDURE IF EXISTS lmax_push_ring_loop(text, bigint, integer, integer, boolean);
 DROP PROCEDURE IF EXISTS lmax_pop_loop(integer, boolean, text, boolean);
 DROP PROCEDURE IF EXISTS lmax_pop_ring_loop(integer, bigint, text, boolean, integer);
 DROP PROCEDURE IF EXISTS lmax_push_queue_loop(text, integer);
+DROP PROCEDURE IF EXISTS lmax_push_ring_loop(text, bigint, integer, double precision, double precision,
+                                             integer, integer);
+DROP PROCEDURE IF EXISTS lmax_push_queue_loop(text, integer, double precision, integer);
 
 
 -- Push up to p_pushes messages into the ring, each its own transaction: lock the producers'
@@ -33,16 +46,27 @@ DROP PROCEDURE IF EXISTS lmax_push_queue_loop(text, integer);
 CREATE OR REPLACE PROCEDURE lmax_push_ring_loop(p_message text, p_size bigint, p_pushes integer,
                                                 p_backoff double precision, p_budget double precision,
                                                 INOUT pushed integer DEFAULT NULL,
-                                                INOUT full_polls integer DEFAULT NULL)
+                                                INOUT full_polls integer DEFAULT NULL,
+                                                p_interval double precision DEFAULT 0,
+                                                p_lead double precision DEFAULT 0)
 LANGUAGE plpgsql AS $$
 DECLARE
     w bigint;
     r bigint;
+    ahead double precision;
+    first_due timestamptz := clock_timestamp() + make_interval(secs => p_lead);
     deadline timestamptz := clock_timestamp() + make_interval(secs => p_budget);
 BEGIN
     pushed := 0;
     full_polls := 0;
     WHILE pushed < p_pushes LOOP
+        IF p_interval > 0 THEN
+            ahead := extract(epoch FROM first_due - clock_timestamp()) + pushed * p_interval;
+            IF ahead >= 0.001 THEN
+                EXIT WHEN pushed > 0 AND clock_timestamp() + make_interval(secs => ahead) >= deadline;
+                PERFORM pg_sleep(ahead);
+            END IF;
+        END IF;
         SELECT next INTO w FROM lmax_ring_write WHERE id = 1 FOR UPDATE;
         SELECT next INTO r FROM lmax_ring_read WHERE id = 1;
         IF w >= r + p_size THEN
@@ -67,13 +91,24 @@ $$;
 -- Push up to p_pushes messages onto the insert/delete queue, each its own transaction (the
 -- queue is never full: no back-off).  pushed: the messages committed.
 CREATE OR REPLACE PROCEDURE lmax_push_queue_loop(p_message text, p_pushes integer, p_budget double precision,
-                                                 INOUT pushed integer DEFAULT NULL)
+                                                 INOUT pushed integer DEFAULT NULL,
+                                                 p_interval double precision DEFAULT 0,
+                                                 p_lead double precision DEFAULT 0)
 LANGUAGE plpgsql AS $$
 DECLARE
+    ahead double precision;
+    first_due timestamptz := clock_timestamp() + make_interval(secs => p_lead);
     deadline timestamptz := clock_timestamp() + make_interval(secs => p_budget);
 BEGIN
     pushed := 0;
     WHILE pushed < p_pushes LOOP
+        IF p_interval > 0 THEN
+            ahead := extract(epoch FROM first_due - clock_timestamp()) + pushed * p_interval;
+            IF ahead >= 0.001 THEN
+                EXIT WHEN pushed > 0 AND clock_timestamp() + make_interval(secs => ahead) >= deadline;
+                PERFORM pg_sleep(ahead);
+            END IF;
+        END IF;
         INSERT INTO lmax_queue (pushed_at, message) VALUES (clock_timestamp(), p_message);
         COMMIT;
         pushed := pushed + 1;

@@ -33,7 +33,7 @@ from contention_book.harness.schedule import interleaved
 from contention_book.harness.targets import Target
 from contention_book.perftools.capture import POSTGRES_OFFCPU_CALL_GRAPH, finish_offcpu, start_offcpu
 
-from .spec import CHAPTER, FILES
+from .spec import CHAPTER, FILES, PACED_VARIANTS
 
 MESSAGE = "Hello World"
 SETUP = {"ring": "setup_ring", "ring_durable": "setup_ring", "ring_unlogged": "setup_ring_unlogged",
@@ -44,6 +44,11 @@ DURABLE = {"ring_durable"}
 POP = {"naive": "pop_naive", "skip_locked": "pop_skip_locked"}
 PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?, ?, ?, NULL, NULL)",
              "queue": "CALL lmax_push_queue_loop(?, ?, ?, NULL)"}
+# the same loops on a schedule (loops.sql's pacing): two more arguments, the interval and the first message's lead
+PACED_PUSH_LOOP = {"ring": "CALL lmax_push_ring_loop(?, ?, ?, ?, ?, NULL, NULL, ?, ?)",
+                   "queue": "CALL lmax_push_queue_loop(?, ?, ?, NULL, ?, ?)"}
+# the slowest schedule a paced producer keeps: above this interval a call could not end near its budget
+MIN_PUSH_RATE = 100.0
 POP_LOOP = {"ring": "CALL lmax_pop_ring_loop(?, ?, ?, ?, NULL, NULL, NULL)",
             "queue": "CALL lmax_pop_loop(?, ?, ?, ?, NULL, NULL)"}
 # The loops back off in the server: pg_sleep this long after a pop that found nothing (or a full ring), then look
@@ -92,11 +97,19 @@ class QueueCalls:
     """
 
     def __init__(self, variant: str, producers: int, consumers: int, per_call: int, queue_size: int,
-                 cap: int | None = None, message: str = MESSAGE):
+                 cap: int | None = None, message: str = MESSAGE, push_rate: float = 0.0):
         self.variant, self.producers, self.consumers = variant, int(producers), int(consumers)
         self.per_call, self.queue_size = int(per_call), int(queue_size)
         self.ring = variant.startswith("ring")
         self.single = self.per_call == 1 and not self.ring  # one statement per message: the client backs off
+        self.push_rate = float(push_rate)  # messages a second per producer on a schedule (0: as fast as it can)
+        if self.push_rate and (self.single or self.push_rate < MIN_PUSH_RATE):
+            raise ValueError(f"{variant}: a paced producer needs the server-side loops (pushes_per_call above 1, "
+                             f"or a ring) and at least {MIN_PUSH_RATE:g} messages a second; got "
+                             f"pushes_per_call={self.per_call}, push_rate={self.push_rate:g}")
+        self.schedule_start: list[float | None] = [None] * self.producers  # perf_counter of the first due push
+        self.sent = [0] * self.producers  # messages pushed since the schedule began
+        self.in_window = [False] * self.producers
         if self.ring:  # the ring's loops at every per_call: a producer must be able to see a full ring and wait
             push = (PUSH_LOOP["ring"], (message, self.queue_size, self.per_call, SERVER_BACKOFF_S, CALL_BUDGET_S))
             pop = (POP_LOOP["ring"], (self.per_call, self.queue_size, SERVER_BACKOFF_S, CALL_BUDGET_S))
@@ -106,6 +119,8 @@ class QueueCalls:
         else:  # a server-side loop per call, each message its own transaction
             push = (PUSH_LOOP["queue"], (message, self.per_call, CALL_BUDGET_S))
             pop = (POP_LOOP["queue"], (self.per_call, variant == "skip_locked", SERVER_BACKOFF_S, CALL_BUDGET_S))
+        if self.push_rate:
+            push = (PACED_PUSH_LOOP["ring" if self.ring else "queue"], push[1])
         (self.push_sql, self.push_args), (self.pop_sql, self.pop_args) = push, pop
         self.calls_cap = -(-int(cap) // self.per_call) if cap else None  # calls a producer makes (None: no cap)
         self.pushed = [0] * self.producers
@@ -123,6 +138,15 @@ class QueueCalls:
         if session < self.producers:
             if self.calls_cap is not None and op >= self.calls_cap:
                 raise SessionDone(f"producer {session} pushed its {self.calls_cap} call(s)")
+            if self.push_rate:  # the schedule: message k is due at start + k / rate, whatever came back when
+                now = time.perf_counter()
+                if self.schedule_start[session] is None or (op == 0 and not self.in_window[session]):
+                    # begun at the first warm-up call, and again at the window's first: the wait at the start
+                    # line is not owed as a burst
+                    self.schedule_start[session], self.sent[session] = now, 0
+                    self.in_window[session] = op >= 0
+                due = self.schedule_start[session] + self.sent[session] / self.push_rate
+                return (*self.push_args, 1.0 / self.push_rate, due - now)
             return self.push_args
         return self.pop_args
 
@@ -135,6 +159,7 @@ class QueueCalls:
                 n, full = 1, 0
             else:  # (pushed,): the queue is never full, but the budget may end a call early
                 n, full = int(row[0] or 0), 0
+            self.sent[session] += n
             if op >= 0:
                 self.pushed[session] += n
                 self.full[session] += full
@@ -173,7 +198,7 @@ class PostgresQueueRun:
 
     def __init__(self, target: Target, database: str, writer: RecordingWriter, queue_size: int,
                  duration_s: float, messages_per_session: int, log: Callable[[str], None], pushes_per_call: int = 1,
-                 load: dict | None = None, wait_source: str = "auto", check: Callable[[dict], None] | None = None):
+                 load: dict | None = None, wait_source: str = "auto", check: Callable[[str, dict], None] | None = None):
         self.t, self.db, self.w = target, database, writer
         self.per_call = int(pushes_per_call)
         self.queue_size = int(queue_size)
@@ -194,6 +219,18 @@ class PostgresQueueRun:
             if self.per_call > 1 or variant.startswith("ring"):
                 workloads.run_script(conn, CHAPTER, "postgres", "loops")
 
+    def _paced(self, row: dict, push_rate: float) -> dict:
+        """A paced point's row: balanced, then in results/paced.csv (its waits and load are not recorded)."""
+        row = {**row, "push_rate": push_rate}
+        if self.check is not None:
+            self.check("paced", row)
+        self.w.append_csv(FILES["paced"], pd.DataFrame([row]))
+        self.log(f"[{CHAPTER}] {row['variant']} at {push_rate:,.0f} pushes/s scheduled, repetition "
+                 f"{row['repetition'] + 1}: {row['throughput']:,.0f} pushed/s, {row['dequeue_per_s']:,.0f} popped/s, "
+                 f"backlog {row['backlog_start']:,} -> {row['backlog']:,}, age p50 {row['age_p50_ms']:.2f} ms, "
+                 f"p99 {row['age_p99_ms']:.2f} ms")
+        return row
+
     def backlog(self, ring: bool) -> int:
         """Messages published and not yet taken off, read between runs of the sessions (none is in a call)."""
         with contextlib.closing(self.connect()) as conn:
@@ -201,11 +238,14 @@ class PostgresQueueRun:
             cur.execute(_statement("backlog_ring" if ring else "backlog_queue"))
             return int(cur.fetchone()[0])
 
-    def point(self, variant: str, sessions: int, repetition: int = 0) -> dict:
+    def point(self, variant: str, sessions: int, repetition: int = 0, push_rate: float = 0.0) -> dict:
+        """One point: recorded in runs.csv with its waits, relation sizes and load; with ``push_rate`` (messages a
+        second per producer, on a schedule), in results/paced.csv only."""
         self.prepare(variant)
         consumers = sessions  # every PostgreSQL design is measured with as many consumers as producers
         ring = variant.startswith("ring")
-        calls = QueueCalls(variant, sessions, consumers, self.per_call, self.queue_size, self.cap)
+        calls = QueueCalls(variant, sessions, consumers, self.per_call, self.queue_size, self.cap,
+                           push_rate=push_rate)
         start = {}
         pids: dict[int, int] = {}  # session -> its backend: the load check and the wait table count only these
 
@@ -220,7 +260,7 @@ class PostgresQueueRun:
         offcpu = {"rec": None}
         # the consumers' off-CPU time (pg_sleep back-off, lock waits, client reads), once per variant: at the
         # most producers, first repetition (stacks/<variant>.offcpu-folded.gz); OFFCPU=0 in the environment: off
-        watch = (repetition == 0 and sessions == max(self.sessions or [sessions])
+        watch = (repetition == 0 and sessions == max(self.sessions or [sessions]) and not push_rate
                  and os.environ.get("OFFCPU", "1") != "0")
 
         def ready():  # every session warmed up and waiting at the start line: the backlog the window starts with
@@ -236,7 +276,9 @@ class PostgresQueueRun:
             result = run_sessions(self.connect, calls.statement(), sessions=sessions + consumers,
                                   duration_s=self.duration_s, warmup_operations=5, setup_session=setup,
                                   on_ready=ready, retry_on=RETRYABLE, **self.load,
-                                  progress=f"{variant} {sessions}P/{consumers}C, repetition {repetition + 1}")
+                                  progress=f"{variant} {sessions}P/{consumers}C"
+                                           + (f" at {push_rate:,.0f} pushes/s" if push_rate else "")
+                                           + f", repetition {repetition + 1}")
             done = True
         finally:  # perf never outlives a point, however it ends
             finish_offcpu(self.w, offcpu["rec"], self.log, failed=not done, variant=variant, sessions=sessions,
@@ -264,8 +306,10 @@ class PostgresQueueRun:
                "backlog_start": start.get("backlog", 0), "backlog": backlog,
                "age_p50_ms": counts["age_p50_ms"], "age_p99_ms": counts["age_p99_ms"],
                "errors": error_count, "wait_sample_hz": sampler.achieved_hz}
+        if push_rate:
+            return self._paced(row, push_rate)
         if self.check is not None:
-            self.check(row)  # a point that does not balance fails the run here, before it is recorded
+            self.check("runs", row)  # a point that does not balance fails the run here, before it is recorded
         if error_count:
             self.w.add_note(f"{variant} at {sessions} sessions: {error_count} failed call(s), e.g. "
                             f"{errors[0] if errors else 'no sample kept'}")
@@ -320,8 +364,38 @@ def run_postgres(ctx) -> None:
     writer.update(engine={"settings": settings})
     run = PostgresQueueRun(target, database, writer, queue_size, duration_s, messages_per_session, log,
                            pushes_per_call=pushes_per_call, load=driver_options(p), wait_source=p["wait_source"],
-                           check=lambda row: ctx.check_balanced("runs", row))
+                           check=ctx.check_balanced)
     run.sessions = [int(n) for n in sessions]
+    rows = []
     for repetition, variant in interleaved(variants, p["repetitions"]):
         for n in sessions:
-            run.point(variant, int(n), repetition)
+            rows.append(run.point(variant, int(n), repetition))
+    rate = paced_rate(rows, p["paced_share"], pushes_per_call)
+    if rate:
+        paced = [v for v in variants if v in PACED_VARIANTS]
+        log(f"[{CHAPTER}] the same designs on a schedule: {', '.join(paced)} at {rate:,.0f} pushes/s each "
+            f"({p['paced_share']:.0%} of the slowest one's delivery at 1 producer and 1 consumer)")
+        for repetition, variant in interleaved(paced, p["repetitions"]):
+            run.point(variant, 1, repetition, push_rate=rate)
+
+
+def paced_rate(rows: list[dict], share: float, pushes_per_call: int) -> float:
+    """The one push rate the paced points share: ``share`` of the slowest compared design's median delivery at
+    one producer and one consumer, rounded down to two significant figures; 0 when there is nothing to pace
+    (no share, one statement per message, a design or the 1-session point missing, or a rate too slow)."""
+    import math
+
+    if not share or pushes_per_call <= 1:
+        return 0.0
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return 0.0
+    one = frame[(frame["sessions"] == 1) & frame["variant"].isin(PACED_VARIANTS)]
+    if one["variant"].nunique() < 2:
+        return 0.0
+    slowest = float(one.groupby("variant")["dequeue_per_s"].median().min())
+    rate = share * slowest
+    if not math.isfinite(rate) or rate < MIN_PUSH_RATE:
+        return 0.0
+    step = 10 ** (math.floor(math.log10(rate)) - 1)
+    return float(math.floor(rate / step) * step)

@@ -44,6 +44,10 @@ LABELS = {
 PG_LABELS: dict[str, str] = {}  # the PostgreSQL ring is called "ring" too: one design, one name
 
 RUNS_COLUMNS = ("variant", "sessions", "throughput")
+PACED_COLUMNS = ("variant", "sessions", "push_rate", "pushed", "dequeued", "elapsed_s", "age_p50_ms", "age_p99_ms")
+# the designs compared at one push rate: the ring against the queue tables (their shared rate is half the slowest
+# one's closed-loop delivery at one producer and one consumer, so that every one can keep up)
+PACED_VARIANTS = ("ring", "naive", "skip_locked")
 FALSE_SHARING_COLUMNS = ("layout", "threads", "increments_per_thread", "ns_per_increment")
 WAIT_COLUMNS = ("variant", "sessions", "wait", "samples", "share")
 RELATION_COLUMNS = ("variant", "sessions", "relation", "table_bytes", "live_tuples", "dead_tuples", "n_tup_upd",
@@ -71,6 +75,9 @@ LAYOUT = {
     "runs": Table("runs.csv", RUNS_COLUMNS, ("native", "postgres", "sqlserver", "published"),
                   unique=("variant", "sessions", "repetition"),
                   values={"variant": known_variants(VARIANTS, LABELS)}, identities=RUNS_IDENTITIES),
+    # the same designs with their producer on a schedule (open loop) at one rate for all (PostgreSQL)
+    "paced": Table("results/paced.csv", PACED_COLUMNS, unique=("variant", "sessions", "repetition"),
+                   values={"variant": known_variants(VARIANTS, LABELS)}, identities=RUNS_IDENTITIES),
     "false_sharing": Table("results/false_sharing.csv", FALSE_SHARING_COLUMNS, ("native",)),
     "waits": Table("samples/wait_events.csv", WAIT_COLUMNS, unique=("variant", "sessions", "repetition", "wait")),
     "relation": Table("dmv/relation_stats.csv", RELATION_COLUMNS,
@@ -106,6 +113,9 @@ PARAMS = (
             minimum=1000, engines=("native",)),
     P.Param("pushes_per_call", "int", "messages one call pushes (1: a statement and a round trip per message)",
             default=1000, minimum=1, maximum=100_000, engines=("postgres",)),
+    P.Param("paced_share", "float", "then ring and queue tables at 1P/1C, producers on a schedule at this share of "
+            "the slowest one's flat-out delivery (0: none)", default=0.5, minimum=0.0, maximum=0.95,
+            engines=("postgres",)),
     P.Param("push_chunk", "int", "messages per call of the In-Memory OLTP loops", default=1000, minimum=1,
             engines=("sqlserver",)),
 )

@@ -99,6 +99,69 @@ def delivery(g: LmaxRecording) -> pd.DataFrame:
                                "age_p99_ms": "age when taken, p99 (ms)", "backlog": "backlog at the end"})
 
 
+def paced(g: LmaxRecording) -> pd.DataFrame:
+    """The designs at one scheduled push rate (open loop, one producer and one consumer): what each delivered and
+    how old its messages were when taken, medians over repetitions with their spread (empty without paced
+    points)."""
+    t = g.by_repetition("paced")
+    if t is None or t.empty:
+        return pd.DataFrame()
+    rows = []
+    for variant, part in t.groupby("variant", sort=False):
+        elapsed = part["elapsed_s"].astype(float)
+        rows.append({"design": label(variant, g.engine), "variant": variant,
+                     "scheduled per s": float(part["push_rate"].median()),
+                     "pushed per s": spread(part["pushed"] / elapsed),
+                     "delivered per s": spread(part["dequeued"] / elapsed),
+                     "age when taken, p50 (ms)": spread(part["age_p50_ms"]),
+                     "age when taken, p99 (ms)": spread(part["age_p99_ms"]),
+                     "backlog at the end": float(part["backlog"].max()) if "backlog" in part else NAN,
+                     "repetitions": len(part)})
+    return pd.DataFrame(rows)
+
+
+def paced_shown(t: pd.DataFrame) -> pd.DataFrame:
+    """:func:`paced` as the page shows it: each spread in the book's words."""
+    out = t.drop(columns=["variant"]).copy()
+    out["scheduled per s"] = [f"{v:,.0f}" for v in out["scheduled per s"]]
+    for col, fmt in (("pushed per s", ",.0f"), ("delivered per s", ",.0f"), ("age when taken, p50 (ms)", ".2f"),
+                     ("age when taken, p99 (ms)", ".1f")):
+        out[col] = [v.text(fmt) for v in out[col]]
+    return out.set_index("design")
+
+
+def paced_sentence(g: LmaxRecording) -> str:
+    """What the paced points say, in words (the table gives the numbers)."""
+    t = paced(g)
+    if t.empty:
+        return ("This recording has no run at a fixed push rate, so it cannot set the designs side by side at one "
+                "load; a run with `paced_share` above 0 (the default) adds one.")
+    rate = t["scheduled per s"].iloc[0]
+    by = t.set_index("variant")
+    kept = [r["design"] for _, r in t.iterrows() if r["delivered per s"].median >= 0.95 * rate]
+    ages = ", ".join(f"{r['design']} {r['age when taken, p50 (ms)'].median:.1f} ms "
+                     f"(p99 {r['age when taken, p99 (ms)'].median:.1f} ms)" for _, r in t.iterrows())
+    kept_words = ("every design kept up" if len(kept) == len(t) else
+                  f"{', '.join(kept) or 'no design'} kept up (delivered at least 95% of the schedule)")
+    ring_vs = ""
+    if "ring" in by.index and {"naive", "skip_locked"} & set(by.index):
+        queue = "naive" if "naive" in by.index else "skip_locked"
+        at_rate = ratio_spread(g.by_repetition("paced"), "dequeue_per_s", "ring", queue, where={"sessions": 1})
+        flat_out = ratio_spread(g.runs, "dequeue_per_s", "ring", queue, where={"sessions": 1})
+        if at_rate.n:
+            ring_vs = (f" At this load the ring delivered {at_rate.text('.2f', '×')} the rate of the "
+                       f"{label(queue, g.engine)} queue table"
+                       + (f"; with both producers flat out it had delivered {flat_out.text('.1f', '×')}"
+                          if flat_out.n else "") + ".")
+            if flat_out.n and flat_out.low > 1.1 and at_rate.high <= 1.1:
+                ring_vs += (" The lead seen flat out does not hold at a load both designs carry, as the cause "
+                            "above predicts: flat out, the ring's producer waits at a full ring while the queue "
+                            "table's takes the CPU its consumer needs.")
+    return (f"At one producer and one consumer, each producer pushing {rate:,.0f} messages a second on a schedule "
+            f"(half the slowest design's delivery when it ran flat out, so every design can keep up), "
+            f"{kept_words}. The median age of a message when taken: {ages}.{ring_vs}")
+
+
 def _at(table: pd.DataFrame, variant: str, sessions: int | None = None, col: str = "throughput") -> float:
     part = table[table["variant"] == variant]
     if sessions is not None:
@@ -503,6 +566,7 @@ def key_numbers(shown) -> dict[str, Any]:
     n["db_unlogged_x"] = n["db_ring_unlogged_best"] / n["db_ring_best"]
     n.update(delivery_numbers(db, d))
     n.update(regime_numbers(db, d))
+    n["db_paced_sentence"] = paced_sentence(db)
     # the ceiling compares what was delivered: the native ring's consumer took every message, so a database
     # design counts with the messages its consumers took off (its push rate where it ran no consumers)
     ring_1p = runs.loc[(runs["variant"] == "ring") & (runs["sessions"] == 1), "throughput"]
