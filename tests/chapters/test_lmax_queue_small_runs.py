@@ -81,7 +81,7 @@ def test_a_smallest_native_run_of_one_queue_renders(tmp_path):
 
 
 @pytest.mark.live
-def test_a_paced_run_keeps_its_schedule_and_renders(pg, tmp_path):
+def test_a_paced_run_keeps_its_schedule(pg, tmp_path):
     """After the sweep, the ring and the queue table again at one rate: half the slower one's delivery, each
     producer never ahead of its schedule, every paced point balanced, and the page's sentence (the book's own
     build renders the reference's paced points)."""
