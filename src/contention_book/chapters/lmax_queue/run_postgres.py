@@ -198,7 +198,8 @@ class PostgresQueueRun:
 
     def __init__(self, target: Target, database: str, writer: RecordingWriter, queue_size: int,
                  duration_s: float, messages_per_session: int, log: Callable[[str], None], pushes_per_call: int = 1,
-                 load: dict | None = None, wait_source: str = "auto", check: Callable[[str, dict], None] | None = None):
+                 load: dict | None = None, wait_source: str = "auto",
+                 check: Callable[[str, dict], None] | None = None):
         self.t, self.db, self.w = target, database, writer
         self.per_call = int(pushes_per_call)
         self.queue_size = int(queue_size)
