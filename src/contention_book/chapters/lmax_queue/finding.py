@@ -48,8 +48,8 @@ def in_short(rows: pd.DataFrame, shown) -> str:
              else "this recording cannot set the in-process ring beside a database design")
     paced = _paced_ratio(shown.db) if ceiling else None
     if paced is not None:
-        found += (f"; with both producers on one schedule that both carry, the ring delivered {paced.text('.2f', '×')} "
-                  "the queue table's rate")
+        found += ("; with both producers on one schedule that both carry, the ring delivered "
+                  f"{paced.text('.2f', '×')} the queue table's rate")
     return Markdown(
         "**The article:** a queue rebuilt in SQL Server as a ring of pre-created slots on In-Memory OLTP leaves a "
         "queue table's latches and locks behind; spinlocks then limit it. **Found here,** with no SQL Server, on a "

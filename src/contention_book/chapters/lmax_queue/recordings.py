@@ -9,7 +9,8 @@ from contention_book.harness import recording as rec
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED_ADKIN, PUBLISHED_LMAX
 
 
-@rec.with_tables("paced", "false_sharing", "waits", "relation", "spinlocks", "latches", "sqlwaits", "findings", "increments")
+@rec.with_tables("paced", "false_sharing", "waits", "relation", "spinlocks", "latches", "sqlwaits", "findings",
+                 "increments")
 class LmaxRecording(rec.RecordingView):
     """A recording of this chapter; every table by name."""
 
