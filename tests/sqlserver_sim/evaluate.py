@@ -58,6 +58,8 @@ class Batch:
         self.tvars: dict[str, dict] = {}
         self.results: list = []
         self.written: dict[str, int] = {}
+        self.updated: dict[str, dict] = {}
+        self.executed: list[tuple[str, list]] = []  # (procedure, argument values) of each EXEC
         self.major = 16 if S.azure(state) else S.major(state)
         if not hasattr(s, "temp"):
             s.temp = {}
@@ -212,7 +214,7 @@ class Batch:
             if not self.state["xtp"]:
                 raise self.err(40536 if S.azure(self.state) else 41342,
                                "'MEMORY_OPTIMIZED tables' is not supported in this service tier of the database.")
-            if "FX" not in db["filegroups"] and S.azure(self.state) != "mi":
+            if not S.has_memory_optimized_filegroup(db) and S.azure(self.state) != "mi":
                 raise self.err(41337, "Cannot create memory optimized tables. To create memory optimized tables, "
                                       "the database must have a MEMORY_OPTIMIZED_FILEGROUP that is online and has "
                                       "at least one container.")
@@ -280,6 +282,135 @@ class Batch:
             t["inserted"] = t.get("inserted", 0) + len(rows)
             self.written[key] = self.written.get(key, 0) + len(rows)
         self.vars["@@rowcount"] = len(rows)
+
+    def _dml_target(self, st) -> tuple[str, dict, str]:
+        """(key, table, alias) of an UPDATE's or DELETE's one table (``UPDATE a SET ... FROM dbo.t AS a`` too)."""
+        name, alias = st.data["name"], st.data["name"].split(".")[-1].lower()
+        frm = st.data.get("from")
+        if frm is not None:
+            first, joins = frm
+            if joins or first.kind != "table" or name.lower() not in (first.alias, first.name.lower()):
+                raise T.Unsupported("UPDATE ... FROM with more than its own table")
+            name, alias = first.name, first.alias
+        key, t = self.target(name)
+        return key, t, alias
+
+    def _matching(self, t: dict, alias: str, where, top) -> tuple[list[dict], _Rowset]:
+        kept = "data" in t
+        rows = t["data"] if kept else V.table_rows(t)
+        rs = _Rowset(alias, list(V.table_columns(t)), rows)
+        blank = _Env([rs], {alias: None})
+        if where is not None:
+            self.eval(where, blank)
+        hit = [r for r in rows if where is None or self.eval(where, _Env([rs], {alias: r})) is True]
+        if top is not None:
+            hit = hit[:int(self.eval(top, _Env([], {})))]
+        return hit, rs
+
+    def do_update(self, st):
+        key, t, alias = self._dml_target(st)
+        cols = V.table_columns(t)
+        for column, _op, _e in st.data["sets"]:
+            if column not in cols:
+                raise self.err(207, f"Invalid column name '{column}'.")
+            if cols[column].get("identity") or cols[column].get("type") == "computed":
+                raise self.err(8102 if cols[column].get("identity") else 271,
+                               f"Cannot update identity column '{column}'." if cols[column].get("identity") else
+                               f"The column \"{column}\" cannot be modified because it is either a computed column "
+                               "or is the result of a UNION operator.")
+        hit, rs = self._matching(t, alias, st.data.get("where"), st.data.get("top"))
+        for _c, _op, e in st.data["sets"]:
+            self.eval(e, _Env([rs], {alias: None}))
+        for row in hit:
+            env = _Env([rs], {alias: dict(row)})  # every SET reads the row as it was before the statement
+            new = {}
+            for column, op, e in st.data["sets"]:
+                value = self.eval(e, env)
+                new[column] = value if op == "=" else self.arith(op[0], row.get(column), value)
+            row.update(new)
+        if not key.startswith(("#", "@")):
+            keys = t.get("columns", {}).get("__keys__") or []
+            changes = self.updated.setdefault(key, {"rows": 0, "key": False})
+            changes["rows"] += len(hit)
+            changes["key"] = changes["key"] or any(c in keys for c, _o, _e in st.data["sets"])
+        self.vars["@@rowcount"] = len(hit)
+
+    def do_delete(self, st):
+        key, t, alias = self._dml_target(st)
+        hit, _rs = self._matching(t, alias, st.data.get("where"), None)
+        if "data" in t:
+            ids = {id(r) for r in hit}
+            t["data"] = [r for r in t["data"] if id(r) not in ids]
+        if not key.startswith(("#", "@")):
+            t["rows"] = max(0, t.get("rows", 0) - len(hit))
+            t["deleted"] = t.get("deleted", 0) + len(hit)
+        self.vars["@@rowcount"] = len(hit)
+
+    def do_delegate(self, st):
+        """ALTER DATABASE, DBCC, DROP PARTITION: answered by the server's handlers for the statement itself."""
+        sets, _msgs = S.execute(self.state, self.s, st.text.rstrip("; \n"), (), delegated=True)
+        self.results += sets
+
+    def do_exec(self, st):
+        name = st.data["name"]
+        if name.lower() in ("sys.sp_executesql", "sp_executesql"):
+            if not st.data["args"]:
+                raise self.err(201, "Procedure or function 'sp_executesql' expects parameter '@stmt', which was "
+                                    "not supplied.")
+            text = self.eval(st.data["args"][0][1], _Env([], {}))
+            if len(st.data["args"]) > 1:
+                raise T.Unsupported("sp_executesql with parameters")
+            sets, _msgs = S.execute(self.state, self.s, str(text), ())
+            self.results += sets
+            return
+        db = self.db()
+        short = name.replace("[", "").replace("]", "").split(".")[-1]
+        proc = next((p for k, p in db.get("procedures", {}).items() if k.lower() == short.lower()), None)
+        if proc is None or name.lower().startswith("sys."):
+            raise self.err(2812, f"Could not find stored procedure '{name}'.")
+        values = []
+        for i, (param, expr, _out) in enumerate(st.data["args"]):
+            if param is not None and param not in proc["params"]:
+                raise self.err(8145, f"{param} is not a parameter for procedure {short}.")
+            if param is None and i >= len(proc["params"]):
+                raise self.err(8144, f"Procedure or function {short} has too many arguments specified.")
+            values.append(self.eval(expr, _Env([], {})))
+        self.executed.append((short, values))
+
+    def do_create_procedure(self, st):
+        db = self.db()
+        procs = db.setdefault("procedures", {})
+        short = st.data["name"].replace("[", "").replace("]", "").split(".")[-1]
+        if short in procs and not st.data["or_alter"]:
+            raise self.err(2714, f"There is already an object named '{short}' in the database.")
+        body = st.data["body"]
+        procs[short] = {"params": st.data["params"],
+                        "native": bool(re.search(r"\bNATIVE_COMPILATION\b", body, re.I)),
+                        "writes": sorted({m.lower() for m in re.findall(
+                            r"\b(?:INSERT\s+(?:INTO\s+)?|UPDATE\s+)(?:dbo\.)?\[?(\w+)\]?", body, re.I)}),
+                        "calls": sorted({m.lower() for m in re.findall(r"\bEXEC(?:UTE)?\s+(?:dbo\.)?(\w+)", body,
+                                                                      re.I)}),
+                        "sequence": bool(re.search(r"\bNEXT\s+VALUE\s+FOR\b", body, re.I))}
+
+    def do_drop_object(self, st):
+        db = self.db()
+        what = st.data["what"]
+        store = db.setdefault("procedures" if what == "PROCEDURE" else "sequences", {})
+        short = st.data["name"].replace("[", "").replace("]", "").split(".")[-1]
+        key = next((k for k in store if k.lower() == short.lower()), None)
+        if key is None:
+            if not st.data["if_exists"]:
+                raise self.err(3701, f"Cannot drop the {what.lower()} '{st.data['name']}', because it does not "
+                                     "exist or you do not have permission.")
+            return
+        del store[key]
+
+    def do_create_sequence(self, st):
+        store = self.db().setdefault("sequences", {})
+        short = st.data["name"].replace("[", "").replace("]", "").split(".")[-1]
+        if short in store:
+            raise self.err(2714, f"There is already an object named '{short}' in the database.")
+        store[short] = {"next": 0}
 
     def create_temp(self, name: str, cols: list[str], rows: list) -> None:
         low = name.lower()
@@ -792,4 +923,4 @@ def run(state: dict, s, sql: str, params: tuple) -> tuple[list, dict]:
     """(result sets, rows written per user table) of one batch, or tsql.Unsupported / SyntaxProblem from the parse."""
     stmts = parsed(sql)
     b = Batch(state, s, params)
-    return b.run(stmts), b.written
+    return b.run(stmts), {"inserted": b.written, "updated": b.updated, "executed": b.executed}
