@@ -139,11 +139,13 @@ static int32_t intern(intern_t *t, const char *s, size_t n) { return intern_hash
 typedef int (*line_fn)(void *ctx, const char *s, const char *e);
 
 /* Calls fn(ctx, start, end) for each line of bytes [from, to) of the file, without its '\n' (the
- * last may have none); stops at fn's first nonzero status and returns it, or an I/O or memory error. */
+ * last may have none); stops at fn's first nonzero status and returns it, or an I/O or memory error.
+ * The file is read in blocks of 1 MB (more only for a longer line): small beside the tables, and all of
+ * it touched whatever the file's size, so that a file's peak memory does not grow with its length. */
 static int read_lines(const char *path, off_t from, off_t to, line_fn fn, void *ctx) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return CORE_IOERROR;
-    size_t cap = 8 << 20, have = 0;
+    size_t cap = 1 << 20, have = 0;
     char *buf = malloc(cap);
     int status = CORE_OK;
     off_t at = from;
