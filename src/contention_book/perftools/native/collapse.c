@@ -803,6 +803,7 @@ int64_t pc_folded(pc_result *r, int32_t event, int use_period, int fd) {
         const char *k = r->frames.arena.p + r->frames.offsets.p[f];
         size_t kn = (size_t)(r->frames.offsets.p[f + 1] - r->frames.offsets.p[f]);
         const char *sep = memchr(k, '\0', kn);
+        if (!sep) goto out;  /* every key is module\0function */
         size_t mn = (size_t)(sep - k);
         name_at[f] = (int64_t)names.n;
         if (mn && (put_bytes(&names, k, mn) || put_bytes(&names, "!", 1))) goto out;

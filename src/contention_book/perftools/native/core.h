@@ -25,7 +25,11 @@ typedef struct { double *p; size_t n, cap; } doubles_t;
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return 0;
     size_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
+    while (c < need) {  /* a need past half the address space fails, never doubles c to 0 for ever */
+        if (c > SIZE_MAX / 2 / size) return -1;
+        c *= 2;
+    }
+    if (c > SIZE_MAX / size) return -1;
     void *q = realloc(*p, c * size);
     if (!q) return -1;
     *p = q; *cap = c;
