@@ -20,7 +20,7 @@
  * with a tail, a frame outside a sample that is not indented, a number out of range (pid or tid
  * beyond 64 bits, cpu beyond 32, an infinite time or period).
  *
- * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (a big file by two
+ * Memory follows the distinct stacks, not the file: the file is read in 1 MB blocks (a big file by two
  * threads, a half each, whose samples go in batches of a bounded size into one set of tables), frames are
  * interned as module\0function, stacks as root-first frame id sequences, and each (event, stack) tally
  * keeps only its sample count, its period sum and how many of its samples had no period (per stack for
