@@ -38,6 +38,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
 #define PUSH(arr, v) (grow((void **)&(arr).p, &(arr).cap, (arr).n + 1, sizeof *(arr).p) ? -1 : ((arr).p[(arr).n++] = (v), 0))
 
 static int put_bytes(bytes_t *b, const char *s, size_t n) {
+    if (!n) return 0;  /* b->p may still be NULL, which memcpy may not be given even for 0 bytes */
     if (grow((void **)&b->p, &b->cap, b->n + n, 1)) return -1;
     memcpy(b->p + b->n, s, n);
     b->n += n;
