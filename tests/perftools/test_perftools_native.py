@@ -261,7 +261,6 @@ def test_a_big_capture_read_in_two_halves_equals_the_python_reader(tmp_path):
     assert N.collapse(path)[1]["skipped_lines"] >= 2
 
 
-
 #: Collapses each file named on the command line with the C core, in a process of its own, and prints
 #: what it returned (None: it stepped aside), as JSON.
 _EVERY = ("import json, sys\nfrom contention_book.perftools import native_collapse as N\n"
@@ -310,6 +309,9 @@ def test_the_two_threads_end_on_every_size_and_shape_of_input(tmp_path):
     for name in ("big, another shape in the first half", "big, another shape at the end",
                  "big, another shape in the second half's first batch"):
         assert got[name] is None, name
+    for name in ("one header, no line end", "one header", "small", "big", "big, samples without frames",
+                 "one sample of 100,000 frames, after a 3 MB comment"):
+        assert got[name] is not None, name
     for name, path in zip(files, paths):
         if got[name] is not None:
             assert got[name] == json.loads(json.dumps(python(path))), name
