@@ -5,12 +5,11 @@
   X extension" gets ``CREATE EXTENSION X`` first (the reader's step); any other file runs without
   extensions, so a guarded use of pg_wait_sampling is tested on its guard.
 - ``workloads/*/diagnose/sqlserver/*.sql`` parses with the T-SQL grammar the workload tests use
-  (tests/tsql_parse.py), and every column it reads from a DMV the simulator (tests/sqlserver_sim/server.py)
-  answers must be one of the columns the simulator's own statements name for that DMV, where it has them.
+  (tests/tsql_parse.py), and every column it reads from a DMV must be one of the columns the simulator's
+  catalogue documents for it (tests/sqlserver_sim/catalogue.json); tests/test_sqlserver_views.py runs each file.
 """
 from __future__ import annotations
 
-import ast
 import os
 import re
 import subprocess
@@ -21,7 +20,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 POSTGRES = sorted(ROOT.glob("workloads/*/diagnose/postgres/*.sql"))
 SQLSERVER = sorted(ROOT.glob("workloads/*/diagnose/sqlserver/*.sql"))
-SIMULATOR = ROOT / "tests" / "sqlserver_sim" / "server.py"
 NEEDS = re.compile(r"needs the ([a-z_][a-z0-9_]*) extension", re.IGNORECASE)
 DMV = re.compile(r"\bsys\.(dm_[a-z0-9_]+)\b(?:\s*\([^()]*(?:\([^()]*\)[^()]*)*\))?(?:\s+(?:AS\s+)?([a-z][a-z0-9_]*))?",
                  re.IGNORECASE)
@@ -75,31 +73,16 @@ def test_postgres_query_runs_on_the_embedded_cluster(path, diagnose_db):
 
 # -- SQL Server: parse them, and check the DMV columns they read against the simulator ---------------------------
 
-def _strings(node) -> list[str]:
-    out = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Constant) and isinstance(n.value, str):
-            out.append(n.value)
-        elif isinstance(n, ast.JoinedStr):
-            out.append("".join(v.value for v in n.values if isinstance(v, ast.Constant)))
-    return out
-
-
 def simulator_columns() -> dict[str, set[str]]:
-    """DMV -> the lower-case identifiers the simulator names with it: in each of its functions (docstring, the
-    statements it recognises, the result columns it returns) that names the DMV, and in each workload batch it
-    answers (``workloads/*/sqlserver/*.sql``) that reads the DMV."""
-    tree = ast.parse(SIMULATOR.read_text(encoding="utf-8"))
-    groups = [_strings(f) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    groups += [[p.read_text(encoding="utf-8")] for p in ROOT.glob("workloads/*/sqlserver/*.sql")]
-    out: dict[str, set[str]] = {}
-    for strings in groups:
-        text = "\n".join(strings)
-        dmvs = {m.lower() for m in re.findall(r"sys\.(dm_[a-z0-9_]+)", text, re.IGNORECASE)}
-        words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
-        for dmv in dmvs:
-            out.setdefault(dmv, set()).update(words)
-    return out
+    """DMV -> its columns the simulator documents: the catalogue's (tests/sqlserver_sim/catalogue.json), which are
+    the columns every row the simulator computes carries (server.documented_columns)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from sqlserver_sim import server
+
+    return {name[len("sys."):]: set(cols) for name, cols in server.documented_columns().items()
+            if name.startswith("sys.dm_")}
 
 
 def _statements(sql: str) -> list[str]:

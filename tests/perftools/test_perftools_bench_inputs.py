@@ -74,3 +74,45 @@ def test_wpa_tree_reads_back_to_its_weights(tmp_path):
     assert p.meta["format"] == "wpa_tree"
     assert p.total_weight == pytest.approx(info["weight"])
     assert p.n_stacks == 120  # every generated stack is a leaf with its own weight
+
+
+#: Runs the C core on one file in a fresh process, output to /dev/null, and prints the process's peak
+#: resident set (VmHWM, kB): what `perftools collapse FILE` holds, less the command line's imports.
+_PEAK = ("import os, sys\nfrom contention_book.perftools import native_collapse as N\n"
+         "fd = os.open(os.devnull, os.O_WRONLY)\nassert N.write(sys.argv[1], fd) is not None, 'core stepped aside'\n"
+         "print(next(ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM:')))\n")
+
+
+def _peak_kb(path: Path) -> int:
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", _PEAK, str(path)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return int(proc.stdout.split()[-1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmHWM is read from Linux's /proc")
+@pytest.mark.parametrize("phased", [False, True], ids=["one phase", "two phases"])
+def test_collapse_memory_is_flat_on_a_capture_repeated_three_times(tmp_path, phased):
+    """Issue 35: peak RSS on a capture written three times over stays within 1.2x the single capture's
+    (the same distinct stacks, three times the samples).
+
+    A generated capture of real shapes, and one in two phases as real ones often are (one program, then
+    another: the second half's frames and stacks are not the first's).  Reading a big file in two halves,
+    each with tables of its own, held every stack twice on the threefold file (both halves had seen them
+    all, where each half of the single file had seen only its own)."""
+    one, three = tmp_path / "one.perf", tmp_path / "three.perf"
+    P.write_perf(str(tmp_path / "a.perf"), 6_000_000 if phased else 12_000_000, np.random.default_rng(2), stacks=6000)
+    text = (tmp_path / "a.perf").read_bytes()
+    if phased:  # the same samples in another program's modules: other frames and stacks
+        text += text.replace(b"(", b"(v2")
+    one.write_bytes(text)
+    three.write_bytes(text * 3)
+    assert native_build.library_path("collapse") is not None
+    peaks_one = [_peak_kb(one), _peak_kb(one)]
+    peaks_three = [_peak_kb(three), _peak_kb(three)]
+    ratio = max(peaks_three) / min(peaks_one)
+    assert ratio <= 1.2, f"peak RSS {peaks_three} kB on the capture x3 against {peaks_one} kB on x1: {ratio:.2f}x"

@@ -240,8 +240,8 @@ def test_the_public_corpus_where_fetched(tmp_path):
 
 
 def test_a_big_capture_read_in_two_halves_equals_the_python_reader(tmp_path):
-    """Over 4 MB the core reads two halves in two threads and merges them: the second half brings events,
-    frames and stacks the first never saw, and its own copies of the first's."""
+    """Over 4 MB the core reads two halves in two threads into one set of tables: the second half brings
+    events, frames and stacks the first never saw, and more of the first's."""
     rng = random.Random(7)
     first = _generated(rng, 9000, events=("cycles",))
     second = _generated(rng, 9000, events=("instructions", "cycles")).replace("postgres", "pg2")
@@ -259,6 +259,64 @@ def test_a_big_capture_read_in_two_halves_equals_the_python_reader(tmp_path):
     path.write_text("\n".join(text))
     assert same(path)
     assert N.collapse(path)[1]["skipped_lines"] >= 2
+
+
+#: Collapses each file named on the command line with the C core, in a process of its own, and prints
+#: what it returned (None: it stepped aside), as JSON.
+_EVERY = ("import json, sys\nfrom contention_book.perftools import native_collapse as N\n"
+          "print(json.dumps([N.collapse(p) for p in sys.argv[1:]]))\n")
+
+
+def test_the_two_threads_end_on_every_size_and_shape_of_input(tmp_path):
+    """The two reading threads share one set of tables behind a lock and hand their samples over in
+    batches: on no input may they wait for ever (an earlier core, with a thread that parsed and another
+    that interned, hung on every input).  Each file is read in a child process under a timeout: empty,
+    one line, small, big (two threads), big with samples of no frames, one sample bigger than a batch
+    and a line longer than a read block, and big ones that step aside early in either half."""
+    import json
+    import subprocess
+    import sys
+
+    big = _generated(random.Random(11), 20000, events=("cycles", "instructions"))
+    half = len(big) // 2
+    files = {
+        "empty": "",
+        "a blank line": "\n",
+        "one header, no line end": "a 1 1.0: 3 cycles:",
+        "one header": "a 1 1.0: 3 cycles:\n",
+        "one frame line": FRAMES.splitlines()[0],
+        "small": _generated(random.Random(12), 5),
+        "big": big,
+        "big, samples without frames": "".join(f"a 1 {i}.0: 3 cycles:\n\n" for i in range(250_000)),
+        "one sample of 100,000 frames, after a 3 MB comment": "#" + "x" * (3 << 20) + "\na 1 1.0: 3 cycles:\n"
+        + "".join(f"\t    {i:x} f{i % 5000}+0x1 (/lib/m{i % 7}.so)\n" for i in range(100_000)) + "\n",
+        "big, another shape in the first half": "odd \r line\n" + big,
+        "big, another shape at the end": big + "odd \r line\n",
+        "big, another shape in the second half's first batch": big[:half] + big[half:].replace("\n\n", "\n\nodd \r line\n\n", 1),
+    }
+    paths = []
+    for k, (name, text) in enumerate(files.items()):
+        paths.append(tmp_path / f"{k}.txt")
+        paths[-1].write_bytes(text.encode())
+    assert paths[6].stat().st_size > 4 << 20 and paths[7].stat().st_size > 4 << 20  # read by two threads
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", _EVERY, *map(str, paths)], capture_output=True, text=True,
+                          env=env, timeout=600)  # seconds of work; a hang never ends
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = dict(zip(files, json.loads(proc.stdout)))
+    for name in ("empty", "a blank line", "one frame line"):  # no samples: the Python reader says what
+        assert got[name] is None, name
+    for name in ("big, another shape in the first half", "big, another shape at the end",
+                 "big, another shape in the second half's first batch"):
+        assert got[name] is None, name
+    for name in ("one header, no line end", "one header", "small", "big", "big, samples without frames",
+                 "one sample of 100,000 frames, after a 3 MB comment"):
+        assert got[name] is not None, name
+    for name, path in zip(files, paths):
+        if got[name] is not None:
+            assert got[name] == json.loads(json.dumps(python(path))), name
+    assert got["big, samples without frames"][0] == ["n/a 750000"]
+    assert len(got["one sample of 100,000 frames, after a 3 MB comment"][0]) == 1
 
 
 def test_core_writes_to_a_closed_pipe_quietly(tmp_path):

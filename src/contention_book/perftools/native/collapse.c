@@ -20,10 +20,12 @@
  * with a tail, a frame outside a sample that is not indented, a number out of range (pid or tid
  * beyond 64 bits, cpu beyond 32, an infinite time or period).
  *
- * Memory follows the distinct stacks, not the file: the file is read in 8 MB blocks (two threads for a
- * big file), frames are interned as module\0function, stacks as root-first frame id sequences, and each
- * (event, stack) tally keeps only its sample count, its period sum and how many of its samples had no
- * period (per stack for the first event, in a table of pairs for any other).  Python then picks the event and the weight, and pc_folded writes the sorted lines.
+ * Memory follows the distinct stacks, not the file: the file is read in 1 MB blocks (a big file by two
+ * threads, a half each, whose samples go in batches of a bounded size into one set of tables), frames are
+ * interned as module\0function, stacks as root-first frame id sequences, and each (event, stack) tally
+ * keeps only its sample count, its period sum and how many of its samples had no period (per stack for
+ * the first event, in a table of pairs for any other).  Python then picks the event and the weight, and
+ * pc_folded writes the sorted lines.
  */
 #include <math.h>
 #include <stdio.h>
@@ -35,30 +37,45 @@
 #define PC_NOMEM CORE_NOMEM
 
 /* -- the result handed to Python ---------------------------------------------------------------- */
-typedef struct {
+typedef struct pc_result {
+    /* one set of tables for the whole file, however many threads read it (mu guards them while they do) */
     intern_t frames, stacks, events;
-    /* the tallies: per stack for this part's first event (id 0, nearly always the only one), else per
-     * (event id, stack id) pair */
+    /* the tallies: per stack for event id 0 (nearly always the only one), else per (event id, stack id) pair */
     longs_t first_count, first_noperiod;
     doubles_t first_sum;
     intern_t pairs;
     longs_t pair_count, pair_noperiod;
     doubles_t pair_sum;
+    ints_t order;          /* the event ids in order of first appearance in the file */
+    pthread_mutex_t mu;
+    int failed;            /* a part stopped (another shape, no memory): the other stops at its next batch */
+    int64_t fallback_line;
+    /* frame lines skipped inside a sample (perf_script's FRAME_EXPECTED): how many, the first three
+     * line numbers, the first one's kind (0 a bad frame line, 1 an orphan frame, 2 a bad header) and text */
+    int64_t bad_count, bad_first[3], bad_kind;
+    bytes_t bad_text;
+} pc_result;
+
+/* One thread's part of the file: its line state, its samples read and not yet interned (a batch of a
+ * bounded size), its events in its own order of first appearance. */
+typedef struct {
+    pc_result *r;
+    intern_t events;       /* this part's event names, in its order of first appearance */
+    ints_t event_ids;      /* their ids in r->events, -1 until interned there */
+    bytes_t batch;         /* samples read and not yet interned: see emit() */
     /* the sample being read */
-    ints_t cur;            /* its frame ids, root first */
+    ints_t cur;            /* its frame ids, root first (while its batch is interned) */
     bytes_t key;           /* its frames' keys (module\0function), leaf first, one after another */
     longs_t key_at;        /* where each key starts in key, and one past the last */
-    longs_t scratch;       /* hashes of its keys */
+    longs_t scratch;       /* where each key of the sample being interned starts in its batch */
     int in_sample, cur_event;
     double cur_period;
     int64_t line_no, fallback_line;
-    /* frame lines skipped inside a sample (perf_script's FRAME_EXPECTED): how many, the first three
-     * line numbers (of this part; the merge shifts the second part's), the first one's text */
-    int64_t bad_count, bad_first[3], bad_kind;  /* kind: 0 a bad frame line, 1 an orphan frame, 2 a bad header */
+    int64_t bad_count, bad_first[3], bad_kind;  /* as in pc_result, numbered from this part's first line */
     int skipping;          /* after a bad header: its lines are dropped unread, up to a blank line or a header */
     bytes_t bad_text;
     bytes_t tail;          /* the sample header's text after its event (perf without -g: the frame) */
-} pc_result;
+} pc_part;
 
 void pc_free(pc_result *r);
 
@@ -278,43 +295,122 @@ static int next_tally(const pc_result *r, size_t *at, int32_t *event, int32_t *s
     return 1;
 }
 
-static int end_sample(pc_result *r) {
-    if (!r->in_sample) return 0;
-    r->in_sample = 0;
-    size_t n = r->key_at.n - 1;
-    r->cur.n = 0;
-    if (r->tail.n) {  /* perf without -g: the header's tail is the one frame; under frame lines, a bad header */
+/* -- from a part's samples to the one set of tables ---------------------------------------------- */
+/* A part's thread parses its lines and hashes each sample's frames into its batch, without a lock; when
+ * the batch is full it takes the lock and interns the whole batch.  So two threads read two halves of a
+ * big file at once, yet the tables hold each frame and stack once (halves with tables of their own held
+ * every stack twice when both halves had seen it: a capture repeated three times took 1.3x the memory of
+ * one copy), and the memory of a part is its read buffer and its batch, whatever the file's length. */
+#define PC_BATCH (256 << 10)
+typedef struct { int32_t event, n; double period; int64_t key_bytes; } pc_record;  /* then n hashes, n lengths, keys */
+
+static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* The part's events not yet in the shared table, put there (the lock held). */
+static int map_events(pc_part *p) {
+    for (size_t i = 0; i < p->event_ids.n; i++) {
+        if (p->event_ids.p[i] >= 0) continue;
+        int64_t x = p->events.offsets.p[i], y = p->events.offsets.p[i + 1];
+        if ((p->event_ids.p[i] = intern(&p->r->events, p->events.arena.p + x, (size_t)(y - x))) < 0) return PC_NOMEM;
+    }
+    return 0;
+}
+
+/* Intern one batch's samples and count them (the lock held). */
+static int consume(pc_part *pt, const char *p, size_t len) {
+    pc_result *r = pt->r;
+    const char *end = p + len;
+    if (map_events(pt)) return PC_NOMEM;
+    while (p < end) {
+        pc_record h;
+        memcpy(&h, p, sizeof h);
+        p += sizeof h;
+        size_t n = (size_t)h.n;
+        const uint64_t *hs = (const uint64_t *)p;
+        const uint32_t *lens = (const uint32_t *)(p + 8 * n);
+        const char *keys = p + 8 * n + pad8(4 * n);
+        p = keys + pad8((size_t)h.key_bytes);
+        pt->cur.n = 0;
+        if (n == 0) {  /* a header without frames or tail: one frame "n/a" (NO_STACK), as Python keeps it */
+            int32_t fid = intern(&r->frames, "\0n/a", 4);
+            if (fid < 0 || PUSH(pt->cur, fid)) return PC_NOMEM;
+            n = 1;
+        } else {  /* the frames, root first as the Python reader stores stacks; lookups hinted ahead */
+            if (grow((void **)&pt->scratch.p, &pt->scratch.cap, n + 1, sizeof *pt->scratch.p) ||
+                grow((void **)&pt->cur.p, &pt->cur.cap, n, sizeof *pt->cur.p)) return PC_NOMEM;
+            int64_t *at = pt->scratch.p;
+            at[0] = 0;
+            for (size_t i = 0; i < n; i++) {
+                at[i + 1] = at[i] + lens[i];
+                intern_prefetch_slot(&r->frames, hs[i]);
+            }
+            for (size_t i = 0; i < n; i++) intern_prefetch_key(&r->frames, hs[i]);
+            for (size_t i = 0; i < n; i++) {
+                size_t k = n - 1 - i;
+                int32_t fid = intern_hashed(&r->frames, keys + at[k], lens[k], hs[k]);
+                if (fid < 0) return PC_NOMEM;
+                pt->cur.p[i] = fid;
+            }
+            pt->cur.n = n;
+        }
+        int32_t sid = intern(&r->stacks, (const char *)pt->cur.p, n * sizeof(int32_t));
+        if (sid < 0) return PC_NOMEM;
+        int status = add_pair(r, pt->event_ids.p[h.event], sid, 1, isnan(h.period) ? 0 : h.period, isnan(h.period));
+        if (status) return status;
+    }
+    return 0;
+}
+
+/* The batch interned into the tables, under the lock; PC_FALLBACK when the other part has stopped (the
+ * file is not read by the core: no use reading on).  After a part's last line too (last: its events
+ * without samples are named as well, and a stop is noted for the other part). */
+static int flush(pc_part *p, int status, int last) {
+    pc_result *r = p->r;
+    pthread_mutex_lock(&r->mu);
+    if (!status && r->failed) status = PC_FALLBACK;
+    if (!status) status = consume(p, p->batch.p, p->batch.n);
+    if (!status && last) status = map_events(p);
+    if (status) r->failed = 1;
+    pthread_mutex_unlock(&r->mu);
+    p->batch.n = 0;
+    return status;
+}
+
+/* The sample just read (n frame keys, leaf first, in p->key), into the batch: its event, period, the
+ * hashes, lengths and bytes of its keys. */
+static int emit(pc_part *p, size_t n) {
+    bytes_t *b = &p->batch;
+    size_t keys = n ? (size_t)p->key_at.p[n] : 0;
+    size_t need = sizeof(pc_record) + 8 * n + pad8(4 * n) + pad8(keys);
+    if (n > INT32_MAX || grow((void **)&b->p, &b->cap, b->n + need, 1)) return PC_NOMEM;
+    char *q = b->p + b->n;
+    pc_record h = {p->cur_event, (int32_t)n, p->cur_period, (int64_t)keys};
+    memcpy(q, &h, sizeof h);
+    uint64_t *hs = (uint64_t *)(q + sizeof h);
+    uint32_t *lens = (uint32_t *)(q + sizeof h + 8 * n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = (size_t)(p->key_at.p[i + 1] - p->key_at.p[i]);
+        if (len > UINT32_MAX) return PC_NOMEM;
+        hs[i] = hash_bytes(p->key.p + p->key_at.p[i], len);
+        lens[i] = (uint32_t)len;
+    }
+    if (keys) memcpy(q + sizeof h + 8 * n + pad8(4 * n), p->key.p, keys);
+    b->n += need;
+    return b->n >= PC_BATCH ? flush(p, 0, 0) : 0;
+}
+
+static int end_sample(pc_part *pt) {
+    if (!pt->in_sample) return 0;
+    pt->in_sample = 0;
+    size_t n = pt->key_at.n - 1;
+    if (pt->tail.n) {  /* perf without -g: the header's tail is the one frame; under frame lines, a bad header */
         if (n) return PC_FALLBACK;
-        int got = parse_frame(r->tail.p, r->tail.p + r->tail.n, &r->key);
+        int got = parse_frame(pt->tail.p, pt->tail.p + pt->tail.n, &pt->key);
         if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
-        if (PUSH(r->key_at, (int64_t)r->key.n)) return PC_NOMEM;
+        if (PUSH(pt->key_at, (int64_t)pt->key.n)) return PC_NOMEM;
         n = 1;
     }
-    if (n == 0) {  /* a header without frames or tail: one frame "n/a" (NO_STACK), as Python keeps it */
-        int32_t fid = intern(&r->frames, "\0n/a", 4);
-        if (fid < 0 || PUSH(r->cur, fid)) return PC_NOMEM;
-        n = 1;
-    } else {  /* the frames, root first as the Python reader stores stacks; lookups hinted ahead */
-        if (grow((void **)&r->scratch.p, &r->scratch.cap, n, sizeof *r->scratch.p) ||
-            grow((void **)&r->cur.p, &r->cur.cap, n, sizeof *r->cur.p)) return PC_NOMEM;
-        uint64_t *h = (uint64_t *)r->scratch.p;
-        for (size_t i = 0; i < n; i++) {
-            h[i] = hash_bytes(r->key.p + r->key_at.p[i], (size_t)(r->key_at.p[i + 1] - r->key_at.p[i]));
-            intern_prefetch_slot(&r->frames, h[i]);
-        }
-        for (size_t i = 0; i < n; i++) intern_prefetch_key(&r->frames, h[i]);
-        for (size_t i = 0; i < n; i++) {
-            size_t k = n - 1 - i;
-            int32_t fid = intern_hashed(&r->frames, r->key.p + r->key_at.p[k],
-                                        (size_t)(r->key_at.p[k + 1] - r->key_at.p[k]), h[k]);
-            if (fid < 0) return PC_NOMEM;
-            r->cur.p[i] = fid;
-        }
-        r->cur.n = n;
-    }
-    int32_t sid = intern(&r->stacks, (const char *)r->cur.p, n * sizeof(int32_t));
-    if (sid < 0) return PC_NOMEM;
-    return add_pair(r, r->cur_event, sid, 1, isnan(r->cur_period) ? 0 : r->cur_period, isnan(r->cur_period));
+    return emit(pt, n);
 }
 
 static int bad_byte(unsigned char c) { return c >= 0x80 || (c < 0x20 && c != '\t'); }
@@ -382,29 +478,29 @@ static int utf8_text(const unsigned char *s, const unsigned char *e, int *header
 /* A frame line inside a sample that does not parse (FRAME_EXPECTED), one after a blank line
  * (ORPHAN_EXPECTED), or a line outside a sample that is neither header nor frame (HEADER_EXPECTED):
  * skipped and counted, as every Python reader skips it. */
-static int bad_line(pc_result *r, const char *s, const char *e, int kind) {
-    if (r->bad_count < 3) r->bad_first[r->bad_count] = r->line_no;
-    if (!r->bad_count) r->bad_kind = kind;
-    if (r->bad_count++ == 0 && put_bytes(&r->bad_text, s, (size_t)(e - s))) return PC_NOMEM;
+static int bad_line(pc_part *pt, const char *s, const char *e, int kind) {
+    if (pt->bad_count < 3) pt->bad_first[pt->bad_count] = pt->line_no;
+    if (!pt->bad_count) pt->bad_kind = kind;
+    if (pt->bad_count++ == 0 && put_bytes(&pt->bad_text, s, (size_t)(e - s))) return PC_NOMEM;
     return 0;
 }
 
 /* One line, read as perf_script.py's readers all read it (its _slow_block's order of tries): where
  * they could differ, or where a line is not this core's shape, PC_FALLBACK hands the file to Python. */
-static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
-    r->line_no++;
+static int line(pc_part *pt, const char *s, const char *e, bytes_t *key) {
+    pt->line_no++;
     if (e > s && e[-1] == '\r') e--;  /* CRLF: one line end, as Python reads it; any other CR: Python's */
     int ascii = plain(s, e);
     if (s == e) {
-        r->skipping = 0;
-        return ascii ? end_sample(r) : PC_FALLBACK;
+        pt->skipping = 0;
+        return ascii ? end_sample(pt) : PC_FALLBACK;
     }
     if (*s == '#') return 0;
     const char *t = s;
     while (t < e && is_ws(*t)) t++;
     if (t == e) {  /* blanks only: a blank line, as str.strip() reads it */
-        r->skipping = 0;
-        return end_sample(r);
+        pt->skipping = 0;
+        return end_sample(pt);
     }
     int indented = is_ws(*s);
     if (!ascii) {  /* UTF-8 text: as a frame of a sample, or, of letters no regex takes for digits or
@@ -412,17 +508,17 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
         int unsafe;
         if (!utf8_text((const unsigned char *)s, (const unsigned char *)e, &unsafe)) return PC_FALLBACK;
         if (unsafe) {
-            if (!indented || !r->in_sample) return PC_FALLBACK;
+            if (!indented || !pt->in_sample) return PC_FALLBACK;
             int got = parse_frame(s, e, key);
             if (got) return got < 0 ? PC_NOMEM : PC_FALLBACK;
-            return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
+            return PUSH(pt->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
         }
     }
-    if (indented && r->in_sample) {  /* a frame, tab- or space-led */
+    if (indented && pt->in_sample) {  /* a frame, tab- or space-led */
         size_t mark = key->n;
         int got = parse_frame(s, e, key);  /* appends the frame's key; interned at the sample's end */
         if (got < 0) return PC_NOMEM;
-        if (!got) return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
+        if (!got) return PUSH(pt->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
         key->n = mark;
     }
     const char *ev; size_t evn; double period = NAN; int has_period = 0;
@@ -432,117 +528,128 @@ static int line(pc_result *r, const char *s, const char *e, bytes_t *key) {
     if (h == 1) {
         /* not a header: outside a sample an orphan frame or a bad header (the Python readers report
          * these differently); inside one, a frame that is not indented, or a bad frame line */
-        if (!r->in_sample) {
-            if (r->skipping) return 0;
+        if (!pt->in_sample) {
+            if (pt->skipping) return 0;
             size_t mark = key->n;
             int got = parse_frame(s, e, key);
             key->n = mark;
             if (got < 0) return PC_NOMEM;
             if (!got)  /* an indented frame after a blank line: ORPHAN_EXPECTED to every reader */
-                return indented ? bad_line(r, s, e, 1) : PC_FALLBACK;
+                return indented ? bad_line(pt, s, e, 1) : PC_FALLBACK;
             /* a line that is neither (perf's stderr in the capture, say): HEADER_EXPECTED, and its sample's
              * lines dropped; a tab-led one the vectorised reader reports line by line instead */
             if (*s == '\t') return PC_FALLBACK;
-            r->skipping = 1;
-            return bad_line(r, s, e, 2);
+            pt->skipping = 1;
+            return bad_line(pt, s, e, 2);
         }
-        if (*s == '\t') return bad_line(r, s, e, 0);
+        if (*s == '\t') return bad_line(pt, s, e, 0);
         size_t mark = key->n;
         int got = parse_frame(s, e, key);
         if (got < 0) return PC_NOMEM;
-        if (!got) return PUSH(r->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
+        if (!got) return PUSH(pt->key_at, (int64_t)key->n) ? PC_NOMEM : 0;
         key->n = mark;
-        return bad_line(r, s, e, 0);
+        return bad_line(pt, s, e, 0);
     }
     if (*s == '\t') return PC_FALLBACK;  /* a tab-led header: a frame line (bad or orphan) to the vectorised reader */
-    int got = end_sample(r);  /* a header right after frames, without a blank line */
+    int got = end_sample(pt);  /* a header right after frames, without a blank line */
     if (got) return got;
-    r->skipping = 0;
-    int32_t eid = intern(&r->events, ev, evn);
-    if (eid < 0) return PC_NOMEM;
-    r->key.n = 0; r->key_at.n = 0; r->tail.n = 0;
-    if (PUSH(r->key_at, 0) || put_bytes(&r->tail, tail, (size_t)(e - tail))) return PC_NOMEM;
-    r->in_sample = 1; r->cur.n = 0; r->cur_event = eid; r->cur_period = has_period ? period : NAN;
+    pt->skipping = 0;
+    int32_t eid = intern(&pt->events, ev, evn);
+    if (eid < 0 || ((size_t)eid == pt->event_ids.n && PUSH(pt->event_ids, -1))) return PC_NOMEM;
+    pt->key.n = 0; pt->key_at.n = 0; pt->tail.n = 0;
+    if (PUSH(pt->key_at, 0) || put_bytes(&pt->tail, tail, (size_t)(e - tail))) return PC_NOMEM;
+    pt->in_sample = 1; pt->cur.n = 0; pt->cur_event = eid; pt->cur_period = has_period ? period : NAN;
     return 0;
 }
 
 static pc_result *result_new(void) {
     pc_result *r = calloc(1, sizeof *r);
-    if (r && (intern_init(&r->frames) || intern_init(&r->stacks) || intern_init(&r->events) ||
-              intern_init(&r->pairs))) {
+    if (!r) return NULL;
+    if (pthread_mutex_init(&r->mu, NULL)) {
+        free(r);
+        return NULL;
+    }
+    if (intern_init(&r->frames) || intern_init(&r->stacks) || intern_init(&r->events) || intern_init(&r->pairs)) {
         pc_free(r);
         return NULL;
     }
     return r;
 }
 
-static int line_cb(void *ctx, const char *s, const char *e) {
-    pc_result *r = ctx;
-    return line(r, s, e, &r->key);
+static void part_free(pc_part *p) {
+    if (!p) return;
+    intern_free(&p->events);
+    free(p->event_ids.p); free(p->batch.p); free(p->cur.p); free(p->key.p); free(p->key_at.p); free(p->scratch.p);
+    free(p->bad_text.p); free(p->tail.p);
+    free(p);
 }
 
+static pc_part *part_new(pc_result *r) {
+    pc_part *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->r = r;
+    if (intern_init(&p->events)) {
+        part_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int line_cb(void *ctx, const char *s, const char *e) {
+    pc_part *p = ctx;
+    return line(p, s, e, &p->key);
+}
+
+/* After a part's last line (or its first error): its last sample, its last batch. */
 static int end_part(void *ctx, int status) {
-    pc_result *r = ctx;
-    if (!status) status = end_sample(r);
-    if (status == PC_FALLBACK) r->fallback_line = r->line_no;
+    pc_part *p = ctx;
+    if (!status) status = end_sample(p);
+    status = flush(p, status, 1);
+    if (status == PC_FALLBACK) p->fallback_line = p->line_no;
     return status;
 }
 
-/* The second part's pairs added to the first's, its frames, stacks and events re-interned there
- * (the first part's events came first in the file, so the order of first appearance holds). */
-static int merge(pc_result *a, pc_result *b) {
-    size_t nf = count(&b->frames), ns = count(&b->stacks), ne = count(&b->events);
-    int32_t *fmap = malloc((nf + 1) * sizeof *fmap), *smap = malloc((ns + 1) * sizeof *smap);
-    int32_t *emap = malloc((ne + 1) * sizeof *emap);
-    ints_t tmp = {0};
-    int status = PC_NOMEM;
-    if (!fmap || !smap || !emap) goto out;
-    for (size_t i = 0; i < nf; i++) {
-        int64_t x = b->frames.offsets.p[i], y = b->frames.offsets.p[i + 1];
-        if ((fmap[i] = intern(&a->frames, b->frames.arena.p + x, (size_t)(y - x))) < 0) goto out;
-    }
-    for (size_t i = 0; i < ne; i++) {
+/* After both parts: the second's events after the first's (the order of first appearance in the file),
+ * its skipped lines after the first's, numbered from the file's start.  Its samples are in the tables. */
+static int merge(pc_part *a, pc_part *b) {
+    for (size_t i = 0; i < b->event_ids.n; i++) {
         int64_t x = b->events.offsets.p[i], y = b->events.offsets.p[i + 1];
-        if ((emap[i] = intern(&a->events, b->events.arena.p + x, (size_t)(y - x))) < 0) goto out;
+        int32_t k = intern(&a->events, b->events.arena.p + x, (size_t)(y - x));
+        if (k < 0 || ((size_t)k == a->event_ids.n && PUSH(a->event_ids, b->event_ids.p[i]))) return PC_NOMEM;
     }
-    for (size_t i = 0; i < ns; i++) {
-        const int32_t *ids = (const int32_t *)(b->stacks.arena.p + b->stacks.offsets.p[i]);
-        size_t n = (size_t)(b->stacks.offsets.p[i + 1] - b->stacks.offsets.p[i]) / sizeof(int32_t);
-        tmp.n = 0;
-        for (size_t k = 0; k < n; k++)
-            if (PUSH(tmp, fmap[ids[k]])) goto out;
-        if ((smap[i] = intern(&a->stacks, (const char *)tmp.p, n * sizeof(int32_t))) < 0) goto out;
-    }
-    int32_t ev, st;
-    int64_t n_, nop;
-    double sum;
-    for (size_t at = 0; next_tally(b, &at, &ev, &st, &n_, &sum, &nop);)
-        if (add_pair(a, emap[ev], smap[st], n_, sum, nop)) goto out;
-    /* skipped lines: the second part's line numbers follow the first part's lines */
     for (int64_t i = 0; i < b->bad_count && i < 3 && a->bad_count + i < 3; i++)
         a->bad_first[a->bad_count + i] = a->line_no + b->bad_first[i];
     if (!a->bad_count && b->bad_count) {
         a->bad_kind = b->bad_kind;
-        if (put_bytes(&a->bad_text, b->bad_text.p, b->bad_text.n)) goto out;
+        if (put_bytes(&a->bad_text, b->bad_text.p, b->bad_text.n)) return PC_NOMEM;
     }
     a->bad_count += b->bad_count;
-    status = PC_OK;
-out:
-    free(fmap); free(smap); free(emap); free(tmp.p);
-    return status;
+    return PC_OK;
 }
 
-static void *make_like(void *like) { (void)like; return result_new(); }
+static void *make_like(void *like) { return part_new(((pc_part *)like)->r); }
 static int merge_cb(void *a, void *b) { return merge(a, b); }
-static void drop_cb(void *r) { pc_free(r); }
+static void drop_cb(void *p) { part_free(p); }
 static const core_ops OPS = {line_cb, end_part, make_like, merge_cb, drop_cb};
 
-/* Read the whole file, in two threads when it is big; PC_OK with the arrays filled, or why not. */
+/* Read the whole file, a big one by two threads (a half each, into the one set of tables); PC_OK with
+ * the arrays filled, or why not. */
 int pc_parse(const char *path, pc_result **out) {
     pc_result *r = result_new();
     *out = r;
     if (!r) return PC_NOMEM;
-    return read_file(path, 1, r, &OPS);
+    pc_part *p = part_new(r);
+    if (!p) return PC_NOMEM;
+    int status = read_file(path, 1, p, &OPS);
+    r->fallback_line = p->fallback_line;
+    for (size_t i = 0; !status && i < p->event_ids.n; i++)
+        if (PUSH(r->order, p->event_ids.p[i])) status = PC_NOMEM;
+    r->bad_count = p->bad_count; r->bad_kind = p->bad_kind;
+    memcpy(r->bad_first, p->bad_first, sizeof r->bad_first);
+    r->bad_text = p->bad_text;
+    p->bad_text = (bytes_t){0};
+    part_free(p);
+    return status;
 }
 
 /* Accessors for ctypes.  pc_count: 0 samples, 1 frames, 3 stacks, 5 events, 7 the line that made the
@@ -557,7 +664,7 @@ int64_t pc_count(pc_result *r, int what) {
         return n;
     case 1: return (int64_t)count(&r->frames);
     case 3: return (int64_t)count(&r->stacks);
-    case 5: return (int64_t)count(&r->events);
+    case 5: return (int64_t)r->order.n;
     case 7: return r->fallback_line;
     case 8: return r->bad_count;
     case 9: case 10: case 11: return what - 9 < r->bad_count ? r->bad_first[what - 9] : 0;
@@ -566,8 +673,6 @@ int64_t pc_count(pc_result *r, int what) {
     return -1;
 }
 
-/* Event i: its name copied into buf (at most cap bytes, NUL-terminated), its sample count, and how many
- * of its samples had no period.  The name's length, or -1 for no such event. */
 /* The first skipped line's text copied into buf (at most cap bytes, NUL-terminated); its length. */
 int64_t pc_bad_text(pc_result *r, char *buf, int64_t cap) {
     int64_t n = (int64_t)r->bad_text.n;
@@ -579,9 +684,13 @@ int64_t pc_bad_text(pc_result *r, char *buf, int64_t cap) {
     return n;
 }
 
+/* Event i (in order of first appearance in the file): its name copied into buf (at most cap bytes,
+ * NUL-terminated), its sample count, and how many of its samples had no period.  The name's length, or -1
+ * for no such event. */
 int64_t pc_event(pc_result *r, int64_t i, char *buf, int64_t cap, int64_t *samples, int64_t *noperiod) {
-    if (i < 0 || (size_t)i >= count(&r->events)) return -1;
-    int64_t a = r->events.offsets.p[i], n = r->events.offsets.p[i + 1] - a;
+    if (i < 0 || (size_t)i >= r->order.n) return -1;
+    int32_t id = r->order.p[i];
+    int64_t a = r->events.offsets.p[id], n = r->events.offsets.p[id + 1] - a;
     if (cap > 0) {
         int64_t k = n < cap - 1 ? n : cap - 1;
         memcpy(buf, r->events.arena.p + a, (size_t)k);
@@ -592,7 +701,7 @@ int64_t pc_event(pc_result *r, int64_t i, char *buf, int64_t cap, int64_t *sampl
     int32_t ev, st;
     double sum;
     for (size_t at = 0; next_tally(r, &at, &ev, &st, &c, &sum, &nop);)
-        if (ev == i) { *samples += c; *noperiod += nop; }
+        if (ev == id) { *samples += c; *noperiod += nop; }
     return n;
 }
 
@@ -677,7 +786,7 @@ static void out_put(out_t *o, const char *s, size_t n) {
     }
 }
 
-/* Write the folded lines of event `event` to fd: one line per distinct stack text, sorted as Python
+/* Write the folded lines of event `event` (pc_event's numbering) to fd: one line per distinct stack text, sorted as Python
  * sorts str, weighted by the period sum (use_period) or the sample count.  Frames are module!function
  * (function alone without a module), ';' in a name becomes ':' as folded._clean does.  Returns the
  * number of lines written, -PC_NOMEM, or -(1000 + errno) when writing failed (EPIPE: a closed pipe). */
@@ -688,11 +797,13 @@ int64_t pc_folded(pc_result *r, int32_t event, int use_period, int fd) {
     folded_line *lines = malloc((np_ + 1) * sizeof *lines), *tmp = malloc((np_ + 1) * sizeof *tmp);
     out_t o = {fd, malloc(1 << 20), 0, 1 << 20, 0};
     int64_t result = -PC_NOMEM;
+    int32_t id = event >= 0 && (size_t)event < r->order.n ? r->order.p[event] : -1;  /* its id in the tables */
     if (!name_at || !lines || !tmp || !o.buf) goto out;
     for (size_t f = 0; f < nf; f++) {  /* display names, cleaned */
         const char *k = r->frames.arena.p + r->frames.offsets.p[f];
         size_t kn = (size_t)(r->frames.offsets.p[f + 1] - r->frames.offsets.p[f]);
         const char *sep = memchr(k, '\0', kn);
+        if (!sep) goto out;  /* every key is module\0function */
         size_t mn = (size_t)(sep - k);
         name_at[f] = (int64_t)names.n;
         if (mn && (put_bytes(&names, k, mn) || put_bytes(&names, "!", 1))) goto out;
@@ -705,7 +816,7 @@ int64_t pc_folded(pc_result *r, int32_t event, int use_period, int fd) {
     int64_t samples, nop;
     double sum_;
     for (size_t at = 0; next_tally(r, &at, &ev, &st, &samples, &sum_, &nop);) {  /* the event's stacks and weights */
-        if (ev != event) continue;
+        if (ev != id) continue;
         lines[nl].stack = st;
         lines[nl].weight = use_period ? sum_ : (double)samples;
         nl++;
@@ -742,7 +853,8 @@ void pc_free(pc_result *r) {
     if (!r) return;
     intern_free(&r->frames); intern_free(&r->stacks); intern_free(&r->events); intern_free(&r->pairs);
     free(r->pair_count.p); free(r->pair_noperiod.p); free(r->pair_sum.p);
-    free(r->bad_text.p); free(r->tail.p);
-    free(r->first_count.p); free(r->first_noperiod.p); free(r->first_sum.p); free(r->cur.p); free(r->key.p); free(r->key_at.p); free(r->scratch.p);
+    free(r->bad_text.p); free(r->order.p);
+    free(r->first_count.p); free(r->first_noperiod.p); free(r->first_sum.p);
+    pthread_mutex_destroy(&r->mu);
     free(r);
 }

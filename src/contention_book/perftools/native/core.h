@@ -25,7 +25,11 @@ typedef struct { double *p; size_t n, cap; } doubles_t;
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return 0;
     size_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
+    while (c < need) {  /* a need past half the address space fails, never doubles c to 0 for ever */
+        if (c > SIZE_MAX / 2 / size) return -1;
+        c *= 2;
+    }
+    if (c > SIZE_MAX / size) return -1;
     void *q = realloc(*p, c * size);
     if (!q) return -1;
     *p = q; *cap = c;
@@ -34,6 +38,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
 #define PUSH(arr, v) (grow((void **)&(arr).p, &(arr).cap, (arr).n + 1, sizeof *(arr).p) ? -1 : ((arr).p[(arr).n++] = (v), 0))
 
 static int put_bytes(bytes_t *b, const char *s, size_t n) {
+    if (!n) return 0;  /* b->p may still be NULL, which memcpy may not be given even for 0 bytes */
     if (grow((void **)&b->p, &b->cap, b->n + n, 1)) return -1;
     memcpy(b->p + b->n, s, n);
     b->n += n;
@@ -139,11 +144,13 @@ static int32_t intern(intern_t *t, const char *s, size_t n) { return intern_hash
 typedef int (*line_fn)(void *ctx, const char *s, const char *e);
 
 /* Calls fn(ctx, start, end) for each line of bytes [from, to) of the file, without its '\n' (the
- * last may have none); stops at fn's first nonzero status and returns it, or an I/O or memory error. */
+ * last may have none); stops at fn's first nonzero status and returns it, or an I/O or memory error.
+ * The file is read in blocks of 1 MB (more only for a longer line): small beside the tables, and all of
+ * it touched whatever the file's size, so that a file's peak memory does not grow with its length. */
 static int read_lines(const char *path, off_t from, off_t to, line_fn fn, void *ctx) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return CORE_IOERROR;
-    size_t cap = 8 << 20, have = 0;
+    size_t cap = 1 << 20, have = 0;
     char *buf = malloc(cap);
     int status = CORE_OK;
     off_t at = from;
