@@ -43,13 +43,12 @@ def in_short(rows: pd.DataFrame, shown) -> str:
     grow = re.search(r"naive queue ([\d,]+) .*?dead tuples, ([^ (]+)", str(m.get(C["no_growth"], "")))
     numbers[C["no_growth"]] = f"{grow.group(1)}, {grow.group(2)} the ring's" if grow else ""
     found = (f"the C ring delivered {ceiling} as many messages a second as the best database design, which pays "
-             "a transaction per message. The ring table's lead over the queue table is confounded: its producer "
-             "waits at a full ring, the queue table's never does" if ceiling
+             "a transaction per message. The ring table's lead over the queue table is confounded (its producer "
+             "waits at a full ring)" if ceiling
              else "this recording cannot set the in-process ring beside a database design")
     paced = _paced_ratio(shown.db) if ceiling else None
     if paced is not None:
-        found += ("; with both producers on one schedule that both carry, the ring delivered "
-                  f"{paced.text('.2f', '×')} the queue table's rate")
+        found += f"; on one schedule both carry, the ring delivered {paced.text('.2f', '×')} of its rate"
     return Markdown(
         "**The article:** a queue rebuilt in SQL Server as a ring of pre-created slots on In-Memory OLTP leaves a "
         "queue table's latches and locks behind; spinlocks then limit it. **Found here,** with no SQL Server, on a "

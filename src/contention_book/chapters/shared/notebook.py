@@ -274,19 +274,28 @@ def stack_table_caption(table) -> str:
 def flame_alt(fig, title: str) -> str:
     """What a flame graph shows, in words: its subject and the functions that hold the most samples themselves
     (a box's width less the widths of the boxes drawn on top of it), read from the drawn boxes and labels."""
+    from matplotlib.collections import PolyCollection
     from matplotlib.patches import Rectangle
 
     boxes = []
     for ax in fig.axes:
-        rects = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
+        # the boxes: rectangles drawn one by one, or one collection of them (perftools' flame graphs)
+        rects = [(p.get_x(), p.get_y(), p.get_width(), p.get_height()) for p in ax.patches
+                 if isinstance(p, Rectangle) and p.get_width() > 0]
+        for coll in ax.collections:
+            if isinstance(coll, PolyCollection):
+                for path in coll.get_paths():
+                    (x0, y0), (x1, y1) = path.vertices.min(axis=0), path.vertices.max(axis=0)
+                    if x1 > x0:
+                        rects.append((float(x0), float(y0), float(x1 - x0), float(y1 - y0)))
         for t in ax.texts:
             name = str(getattr(t, "full_label", t.get_text())).strip()  # a box's label is cut to fit; not here
             if not name:
                 continue
             x, y = t.get_position()
-            for p in rects:
-                if p.get_x() <= x <= p.get_x() + p.get_width() and p.get_y() <= y <= p.get_y() + p.get_height():
-                    boxes.append((p.get_x(), p.get_y(), p.get_width(), p.get_height(), name))
+            for bx, by, bw, bh in rects:
+                if bx <= x <= bx + bw and by <= y <= by + bh:
+                    boxes.append((bx, by, bw, bh, name))
                     break
     total = max((ax.get_xlim()[1] - ax.get_xlim()[0] for ax in fig.axes), default=0) or 1
     own: dict[str, float] = {}
