@@ -806,67 +806,6 @@ class Parser:
             while self.peek() is not None and not self.at_op(";"):  # AS type START WITH n INCREMENT BY n
                 self.i += 1
             kind = "create_sequence"
-        elif word in ("ALTER", "DBCC") or (word == "DROP" and self.at("PARTITION", k=1)):
-            depth = 0  # the server's own handlers answer these (server.execute, delegated=True)
-            while self.peek() is not None and not (depth == 0 and (self.at_op(";") or self.at("END"))):
-                t = self.next()
-                depth += t.kind == "op" and t.text == "("
-                depth -= t.kind == "op" and t.text == ")"
-            kind = "delegate"
-        elif word in ("EXEC", "EXECUTE"):
-            self.i += 1
-            if self.peek() is not None and self.peek().kind == "var":
-                raise Unsupported("EXEC @return = ...")
-            data["name"] = self.name()
-            data["args"] = []
-            while self.peek() is not None and not self.at_op(";") and not self._statement_start():
-                param = None
-                if self.peek().kind == "var" and self.at_op("=", k=1):
-                    param = self.next().text.lower()
-                    self.i += 1
-                value = self.expr()
-                output = self.accept("OUTPUT", "OUT")
-                data["args"].append((param, value, output))
-                if not self.accept_op(","):
-                    break
-            kind = "exec"
-        elif word == "CREATE" and (self.at("PROCEDURE", "PROC", k=1) or
-                                   (self.at("OR", k=1) and self.at("ALTER", k=2))):
-            self.i += 1
-            data["or_alter"] = self.accept("OR") and bool(self.expect("ALTER"))
-            self.expect("PROCEDURE", "PROC")
-            data["name"] = self.name()
-            params = []
-            while self.peek() is not None and self.peek().kind == "var":
-                pname = self.next().text.lower()
-                self.accept("AS")
-                self.type_name()
-                if self.accept_op("="):
-                    self.expr()
-                self.accept("OUTPUT", "OUT")
-                params.append(pname)
-                self.accept_op(",")
-            data["params"] = params
-            data["body"] = self.sql[self.peek().pos:] if self.peek() is not None else ""
-            self.i = len(self.t)  # CREATE PROCEDURE is the whole batch; its body is kept, not run
-            kind = "create_procedure"
-        elif word == "DROP" and self.at("PROCEDURE", "PROC", "SEQUENCE", k=1):
-            self.i += 1
-            what = self.next().text.upper()
-            data["what"] = {"PROC": "PROCEDURE"}.get(what, what)
-            data["if_exists"] = self.accept("IF") and bool(self.expect("EXISTS"))
-            data["name"] = self.name()
-            kind = "drop_object"
-        elif word == "CREATE" and self.at("SEQUENCE", k=1):
-            self.i += 2
-            data["name"] = self.name()
-            nxt = self.peek()
-            if nxt is not None and not self.at_op(";") and not self.at("AS", "START", "INCREMENT", "MINVALUE",
-                                                                          "MAXVALUE", "CYCLE", "NO", "CACHE"):
-                raise SyntaxProblem(f"Incorrect syntax near '{nxt.text}'.")
-            while self.peek() is not None and not self.at_op(";"):  # AS type START WITH n INCREMENT BY n
-                self.i += 1
-            kind = "create_sequence"
         elif word == "CHECKPOINT":
             self.i += 1
             if self.peek() is not None and self.peek().kind == "num":
