@@ -45,6 +45,18 @@ WORKLOAD = [
      "INSERT INTO dbo.lmax_sequence DEFAULT VALUES;\n    SET @slot", 10794, {}, {"variants": "imoltp_v1"}),
     ("lmax-queue", "setup_disk.sql", "CREATE SEQUENCE dbo.lmax_disk_seq AS bigint",
      "CREATE SEQUENCE SEQUENCE dbo.lmax_disk_seq AS bigint", 102, {}, {"variants": "disk_naive"}),
+    # the row generators and the DELETE through a CTE (answered from their own text until this round)
+    ("latch-fairness", "insert.sql", "    Numbers.n,\n", "    Numbers.nn,\n", 207, {}, {"variants": "fair"}),
+    ("latch-fairness", "insert.sql", "ROW_NUMBER() OVER (ORDER BY @@SPID)", "ROW_NUMBER() OVER ()", 4112, {},
+     {"variants": "fair"}),
+    ("lmax-queue", "setup_disk.sql", "FROM sys.all_columns AS a CROSS JOIN", "FROM sys.all_columnz AS a CROSS JOIN",
+     208, {}, {"variants": "disk_naive"}),
+    ("lmax-queue", "setup_imoltp.sql", "ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) - 1, NULL",
+     "ROW_NUMBER(1) OVER (ORDER BY (SELECT NULL)) - 1, NULL", 174, {}, {"variants": "imoltp_v1"}),
+    ("lmax-queue", "pop_disk_naive.sql", "deleted.pushed_at", "deleted.pushed_on", 207, {},
+     {"variants": "disk_naive"}),
+    ("logcache-spinlock", "reset.sql", "SELECT TOP (?) n.k,", "SELECT TOP (?) n.kk,", 207, {},
+     {"variants": "default"}),
 ]
 
 # Issue 33's two scratch-copy mutations: the first is WORKLOAD[0] (index_stats.sql); the second is in a query that

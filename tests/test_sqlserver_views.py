@@ -306,3 +306,72 @@ def test_a_filegroup_setup_is_run_by_its_statements(tmp_path):
     assert db["filegroups"] == ["lab_mod"] and db["mo_filegroups"] == ["lab_mod"]
     assert [(f["name"], f["type_desc"], f["physical_name"]) for f in db["files"] if f["type_desc"] == "FILESTREAM"] \
         == [("lab_mod", "FILESTREAM", V.DATA_PATH + "lab_mod")]
+
+
+# -- window functions, row generators and DML through a CTE (answered from their own text until this round) -----
+def test_row_number_numbers_each_partition_in_its_order(tmp_path):
+    _state, conn = _lab(tmp_path)
+    _run(conn, "CREATE TABLE dbo.w (k int NOT NULL, g int NOT NULL, CONSTRAINT pk_w PRIMARY KEY CLUSTERED (k));")
+    _run(conn, "INSERT INTO dbo.w (k, g) VALUES (1, 2), (2, 1), (3, 2), (4, 1), (5, 2);")
+    (_c, rows), = _run(conn, "SELECT k, ROW_NUMBER() OVER (PARTITION BY g ORDER BY k DESC) AS rn FROM dbo.w ORDER BY k;")
+    assert rows == [(1, 3), (2, 2), (3, 2), (4, 1), (5, 1)]
+    for sql, number in [("SELECT ROW_NUMBER() OVER () FROM dbo.w;", 4112),
+                        ("SELECT ROW_NUMBER(k) OVER (ORDER BY k) FROM dbo.w;", 174),
+                        ("SELECT k FROM dbo.w WHERE ROW_NUMBER() OVER (ORDER BY k) = 1;", 4108),
+                        ("SELECT ROW_NUMBER() OVER (ORDER BY nope) FROM dbo.w;", 207)]:
+        with pytest.raises(fake_pyodbc.Error, match=rf"\({number}\)"):
+            _run(conn, sql)
+
+
+def test_a_row_generator_fills_a_table_with_the_count_top_asks_for(tmp_path):
+    """``TOP (n)`` over sys.all_columns crossed with itself, and over a cross join of CTEs a trillion rows long: the
+    count is computed, the first rows are evaluated (so their errors surface), nothing is built past them."""
+    state, conn = _lab(tmp_path)
+    _run(conn, "CREATE TABLE dbo.slots (n bigint NOT NULL, at datetime2 NOT NULL);")
+    _run(conn, "DECLARE @size bigint = ?; INSERT INTO dbo.slots (n, at) SELECT TOP (@size) ROW_NUMBER() OVER "
+               "(ORDER BY (SELECT NULL)) - 1, SYSDATETIME() FROM sys.all_columns AS a CROSS JOIN sys.all_columns AS b;",
+         3_000_000)
+    (_c, rows), = _run(conn, "SELECT COUNT_BIG(*) FROM dbo.slots;")
+    assert rows == [(3_000_000,)]
+    _run(conn, "TRUNCATE TABLE dbo.slots;")
+    _run(conn, "INSERT INTO dbo.slots (n, at) SELECT TOP (5) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) - 1, "
+               "SYSDATETIME() FROM sys.all_columns AS a CROSS JOIN sys.all_columns AS b;")
+    (_c, rows), = _run(conn, "SELECT n FROM dbo.slots ORDER BY n;")
+    assert rows == [(0,), (1,), (2,), (3,), (4,)]
+    text = (REPO / "workloads/latch-fairness/sqlserver/insert.sql").read_text().replace("{{maxdop}}", "4")
+    _run(conn, "CREATE TABLE dbo.LatchFairnessBatchHelper (x int NULL);")
+    _run(conn, "CREATE TABLE dbo.LatchFairnessTarget (ID bigint NOT NULL, TypeID int NOT NULL, "
+               "DateTimeUTC datetime NOT NULL);")
+    (cols, rows), = _run(conn, text, 10_000_000)
+    assert cols == ["elapsed_ms"]
+    (_c, rows), = _run(conn, "SELECT COUNT_BIG(*) FROM dbo.LatchFairnessTarget;")
+    assert rows == [(10_000_000,)]
+
+
+def test_a_delete_through_a_cte_removes_the_rows_it_chooses_and_outputs_them(tmp_path):
+    _state, conn = _lab(tmp_path)
+    _run(conn, "CREATE TABLE dbo.lmax_disk_queue (id bigint IDENTITY(1, 1) NOT NULL, pushed_at datetime2 NOT NULL, "
+               "message char(300) NOT NULL, CONSTRAINT pk_lmax_disk_queue PRIMARY KEY CLUSTERED (id));")
+    pop = (REPO / "workloads/lmax-queue/sqlserver/pop_disk_naive.sql").read_text()
+    assert _run(conn, pop) == [(["age_us"], [])]  # an empty queue: no row
+    _run(conn, "INSERT INTO dbo.lmax_disk_queue (pushed_at, message) VALUES ('2026-01-01T00:00:00', 'a'), "
+               "('2026-01-01T00:00:01', 'b');")
+    (cols, rows), = _run(conn, pop)
+    assert cols == ["age_us"] and len(rows) == 1 and rows[0][0] > 10**12  # the oldest: pushed in January
+    (_c, rows), = _run(conn, "SELECT id, message FROM dbo.lmax_disk_queue;")
+    assert rows == [(2, "b")]
+    _run(conn, "CREATE TABLE dbo.other (id bigint NOT NULL);")
+    with pytest.raises(fake_pyodbc.Error, match=r"\(4405\)"):
+        _run(conn, "WITH two AS (SELECT q.id FROM dbo.lmax_disk_queue AS q JOIN dbo.other AS o ON o.id = q.id) "
+                   "DELETE FROM two;")
+
+
+@pytest.mark.parametrize("maxdop, parallel", [(4, True), (1, False)])
+def test_a_parallel_heap_insert_is_recognised_by_its_hint_and_maxdop_not_by_its_file(tmp_path, maxdop, parallel):
+    """The phenomena model's NESTING_TRANSACTION_FULL latch (seed 000) follows INSERT ... WITH (TABLOCK) into a heap
+    with a degree of parallelism above 1, whatever the batch's text."""
+    state, conn = _lab(tmp_path, phenomena=True)
+    _run(conn, "CREATE TABLE dbo.heap (n bigint NOT NULL);")
+    _run(conn, f"INSERT dbo.heap WITH (TABLOCK) (n) SELECT TOP (1000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) "
+               f"FROM sys.all_columns AS a CROSS JOIN sys.all_columns AS b OPTION (MAXDOP {maxdop});")
+    assert ("NESTING_TRANSACTION_FULL" in S.load(state)["stats"]["latch"]) is parallel

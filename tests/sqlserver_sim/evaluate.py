@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import itertools
 import os
 import re
 from typing import Any
@@ -32,6 +33,46 @@ class Unanswerable(S.UnknownStatement):
 @functools.lru_cache(maxsize=512)
 def parsed(sql: str) -> tuple:
     return tuple(T.parse(sql))
+
+
+KEEP_EVALUATED = 200  # rows of a large INSERT ... SELECT evaluated one by one; the rest are counted (below)
+EAGER_ROWS = 100_000  # a join's frames kept as a list up to this many; beyond it they are produced on demand
+
+
+class _Lazy:
+    """Rows produced on demand, with their number known without producing them.
+
+    The harness fills tables with ``SELECT TOP (n) ROW_NUMBER() OVER (...) FROM sys.all_columns AS a CROSS JOIN
+    sys.all_columns AS b`` and with cross joins of ten-row CTEs (a trillion rows before TOP): a cross join's size is
+    the product of its sides', TOP's the smaller of n and its input's, so the answer is computed without building
+    rows nobody reads.  Iterating produces the rows, in order."""
+
+    def __init__(self, make, count: int):
+        self.make, self.count = make, count
+
+    def __iter__(self):
+        return iter(self.make())
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
+def _cross(frames, alias: str, rows):
+    """Every frame with every row of a source bound as ``alias`` (a list while small, else :class:`_Lazy`)."""
+    n = len(frames) * len(rows)
+    if n <= EAGER_ROWS and not isinstance(frames, _Lazy) and not isinstance(rows, _Lazy):
+        return [dict(f, **{alias: r}) for f in frames for r in rows]
+    return _Lazy(lambda: (dict(f, **{alias: r}) for f in frames for r in rows), n)
+
+
+def _top(rows, n: int):
+    n = max(0, int(n))
+    if isinstance(rows, _Lazy):
+        return _Lazy(lambda: itertools.islice(rows, n), min(n, len(rows)))
+    return rows[:n]
 
 
 class _Rowset:
@@ -60,6 +101,7 @@ class Batch:
         self.written: dict[str, int] = {}
         self.updated: dict[str, dict] = {}
         self.executed: list[tuple[str, list]] = []  # (procedure, argument values) of each EXEC
+        self.parallel: dict[str, int] = {}  # rows of heaps filled by a parallel INSERT ... SELECT WITH (TABLOCK)
         self.major = 16 if S.azure(state) else S.major(state)
         if not hasattr(s, "temp"):
             s.temp = {}
@@ -186,7 +228,9 @@ class Batch:
                     raise self.err(3701, f"Cannot drop the table '{name}', because it does not exist or you do not "
                                          "have permission.")
                 continue
-            del self.db()["tables"][found[0]]
+            db = self.db()
+            db["xtp_bytes"] = max(0, db.get("xtp_bytes", 0) - found[1].get("xtp_bytes", 0))
+            del db["tables"][found[0]]
 
     def do_truncate(self, st):
         found = V.find_table(self.db(), st.data["name"])
@@ -225,9 +269,13 @@ class Batch:
         m = re.search(r"\bCONSTRAINT\s+\[?(\w+)\]?\s+PRIMARY\s+KEY", st.text, re.I)
         cols["__key_name__"] = m.group(1) if m else None
         short = name.replace("[", "").replace("]", "").split(".")[-1]
-        db["tables"][short] = {"columns": cols, "rows": 0, "data": [], "identity": 0,
-                               "memory_optimized": bool(memory_optimized)}
-        V.object_id(self.state, db, db["tables"][short])
+        table = {"columns": cols, "rows": 0, "data": [], "identity": 0, "memory_optimized": bool(memory_optimized)}
+        if memory_optimized:  # 8 bytes a hash bucket, the count rounded up to a power of two (estimate page)
+            buckets = sum(1 << max(0, int(b) - 1).bit_length() for b in re.findall(r"BUCKET_COUNT\s*=\s*(\d+)", text))
+            S.check_xtp(self.state, db, 8 * buckets)
+            table["xtp_bytes"] = 8 * buckets
+        db["tables"][short] = table
+        V.object_id(self.state, db, table)
 
     def target(self, name: str) -> tuple[str, dict]:
         low = name.lower()
@@ -252,10 +300,15 @@ class Batch:
         for c in names:
             if c not in tcols:
                 raise self.err(207, f"Invalid column name '{c}'.")
+        counted = 0
         if "values" in st.data:
             rows = [[self.eval(e, _Env([], {})) for e in row] for row in st.data["values"]]
         else:
-            _cols, rows, _a = self.query(st.data["query"], None)
+            _cols, rows, _a = self.query(st.data["query"], None, st.data.get("ctes"))
+            if isinstance(rows, _Lazy) and len(rows) > KEEP_EVALUATED and not key.startswith(("#", "@")):
+                # a table this large keeps counts only (below): the first rows are evaluated, the rest counted
+                counted = len(rows) - KEEP_EVALUATED
+                rows = list(itertools.islice(rows, KEEP_EVALUATED))
         for row in rows:
             if len(row) != len(names):
                 raise self.err(110 if len(row) < len(names) else 109,
@@ -275,13 +328,29 @@ class Batch:
                     new[c] = None
             if "data" in t and t["data"] is not None:
                 t["data"].append(new)
-                if not key.startswith(("#", "@")) and len(t["data"]) > 200:  # keep counts only for large tables
+                if not key.startswith(("#", "@")) and len(t["data"]) > KEEP_EVALUATED:  # counts only, when large
                     del t["data"]
+        n = len(rows) + counted
+        if counted:
+            t.pop("data", None)
+            if any(d.get("identity") for d in tcols.values()):
+                t["identity"] = t.get("identity", 0) + counted
+                self.vars["@@identity"] = t["identity"]
         if not key.startswith(("#", "@")):
-            t["rows"] = t.get("rows", 0) + len(rows)
-            t["inserted"] = t.get("inserted", 0) + len(rows)
-            self.written[key] = self.written.get(key, 0) + len(rows)
-        self.vars["@@rowcount"] = len(rows)
+            if t.get("memory_optimized"):  # each row's bytes (estimate-memory-requirements page)
+                S.check_xtp(self.state, self.db(), n * S.xtp_row_bytes(t))
+                t["xtp_bytes"] = t.get("xtp_bytes", 0) + n * S.xtp_row_bytes(t)
+            t["rows"] = t.get("rows", 0) + n
+            t["inserted"] = t.get("inserted", 0) + n
+            self.written[key] = self.written.get(key, 0) + n
+            query = st.data.get("query")
+            maxdop = _maxdop(query.options) if query is not None else None
+            if "TABLOCK" in st.data.get("hints", []) and not t.get("columns", {}).get("__keys__") and \
+                    (maxdop is None or maxdop > 1):
+                # a heap filled WITH (TABLOCK) by INSERT ... SELECT may be inserted in parallel (INSERT page,
+                # "Parallel inserts"); OPTION (MAXDOP 1) keeps it serial
+                self.parallel[key] = self.parallel.get(key, 0) + n
+        self.vars["@@rowcount"] = n
 
     def _dml_target(self, st) -> tuple[str, dict, str]:
         """(key, table, alias) of an UPDATE's or DELETE's one table (``UPDATE a SET ... FROM dbo.t AS a`` too)."""
@@ -306,6 +375,31 @@ class Batch:
         if top is not None:
             hit = hit[:int(self.eval(top, _Env([], {})))]
         return hit, rs
+
+    def _cte_rows(self, name: str, q: T.Select, _cols: list) -> tuple[str, dict, str, list[dict]]:
+        """The base table rows a DML statement through a common table expression touches: the CTE must read one
+        table (WITH common_table_expression page: "must reference only one base table"); its WHERE, ORDER BY and
+        TOP choose the rows."""
+        if len(q.sources) != 1 or q.sources[0][1] or q.sources[0][0].kind != "table" or q.group or \
+                any(_has_agg(e) for e, _n, _v in q.items):
+            raise self.err(4405, f"View or function '{name}' is not updatable because the modification affects "
+                                 "multiple base tables.")
+        src = q.sources[0][0]
+        key, t = self.target(src.name)
+        for e, _n, _v in q.items:
+            if e.op != "star":
+                self.eval(e, _Env([_Rowset(src.alias, list(V.table_columns(t)), [])], {src.alias: None}))
+        hit, rs = self._matching(t, src.alias, q.where, None)
+        if q.order:
+            for e, _d in q.order:
+                self.eval(e, _Env([rs], {src.alias: None}))
+            desc = [d for _e, d in q.order]
+            hit = sorted(hit, key=functools.cmp_to_key(lambda a, b: _cmp_keys(
+                [self.eval(e, _Env([rs], {src.alias: a})) for e, _d in q.order],
+                [self.eval(e, _Env([rs], {src.alias: b})) for e, _d in q.order], desc)))
+        if q.top is not None:
+            hit = hit[:int(self.eval(q.top, _Env([], {})))]
+        return key, t, src.alias, hit
 
     def do_update(self, st):
         key, t, alias = self._dml_target(st)
@@ -336,8 +430,24 @@ class Batch:
         self.vars["@@rowcount"] = len(hit)
 
     def do_delete(self, st):
-        key, t, alias = self._dml_target(st)
-        hit, _rs = self._matching(t, alias, st.data.get("where"), None)
+        cte = (st.data.get("ctes") or {}).get(st.data["name"].lower())
+        if cte is not None:
+            key, t, alias, hit = self._cte_rows(st.data["name"], *cte)
+            if st.data.get("where") is not None:
+                hit, _rs = self._matching({"columns": t.get("columns", {}), "data": hit}, st.data["name"].lower(),
+                                          st.data["where"], None)
+        else:
+            key, t, alias = self._dml_target(st)
+            hit, _rs = self._matching(t, alias, st.data.get("where"), None)
+        if st.data.get("output"):
+            cols = list(V.table_columns(t))
+            deleted = _Rowset("deleted", cols, hit)
+            items = st.data["output"]
+            for e, _n, _v in items:
+                self.eval(e, _Env([deleted], {"deleted": None}))
+            self.results.append(([n or "" for _e, n, _v in items],
+                                 [tuple(self.eval(e, _Env([deleted], {"deleted": r})) for e, _n, _v in items)
+                                  for r in hit]))
         if "data" in t:
             ids = {id(r) for r in hit}
             t["data"] = [r for r in t["data"] if id(r) not in ids]
@@ -432,12 +542,12 @@ class Batch:
         if src.kind == "sub":
             cols, rows, _a = self.query(src.query, env)
             cols = src.columns or [c.lower() for c in cols]
-            return _Rowset(src.alias, cols, [dict(zip(cols, r)) for r in rows])
+            return _Rowset(src.alias, cols, _as_dicts(cols, rows))
         if name in ctes:
             q, cols = ctes[name]
             qcols, rows, _a = self.query(q, env, ctes)
             cols = cols or [c.lower() for c in qcols]
-            return _Rowset(src.alias, cols, [dict(zip(cols, r)) for r in rows])
+            return _Rowset(src.alias, cols, _as_dicts(cols, rows))
         if name.startswith("sys.") or name.split(".", 1)[-1].startswith("sys."):
             name = "sys." + name.split("sys.", 1)[1]
             entry = Q.catalogue()["objects"].get(name)
@@ -450,7 +560,10 @@ class Batch:
             raise T.Unsupported(f"the table-valued function {src.name}")
         _key, t = self.target(src.name)
         cols = list(V.table_columns(t))
-        rows = V.table_rows(t) if "data" in t or "rows" in t else list(t.get("data", []))
+        if "data" not in t and t.get("rows", 0) > EAGER_ROWS:  # counted only: its rows made as they are read
+            rows = _Lazy(lambda: V.table_rows(t, lazy=True), t["rows"])
+        else:
+            rows = V.table_rows(t) if "data" in t or "rows" in t else list(t.get("data", []))
         if not name.startswith(("#", "@")):
             self.read_user_table(t)
         return _Rowset(src.alias, cols, rows)
@@ -469,7 +582,7 @@ class Batch:
         for first, joins in q.sources:
             rs = self.bind_source(first, _Env(sources, {}, env), q.ctes)
             self._add(sources, rs)
-            frames = [dict(f, **{rs.alias: r}) for f in frames for r in rs.rows]
+            frames = _cross(frames, rs.alias, rs.rows)
             for j in joins:
                 if j.kind in ("apply", "outer_apply"):
                     out = []
@@ -490,6 +603,9 @@ class Batch:
                 self._add(sources, rs)
                 if j.on is not None:
                     self.eval(j.on, _Env(sources, {s.alias: None for s in sources}, env))  # binds the names
+                if j.kind == "cross" or (j.kind == "left" and not rs.rows):  # a LEFT JOIN to no rows keeps every row
+                    frames = _cross(frames, rs.alias, rs.rows or [None])
+                    continue
                 out = []
                 for f in frames:
                     matched = False
@@ -523,16 +639,17 @@ class Batch:
             groups: dict = {}
             for g in q.group:
                 self.eval(g, blank)
-            for f in frames:
+            if not q.group:  # one group of every row (a large table's rows are counted, not built: aggregate)
+                groups[()] = frames
+            for f in frames if q.group else ():
                 key = tuple(_key(self.eval(g, _Env(sources, f, env))) for g in q.group)
                 groups.setdefault(key, []).append(f)
-            if not q.group and not groups:
-                groups[()] = []
-            envs = [_Env(sources, fs[0] if fs else blank.frame, env, group=fs) for fs in groups.values()]
+            envs = [_Env(sources, next(iter(fs), blank.frame), env, group=fs) for fs in groups.values()]
             if q.having is not None:
                 envs = [e for e in envs if self.eval(q.having, e) is True]
         else:
-            envs = [_Env(sources, f, env) for f in frames]
+            envs = _Lazy(lambda: (_Env(sources, f, env) for f in frames), len(frames)) \
+                if isinstance(frames, _Lazy) else [_Env(sources, f, env) for f in frames]
         items = []
         for e, name, var in q.items:
             if e.op == "star":
@@ -541,9 +658,28 @@ class Batch:
                         items += [(T.Node("col", [s.alias, c], f"{s.alias}.{c}"), c, None) for c in s.columns]
             else:
                 items.append((e, name, var))
+        windows = [w for e, _n, _v in items for w in _windows(e)]
+        for w in windows:
+            self.bind_window(w, _Env(sources, blank.frame, env))
+        binding = _Env(sources, blank.frame, env, group=[] if aggregate else None)
+        binding.window = {id(w): None for w in windows}
         for e, _n, _v in items:
-            self.eval(e, _Env(sources, blank.frame, env, group=[] if aggregate else None))
+            self.eval(e, binding)
         names = [n or "" for _e, n, _v in items]
+        if isinstance(envs, _Lazy) and not q.order and all(_arrival_order(w) for w in windows):
+            lazy = envs
+
+            def produce():
+                for i, en in enumerate(lazy):
+                    en.window = {id(w): i + 1 for w in windows}
+                    yield [self.eval(e, en) for e, _n, _v in items]
+            rows = _Lazy(produce, len(envs))
+            if q.top is not None:
+                rows = _top(rows, self.eval(q.top, _Env([], {}, env)))
+            return names, rows, self.assigned(items)
+        envs = list(envs)
+        for w in windows:
+            self.number_rows(w, envs)
         out = []
         for en in envs:
             row = [self.eval(e, en) for e, _n, _v in items]
@@ -563,15 +699,44 @@ class Batch:
         else:
             rows = [r for r, _en in out]
         if q.top is not None:
-            n = self.eval(q.top, _Env([], {}, env))
-            rows = rows[:int(n)]
+            rows = _top(rows, self.eval(q.top, _Env([], {}, env)))
+        return names, rows, self.assigned(items)
+
+    def assigned(self, items) -> list | None:
+        """The variables a SELECT assigns (``SELECT @v = ...``), or None for a SELECT that returns rows."""
         assigns = [v for _e, _n, v in items]
         if any(assigns):
             if not all(assigns):
                 raise self.err(141, "A SELECT statement that assigns a value to a variable must not be combined "
                                     "with data-retrieval operations.")
-            return names, rows, assigns
-        return names, rows, None
+            return assigns
+        return None
+
+    # -- window functions (OVER clause page: t-sql/queries/select-over-clause-transact-sql)
+    def bind_window(self, w: T.Node, blank: _Env) -> None:
+        if w.name != "ROW_NUMBER":
+            raise T.Unsupported(f"the window function {w.name}()")
+        args, partition, order = w.args
+        if args:
+            raise self.err(174, f"The {w.name.lower()} function requires 0 argument(s).")
+        if not order:
+            raise self.err(4112, f"The function '{w.name}' must have an OVER clause with ORDER BY.")
+        for e in partition + [e for e, _d in order]:
+            self.eval(e, blank)
+
+    def number_rows(self, w: T.Node, envs: list) -> None:
+        """ROW_NUMBER(): 1, 2, ... within each partition, in the OVER clause's order (ties in arrival order)."""
+        _args, partition, order = w.args
+        keyed = [([_key(self.eval(p, en)) for p in partition], [self.eval(e, en) for e, _d in order], i)
+                 for i, en in enumerate(envs)]
+        desc = [d for _e, d in order]
+        keyed.sort(key=functools.cmp_to_key(lambda a, b: (_cmp_keys(a[0], b[0], [False] * len(a[0]))
+                                                          or _cmp_keys(a[1], b[1], desc) or a[2] - b[2])))
+        counts: dict = {}
+        for part, _o, i in keyed:
+            k = tuple(part)
+            counts[k] = counts.get(k, 0) + 1
+            envs[i].window = {**getattr(envs[i], "window", {}), id(w): counts[k]}
 
     # -- expressions
     def lookup(self, node: T.Node, env: _Env) -> Any:
@@ -667,6 +832,7 @@ class Batch:
             return _cast(self.eval(node.args[0], env), node.name)
         if op == "sub":
             _c, rows, _a = self.query(node.args[0], env)
+            rows = list(itertools.islice(rows, 2))
             if len(rows) > 1:
                 raise self.err(512, "Subquery returned more than 1 value. This is not permitted when the subquery "
                                     "follows =, !=, <, <= , >, >= or when the subquery is used as an expression.")
@@ -678,6 +844,11 @@ class Batch:
             return self.aggregate(node, env)
         if op == "fn":
             return self.function(node, env)
+        if op == "window":
+            numbers = getattr(env, "window", None)
+            if numbers is None or id(node) not in numbers:
+                raise self.err(4108, "Windowed functions can only appear in the SELECT or ORDER BY clauses.")
+            return numbers[id(node)]
         if op == "star":
             raise T.Unsupported("* outside COUNT(*) and a select list")
         raise T.Unsupported(f"expression {op}")
@@ -716,6 +887,8 @@ class Batch:
             raise self.err(147, "An aggregate may not appear in the WHERE clause unless it is in a subquery "
                                 "contained in a HAVING clause or a select list.")
         star = node.args and node.args[0].op == "star"
+        if star and node.name in ("COUNT", "COUNT_BIG"):
+            return len(env.group)
         values = []
         for f in env.group:
             e = _Env(env.sources, f, env.outer)
@@ -790,11 +963,19 @@ class Batch:
             raise T.Unsupported(f"SERVERPROPERTY('{prop}')")
         if name in ("SYSDATETIME", "SYSUTCDATETIME", "GETDATE", "GETUTCDATE", "SYSDATETIMEOFFSET"):
             return _dt.datetime.now()
+        if name == "DATEADD":
+            part, n, d = args
+            if n is None or d is None:
+                return None
+            scale = {"MICROSECOND": 1e-6, "MILLISECOND": 1e-3, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+            if part not in scale:
+                raise T.Unsupported(f"DATEADD({part}, ...)")
+            return _as_datetime(d) + _dt.timedelta(seconds=int(n) * scale[part])
         if name in ("DATEDIFF", "DATEDIFF_BIG"):
             part, a, b = args
             if a is None or b is None:
                 return None
-            seconds = (b - a).total_seconds()
+            seconds = (_as_datetime(b) - _as_datetime(a)).total_seconds()
             scale = {"MICROSECOND": 1e6, "MILLISECOND": 1e3, "SECOND": 1, "MINUTE": 1 / 60, "HOUR": 1 / 3600}
             return int(seconds * scale[part])
         if name == "SCOPE_IDENTITY":
@@ -831,6 +1012,68 @@ class Batch:
 
 def _raise(exc):
     raise exc
+
+
+def _as_dicts(cols: list[str], rows):
+    if isinstance(rows, _Lazy):
+        return _Lazy(lambda: (dict(zip(cols, r)) for r in rows), len(rows))
+    return [dict(zip(cols, r)) for r in rows]
+
+
+def _windows(node) -> list:
+    """The window function calls in an expression (not inside its subqueries)."""
+    if isinstance(node, T.Node):
+        if node.op == "window":
+            return [node]
+        if node.op in ("sub", "exists"):
+            return []
+        return [w for a in node.args for w in _windows(a)]
+    if isinstance(node, (list, tuple)):
+        return [w for a in node for w in _windows(a)]
+    return []
+
+
+def _constant(node) -> bool:
+    """An expression that is the same for every row (no column; a subquery that reads no table)."""
+    if isinstance(node, T.Node):
+        if node.op in ("col", "star", "agg", "window"):
+            return False
+        if node.op in ("sub", "exists"):
+            q = node.args[0]
+            return not q.sources and all(_constant(e) for e, _n, _v in q.items)
+        return all(_constant(a) for a in node.args)
+    if isinstance(node, (list, tuple)):
+        return all(_constant(a) for a in node)
+    return True
+
+
+def _arrival_order(w: T.Node) -> bool:
+    """A ROW_NUMBER() with no partition, ordered by a constant (``ORDER BY (SELECT NULL)``, ``@@SPID``): the
+    numbering is the rows' order of arrival, so rows can be numbered as they are produced."""
+    _args, partition, order = w.args
+    return not partition and all(_constant(e) for e, _d in order)
+
+
+def _as_datetime(v):
+    """A date and time from a datetime or a string in the unseparated (style 112, 'yyyymmdd') or ISO 8601 form
+    (CAST and CONVERT page); any other string is Msg 241."""
+    if not isinstance(v, str):
+        return v
+    for fmt in ("%Y%m%d", "%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f",
+                "%Y-%m-%d %H:%M:%S.%f"):
+        try:
+            return _dt.datetime.strptime(v.strip(), fmt)
+        except ValueError:
+            continue
+    raise S.sql_error(241, "Conversion failed when converting date and/or time from character string.")
+
+
+def _maxdop(options: list[str]) -> int | None:
+    """The MAXDOP of an OPTION clause's words (["MAXDOP", "4"]), or None when it sets none."""
+    for i, word in enumerate(options[:-1]):
+        if word == "MAXDOP" and options[i + 1].isdigit():
+            return int(options[i + 1])
+    return None
 
 
 def _has_agg(node) -> bool:
@@ -903,7 +1146,7 @@ def _cast(v, typ: str):
     if v is None:
         return None
     base = typ.split("(")[0]
-    if base in ("int", "bigint", "smallint", "tinyint", "bit"):
+    if base in ("int", "integer", "bigint", "smallint", "tinyint", "bit"):  # integer: the ISO synonym of int
         if isinstance(v, str):
             v = float(v)
         return int(v) if base != "bit" else int(bool(v))
@@ -915,7 +1158,7 @@ def _cast(v, typ: str):
     if base in ("nvarchar", "varchar", "char", "nchar", "sysname", "xml"):
         return str(v)
     if base.startswith("datetime") or base == "date":
-        return v
+        return _as_datetime(v)
     raise T.Unsupported(f"CAST to {typ}")
 
 
@@ -923,4 +1166,5 @@ def run(state: dict, s, sql: str, params: tuple) -> tuple[list, dict]:
     """(result sets, rows written per user table) of one batch, or tsql.Unsupported / SyntaxProblem from the parse."""
     stmts = parsed(sql)
     b = Batch(state, s, params)
-    return b.run(stmts), {"inserted": b.written, "updated": b.updated, "executed": b.executed}
+    return b.run(stmts), {"inserted": b.written, "updated": b.updated, "executed": b.executed,
+                          "parallel": b.parallel}

@@ -20,9 +20,8 @@ a batch no answer recognises is parsed with sqlfluff's tsql grammar (Msg 102 on 
 each chapter's phenomenon appear is behind the switch :func:`phenomena_on` (docs/sqlserver-simulator.md).
 
 An unknown statement raises :class:`UnknownStatement`, so new SQL cannot slip into the harness
-without a test that teaches the simulator its documented answer.  Five workload batches the evaluator
-cannot run yet (window functions, a DELETE through a CTE) still fall back to a pattern of their own
-text (``workload_batch``); docs/sqlserver-simulator.md lists them.
+without a test that teaches the simulator its documented answer.  No batch is answered by matching its
+own text.
 
 Server state (trace flags, process affinity, databases and their options, In-Memory OLTP memory,
 cumulative statistics) lives in a JSON file, so a test can read what a run left behind, also when
@@ -210,6 +209,14 @@ def _db(db_id: int, system: bool = False) -> dict:
             "filegroups": [], "tables": {}, "xtp_bytes": 0, "objects": []}
 
 
+def _stored(value):
+    """A value the state file keeps as text: a datetime a batch wrote (SYSDATETIME()) as ISO 8601, which the
+    evaluator reads back as a date (evaluate._as_datetime)."""
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat(sep=" ")
+    raise TypeError(f"the simulator's state cannot keep a {type(value).__name__}")
+
+
 def load(path: str | Path) -> dict:
     return json.loads(Path(path).read_text())
 
@@ -223,7 +230,7 @@ def _locked(path: Path):
             text = path.read_text()
             state = json.loads(text)
             yield state
-            after = json.dumps(state)
+            after = json.dumps(state, default=_stored)
             if after != text:
                 tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
                 tmp.write_text(after)
@@ -328,51 +335,11 @@ def xtp_row_bytes(t: dict) -> int:
     return size
 
 
-def ring_row_bytes() -> int:
-    """lmax_ring: bigint, bigint, datetime2(7) (8), char(300), int; row header 24, one hash index pointer 8."""
-    return 24 + 8 + (8 + 8 + 8 + 300 + 4)
-
-
-# -- the workload scripts, as patterns -------------------------------------------------------------
+# -- the form statements are matched in -----------------------------------------------------------
 def _norm(sql: str) -> str:
     """Comments out, whitespace collapsed: the form statements are matched in."""
     sql = re.sub(r"--[^\n]*", "", sql)
     return re.sub(r"\s+", " ", sql).strip()
-
-
-def _workload_patterns() -> list[tuple[re.Pattern, str, str, int]]:
-    """Every batch of workloads/*/sqlserver/*.sql as a regex ({{name}} placeholders match identifiers)."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "src"))
-    from contention_book.harness import workloads
-
-    out = []
-    for path in sorted((REPO / "workloads").glob("*/sqlserver/*.sql")):
-        chapter, script = path.parts[-3], path.stem
-        text = path.read_text(encoding="utf-8")
-        for i, batch in enumerate(workloads.split_tsql(text)):
-            norm = _norm(batch)
-            if not norm:
-                continue
-            pieces = re.split(r"(\{\{\s*\w+\s*\}\})", norm)
-            rx = "".join(r"(\w+)" if p.startswith("{{") else re.escape(p) for p in pieces)
-            out.append((re.compile("^" + rx + "$", re.S), chapter, script, i))
-    return out
-
-
-_PATTERNS: list | None = None
-
-
-def workload_batch(norm: str) -> tuple[str, str, int, tuple] | None:
-    global _PATTERNS
-    if _PATTERNS is None:
-        _PATTERNS = _workload_patterns()
-    for rx, chapter, script, i in _PATTERNS:
-        m = rx.match(norm)
-        if m:
-            return chapter, script, i, m.groups()
-    return None
 
 
 # -- answers ---------------------------------------------------------------------------------------
@@ -581,7 +548,7 @@ def _index_stats(state: dict, db: dict, t: dict) -> list[tuple]:
     return [(0, 2, 0.3089, 25.0, rows, 1, 1, 0), (1, 1, 0.2965, 11.0, 2, 0, 0, 0)]
 
 
-def _check_xtp(state: dict, db: dict, add_bytes: int, transient: int = 0) -> None:
+def check_xtp(state: dict, db: dict, add_bytes: int, transient: int = 0) -> None:
     limit, why = xtp_limit_bytes(state)
     if db["xtp_bytes"] + add_bytes + transient > limit:
         if why == "quota":
@@ -1013,16 +980,10 @@ def execute(state: dict, s: Session, sql: str, params: tuple, delegated: bool = 
         _record_rules(state, s, n)
         return sets, msgs
 
-    found = workload_batch(n)
-    if found is None:
-        bad = Q.syntax_error(sql)
-        if bad:  # what a server answers for a batch its grammar rejects
-            raise sql_error(102, f"Incorrect syntax ({bad}).")
-        raise UnknownStatement(f"the simulator was never taught this statement: {n[:300]!r}")
-    chapter, script, i, ids = found
-    out = _workload(state, s, chapter, script, i, ids, params), msgs
-    _record_rules(state, s, n)
-    return out
+    bad = Q.syntax_error(sql)
+    if bad:  # what a server answers for a batch its grammar rejects
+        raise sql_error(102, f"Incorrect syntax ({bad}).")
+    raise UnknownStatement(f"the simulator was never taught this statement: {n[:300]!r}")
 
 
 def _record_rules(state: dict, s: Session, n: str) -> None:
@@ -1072,7 +1033,7 @@ def batch_phenomena(state: dict, s: Session, written: dict) -> None:
             continue
         n = change["rows"]
         if t.get("memory_optimized"):
-            _check_xtp(state, db, 0, transient=n * xtp_row_bytes(t))
+            check_xtp(state, db, 0, transient=n * xtp_row_bytes(t))
         if not change["key"]:
             continue
         t["updates"] = t.get("updates", 0) + n
@@ -1088,6 +1049,8 @@ def batch_phenomena(state: dict, s: Session, written: dict) -> None:
         count = values[0] if values and isinstance(values[0], int) else 1
         if kind != "none":
             _work(state, s, kind, max(1, count // 100))
+    for name, n in written.get("parallel", {}).items():  # each worker logs into the parent transaction (seed 000)
+        _work(state, s, "parallel_insert", 1 + n // 100_000)
     for name, n in written.get("inserted", {}).items():
         t = (db or {}).get("tables", {}).get(name)
         if t is None or not n:
@@ -1134,37 +1097,6 @@ def _alive(pid: int) -> bool:
         return True
     except OSError:
         return False
-
-
-def _workload(state: dict, s: Session, chapter: str, script: str, i: int, ids: tuple, params: tuple) -> list[Result]:
-    """A batch of workloads/<chapter>/sqlserver/<script>.sql: its effect and its result sets."""
-    db = _current(state, s)
-    key = f"{chapter}/{script}"
-    none: list[Result] = []
-    if key == "latch-fairness/insert":
-        rows = int(params[0]) if params else 0
-        _work(state, s, "parallel_insert", 1 + rows // 100_000)
-        return [(["elapsed_ms"], [(rows / 10_000.0,)])]
-    if key == "lmax-queue/setup_imoltp":
-        if not state["xtp"]:
-            raise sql_error(40536 if azure(state) else 41342,
-                            "'MEMORY_OPTIMIZED tables' is not supported in this service tier of the database.")
-        if not has_memory_optimized_filegroup(db) and azure(state) != "mi":
-            raise sql_error(41337, "Cannot create memory optimized tables. To create memory optimized tables, the "
-                                   "database must have a MEMORY_OPTIMIZED_FILEGROUP that is online and has at least "
-                                   "one container.")
-        if params:  # the slots: rows plus the hash buckets (estimate-memory-requirements page)
-            db["xtp_bytes"] = 0
-            _check_xtp(state, db, int(params[0]) * ring_row_bytes() + 2097152 * 8 + 524288 * 8)
-            found = V.find_table(db, "dbo.lmax_ring")
-            if found is None:
-                raise sql_error(208, "Invalid object name 'dbo.lmax_ring'.")
-            found[1]["rows"] = int(params[0])
-            found[1].pop("data", None)
-        return none
-    if key == "lmax-queue/pop_disk_naive":
-        return [(["age_us"], [(150,)])]
-    return none  # DDL, resets and cleanups: recognised, no result set
 
 
 # Statements of harness modules added later (preflight, waits): (regex, handler(state, session, match, params)).

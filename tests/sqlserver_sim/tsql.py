@@ -74,7 +74,7 @@ def tokens(sql: str) -> list[Tok]:
 # -- trees ------------------------------------------------------------------------------------------
 @dataclass
 class Node:
-    op: str  # lit, param, var, col, fn, agg, bin, un, case, cast, in, like, isnull, sub, exists, star, between
+    op: str  # lit, param, var, col, fn, agg, bin, un, case, cast, in, like, isnull, sub, exists, star, between, window
     args: list = field(default_factory=list)
     name: str = ""
     text: str = ""
@@ -109,6 +109,7 @@ class Select:
     order: list = field(default_factory=list)  # (Node, descending)
     ctes: dict = field(default_factory=dict)
     text: str = ""
+    options: list = field(default_factory=list)  # OPTION (...)'s words, upper case: ["MAXDOP", "4"]
 
 
 @dataclass
@@ -349,12 +350,37 @@ class Parser:
                 while self.accept_op(","):
                     args.append(self.expr())
             self.expect_op(")")
-            if self.at("OVER"):
-                raise Unsupported(f"the window function {fname}() OVER (...)")
+            if self.accept("OVER"):
+                return self.window(fname, args)
             if fname in AGGREGATES:
                 return Node("agg", args, fname, "DISTINCT" if distinct else "")
             return Node("fn", args, fname)
         return Node("col", [p.lower() for p in parts], ".".join(parts).lower())
+
+    def window(self, fname: str, args: list) -> Node:
+        """``fn(...) OVER ([PARTITION BY e, ...] [ORDER BY e [ASC | DESC], ...])``: Node("window", [args,
+        partition, order]) with order as (Node, descending) pairs."""
+        self.expect_op("(")
+        partition, order = [], []
+        if self.at("PARTITION") and self.at("BY", k=1):
+            self.i += 2
+            partition.append(self.expr())
+            while self.accept_op(","):
+                partition.append(self.expr())
+        if self.at("ORDER") and self.at("BY", k=1):
+            self.i += 2
+            while True:
+                e = self.expr()
+                desc = bool(self.accept("DESC"))
+                if not desc:
+                    self.accept("ASC")
+                order.append((e, desc))
+                if not self.accept_op(","):
+                    break
+        if self.at("ROWS", "RANGE"):
+            raise Unsupported(f"a window frame ({self.peek().text} ...)")
+        self.expect_op(")")
+        return Node("window", [args, partition, order], fname)
 
     def case(self) -> Node:
         subject = None if self.at("WHEN") else self.expr()
@@ -422,7 +448,9 @@ class Parser:
             raise Unsupported(f"SELECT ... {self.peek().text}")
         if self.at("OPTION"):
             self.i += 1
+            first = self.i
             self.skip_parens()
+            q.options = [x.text.upper() for x in self.t[first + 1:self.i - 1]]
         q.text = self.text_from(start)
         return q
 
@@ -574,6 +602,10 @@ class Parser:
                 self.expect_op(")")
                 if not self.accept_op(","):
                     break
+            if self.at("INSERT", "DELETE", "UPDATE"):  # a common table expression before a DML statement
+                st = self.statement()
+                st.data["ctes"] = ctes
+                return Stmt(st.kind, self.text_from(start), st.data)
             if not self.at("SELECT"):
                 raise Unsupported(f"WITH ... {self.peek().text if self.peek() else ''}")
             data["query"] = self.select(ctes)
@@ -661,9 +693,12 @@ class Parser:
             self.i += 1
             self.accept("INTO")
             data["name"] = self.name()
+            data["hints"] = []
             if self.at("WITH") and self.at_op("(", k=1):
                 self.i += 1
+                first = self.i
                 self.skip_parens()
+                data["hints"] = [x.text.upper() for x in self.t[first + 1:self.i - 1] if x.kind == "id"]
             cols = []
             if self.accept_op("("):
                 cols.append(self.ident().lower())
@@ -722,8 +757,14 @@ class Parser:
             if self.at("WITH") and self.at_op("(", k=1):
                 self.i += 1
                 self.skip_parens()
-            if self.at("OUTPUT", "FROM"):
-                raise Unsupported(f"DELETE ... {self.peek().text}")
+            if self.accept("OUTPUT"):
+                data["output"] = [self.select_item()]
+                while self.accept_op(","):
+                    data["output"].append(self.select_item())
+                if self.at("INTO"):
+                    raise Unsupported("DELETE ... OUTPUT ... INTO")
+            if self.at("FROM"):
+                raise Unsupported("DELETE ... FROM")
             data["where"] = self.expr() if self.accept("WHERE") else None
             kind = "delete"
         elif word == "CREATE" and self.at("TABLE", k=1):

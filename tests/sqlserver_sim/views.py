@@ -68,14 +68,15 @@ def table_columns(t: dict) -> dict:
     return {k: v for k, v in t.get("columns", {}).items() if not k.startswith("__")}
 
 
-def table_rows(t: dict) -> list[dict]:
+def table_rows(t: dict, lazy: bool = False):
     """A user table's rows: the rows kept, or (for a table whose rows are counted only) rows numbered by its
-    IDENTITY column with the other columns NULL."""
+    IDENTITY column with the other columns NULL (``lazy``: made one by one as they are read)."""
     if "data" in t:
         return [dict(r) for r in t["data"]]
     cols = table_columns(t)
     ident = next((c for c, d in cols.items() if d.get("identity")), None)
-    return [{c: (i + 1 if c == ident else None) for c in cols} for i in range(t.get("rows", 0))]
+    made = ({c: (i + 1 if c == ident else None) for c in cols} for i in range(t.get("rows", 0)))
+    return made if lazy else list(made)
 
 
 def filegroups(db: dict) -> list[tuple[int, str, str, str]]:
@@ -285,7 +286,13 @@ def index_columns(state, s, args):
     return _rows("sys.index_columns", out)
 
 
+SYSTEM_COLUMNS = 4096  # assumed: sys.all_columns' system-defined rows (docs/sqlserver-simulator.md)
+
+
 def columns_view(name):
+    """sys.columns: the user tables' columns; sys.all_columns also "the union of all user-defined and system
+    objects" (its page), the system objects' columns with negative object_ids (sys.all_objects page).  How many a
+    server has is not documented; :data:`SYSTEM_COLUMNS` is the simulator's assumption."""
     def rows(state, s, args):
         db = _db(state, s)
         out = []
@@ -294,6 +301,12 @@ def columns_view(name):
                 row = {"object_id": object_id(state, db, t), "name": d.get("name", col), "column_id": j + 1,
                        "is_identity": int(bool(d.get("identity")))}
                 out.append({k: v for k, v in row.items() if k in columns(name)})
+        if name == "sys.all_columns":
+            wanted = columns(name)
+            for i in range(SYSTEM_COLUMNS):
+                row = {"object_id": -1 - i // 16, "name": f"system_column_{i}", "column_id": 1 + i % 16,
+                       "is_identity": 0}
+                out.append({k: v for k, v in row.items() if k in wanted})
         return _rows(name, out)
     return rows
 

@@ -18,6 +18,9 @@ users ask for:
 - errors are classified by SQLSTATE (PostgreSQL) or error number (SQL
   Server), counted per class, never swallowed; serialization failures and
   deadlocks are retried when the workload says its call may be repeated;
+  a statement the server refuses (no such column or object, bad syntax,
+  no permission: ``session_rules.REFUSED``) stops the run, since no later
+  call can succeed;
 - a session whose connection is lost (terminated by an administrator,
   SQLSTATE 57P01; a reset; class 08) counts that call as one error, kept
   by class in ``lost_connections``, and reconnects with a bounded
@@ -55,8 +58,8 @@ import pandas as pd
 from .latency import LatencyHistogram
 from .redaction import redact
 from .session_rules import (  # noqa: F401 (callers and tests read them here too)
-    FATAL_WORDS, KINDS, LOST, RECONNECT_BUDGET_ENV, RECONNECT_BUDGET_S, RECONNECT_FIRST_S, RECONNECT_MAX_S, RETRYABLE,
-    SessionDone, _pause, classify, kind, lost_connection, reconnect_budget_s, reconnect_failed, reconnect_given_up)
+    FATAL_WORDS, KINDS, LOST, RECONNECT_BUDGET_ENV, RECONNECT_BUDGET_S, RECONNECT_FIRST_S, RECONNECT_MAX_S, REFUSED,
+    RETRYABLE, SessionDone, _pause, classify, kind, lost_connection, reconnect_budget_s, reconnect_failed, reconnect_given_up)
 
 ARRIVALS = ("poisson", "fixed")
 INTERVAL_COLUMNS = ["second", "interval_s", "operations", "errors", "retries", "throughput", "p50_ms", "p99_ms",
@@ -533,6 +536,9 @@ def run_sessions(
                     if st.errors >= max_errors_per_session:
                         st.error_samples.append(f"stopped after {st.errors} errors")
                         break
+                    if code in REFUSED:  # no later call can succeed: every session stops (raised below)
+                        stop.set()
+                        break
                     op += 1
                     if gone:  # one error for the call; then reconnect (backing off), not one error per dead try
                         st.lost[code] = st.lost.get(code, 0) + 1
@@ -634,6 +640,11 @@ def run_sessions(
             by_code[c] = by_code.get(c, 0) + n
         for c, n in st.lost.items():
             lost[c] = lost.get(c, 0) + n
+    refused = sorted(c for c in by_code if c in REFUSED)
+    if refused:
+        sample = next((x for st in stats for x in st.error_samples if any(f"[{c}]" in x for c in refused)), "")
+        raise SessionsFailed(f"the server refused a statement ({', '.join(refused)}: {kind(refused[0])}), which no "
+                             f"retry can change; the run stops: {sample}")
     if ops == 0 and errors:
         samples = "; ".join(f"session {st.session}: {st.error_samples[0]}" for st in stats if st.error_samples)
         raise SessionsFailed(f"every call failed ({errors} errors): {samples}")

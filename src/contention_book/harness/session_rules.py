@@ -22,6 +22,13 @@ KINDS = {"40001": "serialization failure", "40P01": "deadlock", "1205": "deadloc
 # Classes that mean the session's connection is gone (PostgreSQL SQLSTATEs 57P01-57P03 and class 08, SQL Server
 # error numbers): the call failed once, and the session must reconnect before it can call again.
 LOST = frozenset({"57P01", "57P02", "57P03", "10054", "10053", "233", "596"})
+# Classes that mean the statement itself is refused (no name, no column, bad syntax, no permission): no retry or
+# later call can succeed, so a run stops at the first one instead of counting it as load (SQL Server error numbers:
+# 102, 156 syntax, 174 argument count, 207 column, 208 object, 209 ambiguous column, 229 and 300 permission, 2812
+# procedure, 4104 multi-part name, 4108 and 4112 window functions, 8144 and 8145 procedure arguments; PostgreSQL
+# SQLSTATEs of class 42: 42601 syntax, 42703 column, 42P01 table, 42883 function, 42704 object, 42501 privilege).
+REFUSED = frozenset({"102", "156", "174", "207", "208", "209", "229", "300", "2812", "4104", "4108", "4112", "8144",
+                     "8145", "42601", "42703", "42P01", "42883", "42704", "42501"})
 RECONNECT_FIRST_S = 0.05  # reconnects back off: 50 ms, doubling, at most RECONNECT_MAX_S between tries
 RECONNECT_MAX_S = 2.0
 RECONNECT_BUDGET_ENV = "CONTENTION_BOOK_RECONNECT_BUDGET_S"  # how long a lost session keeps trying to reconnect
@@ -98,6 +105,8 @@ def kind(code: str) -> str:
     """Words for an error class (``code`` from :func:`classify`)."""
     if code in KINDS:
         return KINDS[code]
+    if code in REFUSED:
+        return "statement refused"
     if code[:2] == "08" and len(code) == 5:
         return "connection"
     return "other"
