@@ -83,7 +83,7 @@ def test_the_queue_chapter_shows_its_lead_claim_beside_its_own_number_and_no_bor
     for key in ("ring_1p", "non_durable"):
         row = rows[rows["claim"] == lmax_queue.claims.C[key]].iloc[0]
         assert f"{number(row['measured'])}: *{head(row['verdict'])}*" in text, key
-    assert "2.3×" not in text and "confounded" in text
+    assert "2.3×" not in text and "not like for like" in text and "full ring" not in text
 
 
 def test_the_last_page_chapter_shows_both_hash_rows(in_shorts):

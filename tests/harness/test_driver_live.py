@@ -52,11 +52,19 @@ def test_errors_are_counted_per_session_not_swallowed(pg_target):
 
 def test_all_failing_raises(pg_target):
     def op(cur, session, i):
-        cur.execute("SELECT * FROM no_such_table")
+        cur.execute("SELECT 1 / 0")
 
     with pytest.raises(SessionsFailed, match="every call failed"):
         run_sessions(lambda: pg_target.connect("contention_test"), op, sessions=2, operations_per_session=3,
                      progress=False)
+
+
+def test_a_statement_the_server_refuses_stops_the_run(pg_target):
+    def op(cur, session, i):
+        cur.execute("SELECT 1" if session == 0 else "SELECT * FROM no_such_table")
+
+    with pytest.raises(SessionsFailed, match=r"refused a statement \(42P01: statement refused\).*no_such_table"):
+        run_sessions(lambda: pg_target.connect("contention_test"), op, sessions=2, duration_s=30, progress=False)
 
 
 def test_duration_bound_and_ticks(pg_target):

@@ -946,19 +946,6 @@ def execute(state: dict, s: Session, sql: str, params: tuple, delegated: bool = 
         msgs.append(f"Table 'lpi_hash'. Scan count {parts}, logical reads {2 * parts}, physical reads 0.")
         return [(["ID", "col1"], [(params[0], "x" * 32)]),
                 (["Microsoft SQL Server 2005 XML Showplan"], [(plan,)])], msgs
-    if "FROM (VALUES " in n and ("sys.dm_db_page_info" in n or "sys.dm_os_buffer_descriptors" in n):
-        if "sys.dm_db_page_info" in n and major(state) < 15 and not azure(state):
-            raise sql_error(208, "Invalid object name 'sys.dm_db_page_info'.")
-        P.check_dmv(state, "sys.dm_db_page_info" if "sys.dm_db_page_info" in n else "sys.dm_os_buffer_descriptors",
-                    major(state), state["databases"].get(s.database), s.database)
-        rows = []
-        for i in range(0, len(params), 3):
-            d, f, p = params[i:i + 3]
-            rows.append((d, f, p, "dbo", "lpi_sequential", "PK_lpi_sequential", 1, 0,
-                         0 if "page_info" in n else None, 1 if "page_info" in n else None))
-        return [(["database_id", "file_id", "page_id", "schema_name", "object_name", "index_name",
-                  "partition_number", "page_level", "next_page_page_id", "is_last_page"], rows)], msgs
-
     extra = harness_statement(state, s, n, params)
     if extra is not None:
         return extra, msgs
@@ -1059,6 +1046,7 @@ def batch_phenomena(state: dict, s: Session, written: dict) -> None:
         keys = cols.get("__keys__") or []
         if keys and cols.get(keys[0], {}).get("identity"):
             db["last_page"] = 1000 + t["rows"] // 200
+            db["last_page_table"] = name
             _work(state, s, "page_insert", n)
 
 

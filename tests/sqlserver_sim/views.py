@@ -421,10 +421,62 @@ def fn_pagerescracker(state, s, args):
     raise NotModelled("sys.fn_PageResCracker of a page_resource value")
 
 
+FIRST_PAGE = 1000  # the simulated leaf chain of the table whose inserts go to its last page: pages 1000 .. last_page
+
+
+def _leaf_pages(state, database_id):
+    """(db, table key, object_id, index_id, first page, last page) of the one leaf chain the simulator keeps: the
+    table whose rows were last added at an IDENTITY-led key's end (server.batch_phenomena), in file 1."""
+    db = next((d for d in state["databases"].values() if d["id"] == database_id), None)
+    if db is None or db.get("last_page_table") not in db.get("tables", {}):
+        return None
+    key = db["last_page_table"]
+    for k, oid, iid, _n, _t, _d, _keys, _tbl in _indexes(state, db):
+        if k == key:
+            return db, key, oid, iid, FIRST_PAGE, db.get("last_page", FIRST_PAGE)
+    return None
+
+
 def dm_db_page_info(state, s, args):
-    if any(a is None for a in args[:3]):
+    """One row for a page of the simulated leaf chain (its page; a leaf, level 0; the last page has no next page,
+    next_page_page_id 0); no row for a page the simulator does not keep."""
+    if len(args) < 3 or any(a is None for a in args[:3]):
         return []
-    raise NotModelled("sys.dm_db_page_info of a page")
+    database_id, file_id, page_id = (int(a) for a in args[:3])
+    chain = _leaf_pages(state, database_id)
+    if chain is None or file_id != 1:
+        return []
+    _db_, _k, oid, iid, first, last = chain
+    if not first <= page_id <= last:
+        return []
+    return _rows("sys.dm_db_page_info", [{
+        "database_id": database_id, "file_id": 1, "page_id": page_id, "page_type_desc": "DATA_PAGE", "page_level": 0,
+        "object_id": oid, "index_id": iid, "partition_id": oid * 100 + iid,
+        "next_page_page_id": 0 if page_id == last else page_id + 1, "prev_page_page_id": page_id - 1 if page_id > first
+        else 0}])
+
+
+def dm_os_buffer_descriptors(state, s, args):
+    """The simulated leaf chains' pages, all in memory: a data page (level 0) of the partition's in-row allocation
+    unit (allocation_unit_id = the partition's hobt_id, as sys.allocation_units below)."""
+    out = []
+    for db in state["databases"].values():
+        chain = _leaf_pages(state, db["id"])
+        if chain is None:
+            continue
+        _db_, _k, oid, iid, first, last = chain
+        out += [{"database_id": db["id"], "file_id": 1, "page_id": p, "page_level": 0,
+                 "allocation_unit_id": oid * 100 + iid, "page_type": "DATA_PAGE", "row_count": 200,
+                 "free_space_in_bytes": 96, "is_modified": 1} for p in range(first, last + 1)]
+    return _rows("sys.dm_os_buffer_descriptors", out)
+
+
+def allocation_units(state, s, args):
+    """One in-row data allocation unit (type 1) per partition, its container the partition's hobt_id."""
+    db = _db(state, s)
+    return _rows("sys.allocation_units", [{"allocation_unit_id": oid * 100 + iid, "type": 1,
+                                           "container_id": oid * 100 + iid}
+                                          for _k, oid, iid, _n, _t, _d, _keys, _tbl in _indexes(state, db)])
 
 
 PROVIDERS = {
@@ -444,6 +496,7 @@ PROVIDERS = {
     "sys.dm_db_index_physical_stats": dm_db_index_physical_stats,
     "sys.dm_db_index_operational_stats": dm_db_index_operational_stats,
     "sys.fn_pagerescracker": fn_pagerescracker, "sys.dm_db_page_info": dm_db_page_info,
+    "sys.dm_os_buffer_descriptors": dm_os_buffer_descriptors, "sys.allocation_units": allocation_units,
 }
 
 

@@ -20,7 +20,7 @@ def _verdict_words(rows) -> dict[str, str]:
 
 
 LABELS = {"queue": "queue at the last page (samples)", "last_page": "waited page is the rightmost leaf (pins)",
-          "hash_rate": "hash-partitioned rate", "hash_waits": "its page-lock waits",
+          "hash_rate": "hash-partitioned rate", "hash_waits": "its buffer-latch samples",
           "elimination": "lookup without elimination (pages)", "splits": "non-sequential key's leaf density",
           "optimized": "OPTIMIZE_FOR_SEQUENTIAL_KEY"}
 

@@ -9,7 +9,7 @@ into a number (Amdahl: G = 1/(1 − w + w/P)).  G ≤ P follows from the
 partition count alone, so it is shown as a *workload bound*, not scored.
 
 On this machine first: two sessions on two CPUs inserting sequential keys
-share only the last page; if each insert moves the page lock's cache line
+share only the last page; if each insert moves the page latch's cache line
 to the other CPU once, two sessions insert at X₂ = 2 / (t₁ + t_xfer), t₁
 the 1-session time per row and t_xfer the recording's machine card.
 """

@@ -43,27 +43,12 @@ def in_short(rows: pd.DataFrame, shown) -> str:
     grow = re.search(r"naive queue ([\d,]+) .*?dead tuples, ([^ (]+)", str(m.get(C["no_growth"], "")))
     numbers[C["no_growth"]] = f"{grow.group(1)}, {grow.group(2)} the ring's" if grow else ""
     found = (f"the C ring delivered {ceiling} as many messages a second as the best database design, which pays "
-             "a transaction per message. The ring table's lead over the queue table is confounded (its producer "
-             "waits at a full ring)" if ceiling
+             "a transaction per message. The ring table's lead over the queue table is not like for like (the "
+             "queue table's producer outran its consumer several times over)" if ceiling
              else "this recording cannot set the in-process ring beside a database design")
-    paced = _paced_ratio(shown.db) if ceiling else None
-    if paced is not None:
-        found += f"; on one schedule both carry, the ring delivered {paced.text('.2f', '×')} of its rate"
     return Markdown(
         "**The article:** a queue rebuilt in SQL Server as a ring of pre-created slots on In-Memory OLTP leaves a "
         "queue table's latches and locks behind; spinlocks then limit it. **Found here,** with no SQL Server, on a "
         f"{where(shown.native)} and a {where(shown.db)}: {found}. **For a DBA:** check that the consumers keep up, "
         f"then what they wait on. **Verdicts:** "
         f"{verdict_list(rows, {C[k]: v for k, v in IN_SHORT_LABELS.items()}, numbers)}")
-
-
-def _paced_ratio(db):
-    """The ring's delivery over the INSERT/DELETE queue table's at the one scheduled push rate, paired by
-    repetition (None without paced points of both)."""
-    from ..shared.spread import ratio_spread
-
-    t = db.by_repetition("paced")
-    if t is None or t.empty or not {"ring", "naive"} <= set(t["variant"]):
-        return None
-    s = ratio_spread(t, "dequeue_per_s", "ring", "naive", where={"sessions": 1})
-    return s if s.n else None
