@@ -67,12 +67,12 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
     if t_xfer is None or ring.empty or "mean_batch" not in ring:
         return []
     batch = Input.measured("messages the consumer takes per look at the cursor", "b", ring["mean_batch"].tolist(),
-                           "messages", f"measured: {native.label} run, ring, 1 producer")
+                           "messages", f"measured: {getattr(native, 'label', native.id)} run, ring, 1 producer")
     got, lo, hi = measured_value(ring["throughput"].tolist())
     return [predict(
         SPEC.chapter, "the cursor's line goes to the consumer and back once per batch", "X₁ = b / (2 · t_xfer)",
         "the ring's rate with one producer (this machine)", "messages/s", "value", got,
-        f"{got:,.0f} messages/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {native.label} run)",
+        f"{got:,.0f} messages/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {getattr(native, 'label', native.id)} run)",
         lambda v: v["b"] / (2 * v["t_xfer"]) * 1e9, (batch, t_xfer), published_low=lo, published_high=hi,
         lacks="the slots' own lines, which also move from the producer to the consumer, and the producer's work "
               "per message")]

@@ -470,7 +470,7 @@ def spread_sentence(db: LmaxRecording) -> str:
     waits = top_waits(db, variant, int(n))
     why = []
     if waits not in ("not recorded", "nothing but CPU"):
-        why.append(f"its sampled waits were led by {waits}")
+        why.append(f"apart from CPU, its sampled waits were led by {waits} (median shares over repetitions)")
     if oversubscribed(db, n):
         who = (f"{int(n)} producers and {int(n)} consumers" if db.engine == "postgres" else f"{int(n)} sessions")
         why.append(f"its {who} outnumber the {logical_cpus(db)} logical CPUs, so each repetition also measures how "
@@ -478,12 +478,6 @@ def spread_sentence(db: LmaxRecording) -> str:
     if "WAL" in waits or "IO:" in waits:
         why.append("a rate bound by the WAL flush follows the disk's flush latency, which other work on a shared "
                    "virtual disk moves from one moment to the next")
-    load = db.recording.manifest.get("load") or {}
-    if load.get("before_1min") is not None:
-        quiet = load.get("quiet")
-        why.append(f"the machine's 1-minute load average was {load['before_1min']:.2f} when the run started, on "
-                   f"{load.get('logical_cpus', '?')} logical CPUs" + (" (a quiet machine)" if quiet else
-                                                                      " (a busy machine)" if quiet is False else ""))
     median_x = float(g["x"].median())
     tail = f"; the median point's repetitions differed by {median_x:.2f}×."
     return words + (": " + "; ".join(why) if why else "") + tail
