@@ -21,9 +21,9 @@ os.environ.setdefault("CONTENTION_BOOK_MACHINE_CARD", "0")
 os.environ.setdefault("OFFCPU", "0")
 
 
-# make test runs the suite on every CPU (pytest -n logical --dist loadgroup), with the work units below in place of
-# xdist's own groups (its xdist_group mark no longer takes effect with pytest 9: it renames a test's node id
-# through an attribute pytest 9 does not read).
+# make test runs the suite on every CPU and one more (pytest -n <CPUs + 1> --dist loadgroup), with the work units
+# below in place of xdist's own groups (its xdist_group mark no longer takes effect with pytest 9: it renames a
+# test's node id through an attribute pytest 9 does not read).
 #
 # The tests that build the book into the checkout's book/_build, or read that build, are one unit, run in order on
 # one worker: two workers never build into the same folder at once, and no built-page check reads a half-built
