@@ -283,3 +283,16 @@ def test_consumers_racing_for_the_cursor_never_see_a_full_ring_as_empty(pg_targe
     for t in threads:
         t.join()
     assert sum(g for g, _ in results.values()) == 800 and all(m == 0 for _, m in results.values()), results
+
+
+def test_the_confound_numbers_come_from_the_reference_recording():
+    """Chapter 5's account of the flat-out comparison (issue 31, review of the built page): the ring never filled,
+    the queue table's producer outran its consumer, and autovacuum ran in one of the five repetitions at one
+    producer: each read from the recording's own rows, so a sentence that said otherwise fails here."""
+    from contention_book.chapters.lmax_queue import recordings, tables
+
+    db = recordings.load("measured-postgres-reference")
+    n = tables.confound_numbers(db, 1)
+    assert "never found the ring full (0 full-ring polls)" in n["db_ring_full_words"]
+    assert 4.0 < n["db_naive_over_consumed"] < 5.0
+    assert n["db_autovacuum_words"] == "autovacuum ran on the plain queue table in 1 of its 5 repetitions at this point"

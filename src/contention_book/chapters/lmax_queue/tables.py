@@ -442,7 +442,7 @@ def confound_numbers(db: LmaxRecording, reg: int | None) -> dict[str, Any]:
     n["db_skip_vs_naive"] = (f"{med('skip_locked', 'dequeue_per_s'):,.0f} against {med('naive', 'dequeue_per_s'):,.0f} "
                              f"a second, {sl.text('.2f', '×')} paired by repetition" if sl.n else "no pair to compare")
     n["db_autovacuum_words"] = "autovacuum's runs were not recorded"
-    rel = db.relation
+    rel = db.by_repetition("relation")  # per repetition: db.relation holds the medians
     if rel is not None and reg is not None and "autovacuum_count" in rel:
         q = rel[(rel["relation"] == "lmax_queue") & (rel["sessions"] == reg) & (rel["variant"] == "naive")]
         if len(q):
