@@ -17,8 +17,9 @@ prediction's interval.  Seeded, so a page rebuilds the same numbers.
 The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the colon is its category):
 
 - *predicted*: the published (or measured) value, with its own precision ("around 5.5 s" is
-  5.45-5.55 s), overlaps the predicted interval; a published lower bound ("over 4 min") is compared as a
-  bound: predicted when the interval reaches it;
+  5.45-5.55 s), overlaps the predicted interval; when only that precision or spread reaches the interval and the
+  value itself lies outside it, the verdict says so ("predicted: by the spread only", with the ratio); a
+  published lower bound ("over 4 min") is compared as a bound: predicted when the interval reaches it;
 - *predicted as a bound*: the model can only bound the quantity, and the value is on the bound's side;
 - *predicted as a range*: the model gives a range from two limiting cases (not a probability interval),
   and the value lies in it;
@@ -223,6 +224,10 @@ def judge_prediction(p: Prediction) -> str:
         return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_fmt(lo)}–{_fmt(hi)} "
                 f"(at most {ratio(pub, s.median)}× the prediction)")
     if phi >= lo and plo <= hi:
+        if not lo <= pub <= hi:  # only the value's own spread reaches the interval: said, with the size
+            side = "above" if pub > hi else "below"
+            return (f"predicted: by the spread only; the value {_fmt(pub)} lies {side} the predicted "
+                    f"{_fmt(lo)}–{_fmt(hi)} ({ratio(pub, s.median)}× the prediction)")
         return "predicted"
     return miss(s.median)
 
