@@ -105,3 +105,11 @@ def test_paired_ratios_are_pivot_tables_medians():
         got = paired_ratios(frame, "throughput", "a", "b", where)
         assert list(got.index) == list(expected.index) and list(got) == list(expected)
         assert paired_ratios(frame, "throughput", "a", "c", where).empty
+
+
+def test_a_ratio_bound_is_never_rounded_onto_no_effect():
+    """0.981 printed as 1.0 hid that an interval straddles 1 (review of chapter 1's opening)."""
+    s = Spread(median=1.2, low=0.981, high=29.1, n=5, method="bootstrap")
+    assert s.text(".1f", "×") == "1.2× (0.98–29.1)"
+    assert Spread(median=1.0, low=1.0, high=1.3, n=5, method="bootstrap").text(".1f", "×") == "1.0× (1.0–1.3)"
+    assert s.text(".1f") == "1.2 (1.0–29.1)"  # not a ratio: printed as asked

@@ -215,7 +215,7 @@ def split_page(page: Path) -> Path:
         f"{{doc}}`{title} <{page.stem}>`. The chapter's main page has the finding, the mechanism, the evidence "
         "and what to do on your own server.*")
     link = nbformat.v4.new_markdown_cell(
-        f"*Per-point tables, the capacity model's inputs and the load checks: {{doc}}`this chapter's details "
+        f"*Per-point tables, the models' inputs and the load checks: {{doc}}`this chapter's details "
         f"page <{there.stem}>`.*")
     if not any(c.cell_type == "markdown" for c in details):
         details.append(nbformat.v4.new_markdown_cell("*This chapter has nothing beyond its main page.*"))

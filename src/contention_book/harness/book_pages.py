@@ -127,7 +127,10 @@ PREDICTIONS_DIR = VERDICTS_DIR.parent / "predictions"   # written by each chapte
 INTERVALS_LABEL, CAPACITY_LABEL, USL_LABEL = "how-to-read-intervals", "how-the-models-predict", "how-usl-is-fitted"
 INTERVALS = ("A measured number followed by two numbers in brackets, such as 1.23× (1.10–1.41), is the median over "
              "the repetitions of a run and its 95% bootstrap interval (the middle 95% of the medians of 4,000 "
-             "resamples, seeded so that a page rebuilds the same numbers). Where fewer than 5 repetitions ran, the "
+             "resamples, seeded so that a page rebuilds the same numbers). With exactly 5 repetitions, as most "
+             "runs here have, that interval is in effect the lowest and highest of the five: a resampled median "
+             "lands on an extreme more than 2.5% of the time, so read it as their range. Where fewer than 5 "
+             "repetitions ran, the "
              "brackets say so: (range 1.10–1.41, 3 runs) gives the lowest and highest measured, and (one run) a "
              "single measurement. Ratios between two variants are paired by repetition (the variants ran "
              "interleaved), so the pair's ratio cancels most of the machine's drift.")

@@ -58,7 +58,7 @@ def _published(published) -> dict[str, str]:
             end = st.loc[("rcsi_open_txn", "after_run")]
             after = (f"{int(st.loc[('rcsi_open_txn', 'after_cleanup'), 'not_removed']):,} after cleanup"
                      if ("rcsi_open_txn", "after_cleanup") in st.index
-                     else "after the commit: not printed in the article")
+                     else "after the commit: all removed within seconds (stated; no DMV output printed)")
             out["pile_up"] = f"2019: {int(end['not_removed']):,} ghost versions at the end; {after}"
             rcsi = st.loc[("rcsi", "after_run"), "pages"] if ("rcsi", "after_run") in st.index else float("nan")
             out["grows"] = (f"2019: {int(end['pages']):,} pages across all {int(end['levels'])} levels at the end, "

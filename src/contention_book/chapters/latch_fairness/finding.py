@@ -69,7 +69,7 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
                         "convoy formed in only some repetitions")
         carried += (". It measures the latch alone"
                     + (f", on a virtual machine where a fair hand-off's wake-up cost {wake.median / 1e3:.0f} µs "
-                       "(machine card)" if wake is not None else ", with no other work"))
+                       "(measured on this machine)" if wake is not None else ", with no other work"))
     return Markdown(
         f"**The article:** SQL Server's NESTING_TRANSACTION_FULL latch is fair by default, so every contended "
         f"hand-off waits for the next owner to wake; trace flag 3933 makes it unfair, and a parallel insert ran "

@@ -277,8 +277,8 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
             f"SQL Server only. PostgreSQL analogue at {top} sessions, share of client-backend samples: "
             f"LWLock:XidGen {sh['LWLock:XidGen'].text('.0%')} and IPC:ProcArrayGroupUpdate "
             f"{sh['IPC:ProcArrayGroupUpdate'].median:.0%} (transaction ids handed out and cleared at commit; "
-            f"LWLock:ProcArray's {sh['LWLock:ProcArray'].median:.0%} is left out: at one session it is the wait "
-            f"sampler's own footprint); the WAL insertion locks {sh['LWLock:WAL*'].median:.0%}, so there was no log "
+            f"LWLock:ProcArray's {sh['LWLock:ProcArray'].median:.0%} is left out: it is higher still at one session, "
+            f"where no two transactions compete, so it is not this contention); the WAL insertion locks {sh['LWLock:WAL*'].median:.0%}, so there was no log "
             "pressure to relieve",
             "not testable here: needs SQL Server; the PostgreSQL analogue's log was never the bottleneck")
     else:

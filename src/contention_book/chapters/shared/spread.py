@@ -54,6 +54,9 @@ class Spread:
         if self.n == 0:
             return "not measured"
         bare = _fraction if fmt == "fraction" else (lambda v: f"{v:{fmt}}")
+        if unit == "×" and fmt != "fraction":  # a ratio's bound is never rounded onto "no effect" (0.98 is not 1.0)
+            plain, one = bare, bare(1.0)
+            bare = (lambda v: f"{v:.2f}" if v != 1 and plain(v) == one else plain(v))
         first = bare(self.median) + ("" if fmt == "fraction" else unit)  # the unit once, after the median
         if self.n == 1:
             return f"{first} (one run)"
