@@ -41,8 +41,14 @@ def in_short(shown, n: dict[str, Any]) -> str:
     if nat is not None:
         from ..shared.capacity import card_cost
 
-        w = card_cost(nat, "futex_wake")
-        wake = f", and waking an owner asleep on the other CPU {w.median / 1e3:.0f} µs" if w is not None else ""
+        cs = nat.table("ctxswitch")  # the recording's own cross-CPU wake-up (the number its details page gives)
+        cross = cs[cs["placement"] != "same_cpu"]["median_ns_per_handoff"] if cs is not None and "placement" in cs \
+            else None
+        if cross is not None and len(cross):
+            wake = f", and waking an owner asleep on the other CPU {float(cross.median()) / 1e3:.0f} µs"
+        else:
+            w = card_cost(nat, "futex_wake")
+            wake = f", and waking an owner asleep on the other CPU {w.median / 1e3:.0f} µs" if w is not None else ""
     found = (f"a context switch cost {cost}{wake}, so handing a lock to a running thread is far cheaper than "
              "waking its next owner" if CLAIM3 in numbers
              else "nothing this recording can judge")

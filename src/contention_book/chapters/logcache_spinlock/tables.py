@@ -470,6 +470,8 @@ def table_numbers(shown) -> dict[str, Any]:
             for col in ("throughput", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s",
                         "writer_wait_p50_ns"):
                 n[f"nat_{tag}_{col}"] = NAN
+    for tag in ("a", "b"):  # a histogram bucket's edge: shown to the µs, not the ns
+        n[f"nat_{tag}_writer_wait_p50_us"] = n[f"nat_{tag}_writer_wait_p50_ns"] / 1e3
     n["nat_b_vs_a_x"] = n["nat_b_throughput"] / n["nat_a_throughput"]
     n["nat_b_workers_text"] = plural(n["nat_b_workers"], "worker")
     if len(lc) and n["nat_b_workers"]:
