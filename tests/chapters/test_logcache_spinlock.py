@@ -398,7 +398,9 @@ def test_the_toy_writer_alone_is_not_judged_below_four_cpus(tmp_path):
     assert len(toy) == 3 and toy["verdict"].str.startswith("not testable here: 2 CPUs: B puts 2 workers on 1 CPU").all()
     assert toy["measured"].str.endswith("(shown, not judged)").all()
     nums = key_numbers(shown_of(pub, {"native": nat}, c2c))
-    assert "time slicing" in nums["nat_confound_sentence"]
+    # the placement sentence says why (one CPU for the workers, no line moved); the next says what follows
+    assert "take turns on one CPU" in nums["nat_placement"]
+    assert "not credited to the writer's free core" in nums["nat_confound_sentence"]
 
 
 def test_pinning_and_stack_verdicts_are_not_testable_on_two_cpus():

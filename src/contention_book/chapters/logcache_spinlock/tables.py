@@ -499,11 +499,10 @@ def table_numbers(shown) -> dict[str, Any]:
     point = toy_point(nat) if len(lc) else {"workers": None, "why": "", "missing": "", "shown": 0}
     confounded = bool(point["why"])
     if confounded:
-        n["nat_confound_sentence"] = (
-            f"On this machine B cannot isolate the writer cleanly. {point['why'][0].upper()}{point['why'][1:]}. "
-            "So B's rate and its spins are shown below, labelled, but not credited to the writer's free core: the "
-            f"verdicts call them not testable here. On a machine with {MIN_CPUS_FOR_ALONE} or more CPUs, B gives "
-            "each worker a CPU of its own besides the writer's, and the comparison tests what the article claims.")
+        n["nat_confound_sentence"] = (  # the placement sentence before it has already said why
+            "So B's rate and spins are shown below but not credited to the writer's free core (the verdicts call "
+            f"them not testable here); on {MIN_CPUS_FOR_ALONE} or more CPUs, B gives each worker a CPU of its own "
+            "and tests what the article claims.")
     elif point["missing"]:
         n["nat_confound_sentence"] = (f"This recording has no point that isolates the writer without crowding the "
                                       f"workers: it lacks {point['missing']}.")
