@@ -59,7 +59,8 @@ from .latency import LatencyHistogram
 from .redaction import redact
 from .session_rules import (  # noqa: F401 (callers and tests read them here too)
     FATAL_WORDS, KINDS, LOST, RECONNECT_BUDGET_ENV, RECONNECT_BUDGET_S, RECONNECT_FIRST_S, RECONNECT_MAX_S, REFUSED,
-    RETRYABLE, SessionDone, _pause, classify, kind, lost_connection, reconnect_budget_s, reconnect_failed, reconnect_given_up)
+    RETRYABLE, SessionDone, _pause, classify, kind, lost_connection, reconnect_budget_s, reconnect_failed,
+    reconnect_given_up)
 
 ARRIVALS = ("poisson", "fixed")
 INTERVAL_COLUMNS = ["second", "interval_s", "operations", "errors", "retries", "throughput", "p50_ms", "p99_ms",

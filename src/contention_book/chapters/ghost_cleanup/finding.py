@@ -31,7 +31,8 @@ def in_short(shown, verdicts, numbers) -> str:
     n = numbers
     held = n.get("m_held_x_text", "").split(" (")[0]
     found = (f"an idle REPEATABLE READ transaction (SNAPSHOT's analogue) made the same loop take {held} as long, "
-             "and an idle READ COMMITTED one (the article's RCSI holder) pinned nothing, as SQL Server 2022 does for ghosts"
+             "and an idle READ COMMITTED one (the article's RCSI holder) pinned nothing, as SQL Server 2022 does "
+             "for ghosts"
              if held else "the recording holds no held and unheld pair to compare")
     pile = rows["measured"].get(CLAIMS["pile_up"], "")
     m = re.match(r"([\d,]+) versions not removable at the end, ([\d,]+) after cleanup", str(pile))

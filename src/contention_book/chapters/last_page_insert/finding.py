@@ -53,8 +53,8 @@ def in_short(n: dict[str, Any], engine: str, rows=None) -> str:
         "**The article:** when a clustered key only grows, inserts queue for the exclusive latch on the index's "
         f"last page (`PAGELATCH_EX`); hash partitioning raised a customer's insert rate by {gain} and removed those "
         f"waits. **Found here,** on a {where} at {n['m_nd_text']}: {found}. **For a DBA:** confirm the page first "
-        f"(the queries at the end); {lesson}; on SQL Server 2019 and later `OPTIMIZE_FOR_SEQUENTIAL_KEY` is the cheaper first try (untested here; it can "
-        f"cost throughput where no convoy forms). "
+        f"(the queries at the end); {lesson}; on SQL Server 2019 and later `OPTIMIZE_FOR_SEQUENTIAL_KEY` is the "
+        "cheaper first try (untested here; it can cost throughput where no convoy forms). "
         f"**Verdicts** (ratios: ÷ the sequential key): {listed}")
 
 

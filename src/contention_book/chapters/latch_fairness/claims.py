@@ -12,7 +12,7 @@ import pandas as pd
 from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import LATCH, LATCH_SPIN
-from .tables import SQL_UNFAIR_ANALOGUE, published_numbers, regime
+from .tables import native_summary, preemption_floor, published_numbers, regime
 
 CLAIMS = ("The unfair latch waits far less often", "The unfair latch spins far more",
           "The unfair latch gives higher throughput", "The unfair latch's maximum wait is no worse")
@@ -22,7 +22,8 @@ RULES = {
         f"holds when the interval over repetitions of waits per record, spinning ÷ fair, {_AT}, lies below 0.1",
         f"holds when the interval over repetitions of spins per record, spinning − fair, {_AT}, lies above 0",
         f"holds when the interval over repetitions of records/s, spinning ÷ fair, {_AT}, lies above 1",
-        f"holds when the interval over repetitions of the longest wait, spinning ÷ fair, {_AT}, lies below 1",
+        f"holds when the interval over repetitions of the longest wait, spinning ÷ fair, {_AT}, lies below 1; "
+        "not testable when a lone thread's longest wait is at least half the locks' (preemption, not the lock)",
     ],
     "sqlserver": [
         "holds when the interval over repetitions of latch waits, unfair ÷ fair, lies below 0.1; size: within 10× "
@@ -35,23 +36,6 @@ RULES = {
         "within 2× of the article's ratio",
     ],
 }
-def _preemption_floor(measured, threads) -> str:
-    """Words saying why the longest wait cannot judge the locks, when a lone thread (which never waits for the lock)
-    recorded a longest 'wait' at least half as long as either lock's at the judged point; "" otherwise."""
-    from .tables import lone_max_ms, native_summary
-
-    summary = native_summary(measured)
-    lone = lone_max_ms(summary)
-    at = summary[(summary["threads"] == threads) & summary["kind"].isin(["fair", SQL_UNFAIR_ANALOGUE])]
-    if lone != lone or at.empty:
-        return ""
-    shortest = float(at["wait_max_ns"].min()) / 1e6
-    if lone < 0.5 * shortest:
-        return ""
-    return (f"a lone thread, which waits for no one, had a longest wait of {lone:.1f} ms against the locks' "
-            f"{shortest:.1f} ms or more: the longest wait measures preemption on this machine, not the lock")
-
-
 NATIVE_SIZE = ("a C model of the latch, not SQL Server's latch under a parallel insert on the article's "
                "{pub_cpus} CPUs")
 
@@ -94,9 +78,11 @@ def verdicts(shown) -> pd.DataFrame:
                           f"longest wait {tx['wait_max']} the fair lock's {at}"]
         directions = [below(sp["waits"], 0.1), above(sp["spins"], 0.0), above(sp["rate"], 1.0),
                       below(sp["wait_max"], 1.0)]
-        noise = _preemption_floor(measured, t_in)
-        if noise:  # the longest wait is the scheduler's, not the lock's: a lone thread waits as long
-            directions[3] = f"not testable here: {noise}"
+        floor = preemption_floor(native_summary(measured), t_in)
+        if floor:  # the longest wait is the scheduler's, not the lock's: a lone thread waits as long
+            directions[3] = (f"not testable here: a lone thread, which waits for no one, had a longest wait of "
+                             f"{floor[0]:.1f} ms against the locks' {floor[1]:.1f} ms or more: the longest wait "
+                             "measures preemption on this machine, not the lock")
         if reg["missing"]:
             directions = [missing_point(reg["missing"])] * 4
             measured_texts = [f"no point to judge: the recording lacks {reg['missing']}"] * 4

@@ -57,7 +57,7 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
                                                        "higher throughput",
                                                        "longest wait")))
     rate = number(rows["measured"].iloc[2]) if len(rows) > 2 else ""
-    reliable = str(rows["verdict"].iloc[2]).startswith(("direction reproduced", "reproduced")) if len(rows) > 2 else False
+    reliable = len(rows) > 2 and str(rows["verdict"].iloc[2]).startswith(("direction reproduced", "reproduced"))
     carried = (f"an unfair latch's throughput was {rate} a fair one's"
                + ("" if reliable else ", not reliably higher") + f", in {where}" if rate else f"Tested on {where}")
     if rate and measured.is_native:  # the toy does nothing but take the latch: its ratio is the lock's alone

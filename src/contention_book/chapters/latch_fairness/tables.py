@@ -415,11 +415,11 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
     else:
         fair_max, u_max = at("fair", "wait_max_ns") / 1e6, at(SQL_UNFAIR_ANALOGUE, "wait_max_ns") / 1e6
         m = reg["spreads"]["wait_max"]
-        lone = keys["m_lone_max_ms"]
-        if lone == lone and lone >= 0.5 * min(fair_max, u_max):  # the same test as the claim's (claims.py)
+        floor = preemption_floor(s, t_in)
+        if floor:
             tail = (f"the longest waits ({_ms(u_max)} spinning, {_ms(fair_max)} fair, in the worst repetitions) "
                     f"say nothing about the locks: a lone thread, which waits for no one, was held up for "
-                    f"{_ms(lone)}, so they measure preemption on this machine; the 99th percentile is the tail "
+                    f"{_ms(floor[0])}, so they measure preemption on this machine; the 99th percentile is the tail "
                     "to compare (above)")
         else:
             bound = ("the spinning lock's longest wait was reliably shorter" if m.lies_below(1) else
@@ -437,6 +437,18 @@ def lone_max_ms(summary: pd.DataFrame) -> float:
     """The longest 'wait' of a lone thread (any kind): it never waits for the lock, so this is preemption noise."""
     one = summary[summary["threads"] == 1]
     return float(one["wait_max_ns"].max()) / 1e6 if len(one) else NAN
+
+
+def preemption_floor(summary: pd.DataFrame, threads) -> tuple[float, float] | None:
+    """(a lone thread's longest wait, the shorter of the two locks' longest waits at ``threads``), in ms, when the
+    first is at least half the second: the longest wait then measures preemption on this machine, not the lock, and
+    is not judged (claims) nor weighed (the conclusion).  None otherwise."""
+    lone = lone_max_ms(summary)
+    at = summary[(summary["threads"] == threads) & summary["kind"].isin(["fair", SQL_UNFAIR_ANALOGUE])]
+    if lone != lone or at.empty:
+        return None
+    shortest = float(at["wait_max_ns"].min()) / 1e6
+    return (lone, shortest) if lone >= 0.5 * shortest else None
 
 
 def published_numbers(p: LatchRecording) -> dict[str, Any]:

@@ -277,9 +277,9 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
             f"SQL Server only. PostgreSQL analogue at {top} sessions, share of client-backend samples: "
             f"LWLock:XidGen {sh['LWLock:XidGen'].text('.0%')} and IPC:ProcArrayGroupUpdate "
             f"{sh['IPC:ProcArrayGroupUpdate'].median:.0%} (transaction ids handed out and cleared at commit; "
-            f"LWLock:ProcArray's {sh['LWLock:ProcArray'].median:.0%} is left out: it is higher still at one session, "
-            f"where no two transactions compete, so it is not this contention); the WAL insertion locks {sh['LWLock:WAL*'].median:.0%}, so there was no log "
-            "pressure to relieve",
+            f"LWLock:ProcArray's {sh['LWLock:ProcArray'].median:.0%} is left out: it is higher still at one "
+            "session, where no two transactions compete, so it is not this contention); the WAL insertion locks "
+            f"{sh['LWLock:WAL*'].median:.0%}, so there was no log pressure to relieve",
             "not testable here: needs SQL Server; the PostgreSQL analogue's log was never the bottleneck")
     else:
         add(CLAIM5, "XDESMGR spins rise with the optimised mask", None,
