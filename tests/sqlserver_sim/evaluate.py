@@ -90,6 +90,7 @@ class _Env:
     def __init__(self, sources: list[_Rowset], frame: dict, outer: "_Env | None" = None, group: list | None = None,
                  outputs: dict | None = None):
         self.sources, self.frame, self.outer, self.group, self.outputs = sources, frame, outer, group, outputs
+        self.window: dict | None = None  # id(window node) -> this row's number (ROW_NUMBER), once numbered
 
 
 class Batch:
@@ -736,7 +737,7 @@ class Batch:
         for part, _o, i in keyed:
             k = tuple(part)
             counts[k] = counts.get(k, 0) + 1
-            envs[i].window = {**getattr(envs[i], "window", {}), id(w): counts[k]}
+            envs[i].window = {**(envs[i].window or {}), id(w): counts[k]}
 
     # -- expressions
     def lookup(self, node: T.Node, env: _Env) -> Any:
@@ -845,7 +846,7 @@ class Batch:
         if op == "fn":
             return self.function(node, env)
         if op == "window":
-            numbers = getattr(env, "window", None)
+            numbers = env.window
             if numbers is None or id(node) not in numbers:
                 raise self.err(4108, "Windowed functions can only appear in the SELECT or ORDER BY clauses.")
             return numbers[id(node)]
