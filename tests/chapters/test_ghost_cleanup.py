@@ -200,11 +200,13 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     assert rel.loc[("open_snapshot", "after_run", "ghost_test"), "dead_tuples"] >= 1400
     assert rel.loc[("open_snapshot", "after_cleanup", "ghost_test"), "dead_tuples"] == 0
     # with nothing held (or an idle READ COMMITTED transaction) pruning frees the storage but leaves a dead line
-    # pointer per update, each still referenced by an index entry; VACUUM after every chunk leaves neither
+    # pointer per update, referenced by an index entry until the index drops it (B-tree simple deletion can, once a
+    # scan has marked the entry dead: seen in one of two repetitions on a loaded machine); VACUUM after every chunk
+    # leaves neither
     for v in ("baseline", "idle_read_committed"):
         assert rel.loc[(v, "after_run", "ghost_test"), "dead_tuples"] < 1400
         assert rel.loc[(v, "after_run", "ghost_test"), "lp_dead"] >= 1000
-        assert rel.loc[(v, "after_run", "ghost_test_pkey"), "entries_to_dead_pointers"] == \
+        assert 0 < rel.loc[(v, "after_run", "ghost_test_pkey"), "entries_to_dead_pointers"] <= \
             rel.loc[(v, "after_run", "ghost_test"), "lp_dead"]
     assert rel.loc[("vacuum_each_chunk", "after_run", "ghost_test"), "lp_dead"] == 0
     assert rel.loc[("vacuum_each_chunk", "after_run", "ghost_test_pkey"), "index_entries"] <= 100

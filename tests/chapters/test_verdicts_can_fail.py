@@ -194,11 +194,16 @@ def test_latch_reversed_variants_reverse_the_verdict(latch, claim):
 
 
 def test_latch_max_wait_both_ways(latch):
-    u = lambda t: t["kind"] == "spin_then_park"  # noqa: E731
-    short = scaled(latch.measured, "runs", u, "wait_max_ns", 1e-3)
-    long_ = scaled(latch.measured, "runs", u, "wait_max_ns", 1e3)
-    assert verdict(_latch(latch, short), "The unfair latch's maximum wait") == "direction reproduced"
-    assert verdict(_latch(latch, long_), "The unfair latch's maximum wait") == "differs"
+    """On the reference a lone thread is held up as long as either lock (preemption), so the claim is not judged;
+    with the lone thread's longest wait made short, the locks' longest waits decide, either way."""
+    claim = "The unfair latch's maximum wait"
+    assert verdict(_latch(latch, latch.measured), claim) == "not testable here"
+    quiet = scaled(latch.measured, "runs", lambda t: t["threads"] == 1, "wait_max_ns", 1e-4)
+    u = lambda t: (t["kind"] == "spin_then_park") & (t["threads"] > 1)  # noqa: E731
+    short = scaled(quiet, "runs", u, "wait_max_ns", 1e-2)
+    long_ = scaled(quiet, "runs", u, "wait_max_ns", 1e3)
+    assert verdict(_latch(latch, short), claim) == "direction reproduced"
+    assert verdict(_latch(latch, long_), claim) == "differs"
 
 
 def test_latch_oversubscribed_points_never_decide(latch):

@@ -129,3 +129,4 @@ def test_the_server_ends_when_the_build_closes_it():
     server.close()
     assert process.returncode == 0
     assert not os.path.exists(server.socket)
+

@@ -12,6 +12,8 @@ go to ``book/chapters/`` (never committed) and the HTML to
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -486,7 +488,43 @@ def sphinx_build(root: Path):
                             builder="html", warningiserror=True, keep_going=True, quiet=True)
 
 
+_BUILD_LOCK_DEPTH = 0  # this process already holds the build lock (a chapter's render, then the HTML)
+
+
+@contextlib.contextmanager
+def _one_build_at_a_time(root: Path):
+    """Two renders into one book (two ``make chapter`` at once) would replace each other's executed pages in
+    ``book/chapters`` and files under ``book/_build`` (Sphinx writes its search index to a temporary name, then
+    renames it): the second waits for the first.  Re-entrant within a process; live runs are not serialised."""
+    global _BUILD_LOCK_DEPTH
+    if _BUILD_LOCK_DEPTH:
+        _BUILD_LOCK_DEPTH += 1
+        try:
+            yield
+        finally:
+            _BUILD_LOCK_DEPTH -= 1
+        return
+    lock = root / "book" / "_build" / ".build.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("[book] another render of this book is running; waiting for it to finish", flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        _BUILD_LOCK_DEPTH = 1
+        try:
+            yield
+        finally:
+            _BUILD_LOCK_DEPTH = 0
+
+
 def build_html() -> Path:
+    with _one_build_at_a_time(repo_root()):
+        return _build_html()
+
+
+def _build_html() -> Path:
     from .book_pages import write_data_page, write_findings, write_perftools_pages, write_run_times, write_zips
 
     root = repo_root()
@@ -605,6 +643,11 @@ def refuse_recorded_params(chapter: str, raw: dict[str, str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with contextlib.ExitStack() as held:  # the build lock, once taken, until the command ends
+        return _main(argv, held)
+
+
+def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["from-make"]:
         return from_make(argv)
@@ -641,6 +684,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         import queue
         from concurrent.futures import ThreadPoolExecutor
+
+        held.enter_context(_one_build_at_a_time(repo_root()))
 
         todo: queue.Queue[str] = queue.Queue()
         for chapter, nb in sorted(notebooks().items(), key=lambda item: -last_duration(item[1])):
@@ -724,6 +769,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.record_to or args.target or args.allow_server_changes:
                 raise SystemExit("[book] refused: --target, --record-to (RECORD_TO) and --allow-server-changes "
                                  "apply to live runs only (SOURCE=live, --source live)")
+        if not (args.output and args.no_html):  # a page written elsewhere, and no HTML, shares nothing
+            held.enter_context(_one_build_at_a_time(repo_root()))  # after the live run: only the render waits
         execute(args.chapter, params, output=Path(args.output) if args.output else None)
         for chapter, nb in notebooks().items():  # the rest of the book must exist to build it
             if chapter != args.chapter and not executed_path(nb).exists() and not args.no_html:
