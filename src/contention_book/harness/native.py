@@ -14,11 +14,13 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from . import interrupts
 from . import recording as rec
 from .host import local_host
 from .live import provenance
@@ -88,7 +90,16 @@ def run(program: str, args: Sequence[str] = (), *, timeout_s: float | None = Non
     for t in readers:
         t.start()
     try:
-        proc.wait(timeout=timeout_s)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:  # in slices, so a stop signal whose raise was dropped (at the fork) still stops the wait
+            interrupts.raise_if_pending()
+            left = None if deadline is None else deadline - time.monotonic()
+            try:
+                proc.wait(timeout=0.2 if left is None else max(0.0, min(0.2, left)))
+                break
+            except subprocess.TimeoutExpired:
+                if left is not None and left <= 0.2:
+                    raise
     except subprocess.TimeoutExpired as exc:
         proc.kill()
         proc.wait()

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from . import guard
+from . import guard, interrupts
+from .interrupts import RunInterrupted  # noqa: F401 (the runner's callers catch it here)
 from .checkout import repo_root
 from .guard import RestoreFailed, ServerChangeNotAllowed
 from .ownership import check_connections, connections_needed, database_lock, local_lock
@@ -55,14 +56,6 @@ EXIT_FAILED = 1
 EXIT_REFUSED = 2
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK")
                      if hasattr(signal, name))
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """A stop signal arrived; raised once, in the main thread, so every ``finally`` and guard runs."""
-
-    def __init__(self, signum: int):
-        self.signum = signum
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 
 class RunFailed(RuntimeError):
@@ -150,12 +143,14 @@ def stop_signals(log: Callable[[str], None]) -> Iterator[dict]:
     def handler(signum, frame):  # noqa: ARG001 - the signal module's signature
         if state["signum"] is None:
             state["signum"] = signum
+            interrupts.arrived(signum)  # raised again where the run waits, should this raise be dropped
             log(f"[run] {signal.Signals(signum).name} received: stopping the sessions and restoring what this "
                 "run changed (a second signal will not cut that short)")
             raise RunInterrupted(signum)
         log(f"[run] {signal.Signals(signum).name} received again: still restoring, please wait")
 
     previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    interrupts.clear()
     for s in STOP_SIGNALS:
         signal.signal(s, handler)
     try:
@@ -163,6 +158,7 @@ def stop_signals(log: Callable[[str], None]) -> Iterator[dict]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+        interrupts.clear()
 
 
 @dataclass
@@ -458,6 +454,7 @@ def _run(runner: Runner, ctx: RunContext, quiet: dict | None = None, card: bool 
                     f"{load['after_1min'] if load['after_1min'] is not None else '?'} at the end")
         if card:
             machine_card.at_end(ctx.writer, ctx.log)
+        interrupts.raise_if_pending()  # a stop signal whose first raise was dropped: never sealed as complete
         ctx.log("[run] sealing the recording")
         pause = float(os.environ.get(SEAL_PAUSE_ENV) or 0)
         if pause:  # fault tests deliver their signal while a recording is being sealed
