@@ -244,10 +244,7 @@ class Parser:
             if self.at("SELECT"):
                 node = Node("in", [left, Node("sub", [self.select()])])
             else:
-                items = [self.expr()]
-                while self.accept_op(","):
-                    items.append(self.expr())
-                node = Node("in", [left] + items)
+                node = Node("in", [left] + self.exprs())
             self.expect_op(")")
         elif self.accept("BETWEEN"):
             low = self.additive()
@@ -343,12 +340,8 @@ class Parser:
         if self.at_op("("):  # a function call
             self.i += 1
             fname = ".".join(parts).upper()
-            args: list[Node] = []
             distinct = self.accept("DISTINCT")
-            if not self.at_op(")"):
-                args.append(self.expr())
-                while self.accept_op(","):
-                    args.append(self.expr())
+            args: list[Node] = [] if self.at_op(")") else self.exprs()
             self.expect_op(")")
             if self.accept("OVER"):
                 return self.window(fname, args)
@@ -357,6 +350,44 @@ class Parser:
             return Node("fn", args, fname)
         return Node("col", [p.lower() for p in parts], ".".join(parts).lower())
 
+    # -- the lists every clause repeats
+    def exprs(self) -> list[Node]:
+        """``e, e, ...``: one expression or more."""
+        out = [self.expr()]
+        while self.accept_op(","):
+            out.append(self.expr())
+        return out
+
+    def order_items(self) -> list:
+        """``e [ASC | DESC], ...`` after ORDER BY: (Node, descending) pairs."""
+        out = []
+        while True:
+            e = self.expr()
+            desc = bool(self.accept("DESC"))
+            if not desc:
+                self.accept("ASC")
+            out.append((e, desc))
+            if not self.accept_op(","):
+                return out
+
+    def idents(self) -> list[str]:
+        """``name, name, ...)`` after an opening bracket: the names, lower case; the closing bracket is read."""
+        out = [self.ident().lower()]
+        while self.accept_op(","):
+            out.append(self.ident().lower())
+        self.expect_op(")")
+        return out
+
+    def values_rows(self) -> list[list[Node]]:
+        """``(e, ...), (e, ...)`` after VALUES: the rows."""
+        rows = []
+        while True:
+            self.expect_op("(")
+            rows.append(self.exprs())
+            self.expect_op(")")
+            if not self.accept_op(","):
+                return rows
+
     def window(self, fname: str, args: list) -> Node:
         """``fn(...) OVER ([PARTITION BY e, ...] [ORDER BY e [ASC | DESC], ...])``: Node("window", [args,
         partition, order]) with order as (Node, descending) pairs."""
@@ -364,19 +395,10 @@ class Parser:
         partition, order = [], []
         if self.at("PARTITION") and self.at("BY", k=1):
             self.i += 2
-            partition.append(self.expr())
-            while self.accept_op(","):
-                partition.append(self.expr())
+            partition = self.exprs()
         if self.at("ORDER") and self.at("BY", k=1):
             self.i += 2
-            while True:
-                e = self.expr()
-                desc = bool(self.accept("DESC"))
-                if not desc:
-                    self.accept("ASC")
-                order.append((e, desc))
-                if not self.accept_op(","):
-                    break
+            order = self.order_items()
         if self.at("ROWS", "RANGE"):
             raise Unsupported(f"a window frame ({self.peek().text} ...)")
         self.expect_op(")")
@@ -429,21 +451,12 @@ class Parser:
             q.where = self.expr()
         if self.at("GROUP") and self.at("BY", k=1):
             self.i += 2
-            q.group.append(self.expr())
-            while self.accept_op(","):
-                q.group.append(self.expr())
+            q.group = self.exprs()
         if self.accept("HAVING"):
             q.having = self.expr()
         if self.at("ORDER") and self.at("BY", k=1):
             self.i += 2
-            while True:
-                e = self.expr()
-                desc = self.accept("DESC")
-                if not desc:
-                    self.accept("ASC")
-                q.order.append((e, desc))
-                if not self.accept_op(","):
-                    break
+            q.order = self.order_items()
         if self.at("UNION", "EXCEPT", "INTERSECT", "FOR"):
             raise Unsupported(f"SELECT ... {self.peek().text}")
         if self.at("OPTION"):
@@ -509,17 +522,7 @@ class Parser:
         if self.accept_op("("):
             if self.at("VALUES"):
                 self.i += 1
-                rows = []
-                while True:
-                    self.expect_op("(")
-                    row = [self.expr()]
-                    while self.accept_op(","):
-                        row.append(self.expr())
-                    self.expect_op(")")
-                    rows.append(row)
-                    if not self.accept_op(","):
-                        break
-                src = Source("values", args=rows)
+                src = Source("values", args=self.values_rows())
             else:
                 src = Source("sub", query=self.select())
             self.expect_op(")")
@@ -528,11 +531,7 @@ class Parser:
             src = Source("table", name)
             if self.at_op("("):
                 self.i += 1
-                args = []
-                if not self.at_op(")"):
-                    args.append(self.expr())
-                    while self.accept_op(","):
-                        args.append(self.expr())
+                args = [] if self.at_op(")") else self.exprs()
                 self.expect_op(")")
                 src = Source("tvf", name, args)
         if self.at("WITH") and self.at_op("(", k=1):  # table hints
@@ -544,10 +543,7 @@ class Parser:
             src.alias = self.ident().lower()
         if src.kind in ("values", "sub") and self.at_op("("):
             self.i += 1
-            src.columns = [self.ident().lower()]
-            while self.accept_op(","):
-                src.columns.append(self.ident().lower())
-            self.expect_op(")")
+            src.columns = self.idents()
         if self.at("WITH") and self.at_op("(", k=1):
             self.i += 1
             self.skip_parens()
@@ -590,12 +586,7 @@ class Parser:
             ctes = {}
             while True:
                 name = self.ident().lower()
-                cols = []
-                if self.accept_op("("):
-                    cols.append(self.ident().lower())
-                    while self.accept_op(","):
-                        cols.append(self.ident().lower())
-                    self.expect_op(")")
+                cols = self.idents() if self.accept_op("(") else []
                 self.expect("AS")
                 self.expect_op("(")
                 ctes[name] = (self.select(), cols)
@@ -668,9 +659,7 @@ class Parser:
             kind = "block"
         elif word == "THROW":
             self.i += 1
-            data["args"] = [self.expr()]
-            while self.accept_op(","):
-                data["args"].append(self.expr())
+            data["args"] = self.exprs()
             kind = "throw"
         elif word == "WAITFOR":
             self.i += 1
@@ -699,25 +688,9 @@ class Parser:
                 first = self.i
                 self.skip_parens()
                 data["hints"] = [x.text.upper() for x in self.t[first + 1:self.i - 1] if x.kind == "id"]
-            cols = []
-            if self.accept_op("("):
-                cols.append(self.ident().lower())
-                while self.accept_op(","):
-                    cols.append(self.ident().lower())
-                self.expect_op(")")
-            data["columns"] = cols
+            data["columns"] = self.idents() if self.accept_op("(") else []
             if self.accept("VALUES"):
-                rows = []
-                while True:
-                    self.expect_op("(")
-                    row = [self.expr()]
-                    while self.accept_op(","):
-                        row.append(self.expr())
-                    self.expect_op(")")
-                    rows.append(row)
-                    if not self.accept_op(","):
-                        break
-                data["values"] = rows
+                data["values"] = self.values_rows()
             elif self.at("SELECT"):
                 data["query"] = self.select()
             else:
