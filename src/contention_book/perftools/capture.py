@@ -172,6 +172,27 @@ class _PerfRun:
         self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=self._err, start_new_session=True)
 
+    def _enable(self, ctl: str, ack: str, timeout: float = 30.0) -> bool:
+        """Ask perf to start its events; True once it says it has (False: it did not answer in time)."""
+        import select
+
+        # O_RDWR: opening a fifo's end never blocks then, even before perf has opened its own
+        cfd, afd = os.open(ctl, os.O_RDWR | os.O_NONBLOCK), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        try:
+            os.write(cfd, b"enable\n")
+            deadline = time.monotonic() + timeout
+            got = b""
+            while time.monotonic() < deadline and self._proc is not None and self._proc.poll() is None:
+                ready, _, _ = select.select([afd], [], [], 0.1)
+                if ready:
+                    got += os.read(afd, 64)
+                    if b"ack" in got:
+                        return True
+            return False
+        finally:
+            os.close(cfd)
+            os.close(afd)
+
     def _perf_data(self, st, rc: int, early: bool) -> str | None:
         """perf.data once perf has ended as asked (SIGINT) and written something, else None with why in ``st``."""
         if early or rc not in (0, -signal.SIGINT, 128 + signal.SIGINT):
@@ -249,22 +270,28 @@ class StackRecorder(_PerfRun):
         try:
             self._tmp = tempfile.mkdtemp(prefix="perftools-rec-")
             data = os.path.join(self._tmp, "perf.data")
+            ctl, ack = os.path.join(self._tmp, "ctl"), os.path.join(self._tmp, "ack")
+            os.mkfifo(ctl)
+            os.mkfifo(ack)
+            # started disabled and enabled through the control fifo, as the off-CPU recorder is: start() returns
+            # once perf says it samples, so a variant of 0.1 s is not over before perf has attached (under three
+            # test workers one was, and its stacks came back empty)
             st.command = [
                 shutil.which(self.perf) or self.perf, "record", *call_graph_args(st.call_graph), "-e", st.event,
                 "-F", str(st.frequency),
                 "--sample-cpu", "-p", ",".join(str(p) for p in st.pids), "-o", data,
+                "-D", "-1", "--control", f"fifo:{ctl},{ack}",
             ]
             self._spawn(st.command)
+            self._enable(ctl, ack)  # perf fails fast on a bad pid or missing permission: stop() reports it then
         except (OSError, ValueError) as exc:
             st.why = f"could not start perf: {exc}"
+            if self._proc is not None and self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
             self._proc = None
             return st
         st.started = time.time()
-        # perf fails fast on a bad pid or missing permission; notice it now.
-        for _ in range(10):
-            if self._proc.poll() is not None:
-                break
-            time.sleep(0.03)
         return st
 
     FAILED = "stack capture failed"
@@ -457,27 +484,6 @@ class OffCpuRecorder(_PerfRun):
         st.started, self._t0 = time.time(), time.monotonic()
         st.why = "recording" if acked else "recording (perf did not confirm it had started within 30 s)"
         return st
-
-    def _enable(self, ctl: str, ack: str, timeout: float = 30.0) -> bool:
-        """Ask perf to start its events; True once it says it has (False: it did not answer in time)."""
-        import select
-
-        # O_RDWR: opening a fifo's end never blocks then, even before perf has opened its own
-        cfd, afd = os.open(ctl, os.O_RDWR | os.O_NONBLOCK), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
-        try:
-            os.write(cfd, b"enable\n")
-            deadline = time.monotonic() + timeout
-            got = b""
-            while time.monotonic() < deadline and self._proc is not None and self._proc.poll() is None:
-                ready, _, _ = select.select([afd], [], [], 0.1)
-                if ready:
-                    got += os.read(afd, 64)
-                    if b"ack" in got:
-                        return True
-            return False
-        finally:
-            os.close(cfd)
-            os.close(afd)
 
     FAILED = "off-CPU capture failed"
 
