@@ -63,7 +63,7 @@ from pathlib import Path
 from contention_book.harness import workloads
 from contention_book.harness.driver import Statement, run_sessions
 from contention_book.harness.embedded_pg import EmbeddedPostgres
-from contention_book.harness import pg_loop, pg_waits, redaction
+from contention_book.harness import native_window, pg_loop, pg_waits, redaction
 from contention_book.harness.latency import LatencyHistogram
 from contention_book.harness.pg_waits import WaitSampler
 from contention_book.harness.targets import ensure_own_database, resolve_target
@@ -75,6 +75,7 @@ DATABASE = "contention_bench"
 ENV_VAR = "CONTENTION_BOOK_BENCH_PG"
 SESSIONS = (1, 2, 4, 8)
 LOOP_ROWS = 100
+PYTHON_WINDOW = "-py"  # a client's name with this suffix: its open-loop window in Python, not in C
 GOAL_CLIENT = "loop"  # the goals are the chapters' driver's: a Statement on libpq, run by the event loop
 
 
@@ -124,6 +125,12 @@ def odbc_floor(exe: Path, conn_str: str, statement: str, setup: str, clients: in
     return int(m.group(1)) / float(m.group(2)), float(m.group(3)) / 1e6
 
 
+def client_cpu_s() -> float:
+    """CPU seconds of this process and of its waited-for children (the native open-loop window is one)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + ru.ru_utime + ru.ru_stime
+
+
 def service_p99_ms(result) -> float:
     """p99 of the driver's service time (actual start to end) in an open-loop run: latency minus schedule lag."""
     import numpy as np
@@ -149,7 +156,7 @@ def pgbench_rate(pg: EmbeddedPostgres, exe: Path, script: Path, clients: int, se
     env = dict(os.environ, PGPASSWORD=pg.password, PGOPTIONS="-c synchronous_commit=off")
     for old in workdir.glob("rate_log*"):
         old.unlink()
-    cmd = [str(exe), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "book", "-n", "-M", "simple", "-f", str(script),
+    cmd = [str(exe), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "book", "-n", "-M", "prepared", "-f", str(script),
            "-c", str(clients), "-j", str(min(clients, os.cpu_count() or 1)), "-T", str(int(round(seconds))),
            "-R", f"{rate:.0f}", "-l", "--log-prefix", str(workdir / "rate_log"), DATABASE]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 120, cwd=workdir)
@@ -442,14 +449,17 @@ def main(argv=None) -> int:
                   f"{cost['machine_pct']:.2f}% of this machine's {os.cpu_count()} CPUs at 20 Hz (goal: at most 2% lost)")
         # -- open loop: the driver's rate against pgbench -R, with each client ----------------
         n_open = args.open_sessions
-        known = [r[1]["pgbench"] for r in rows if r[0] == n_open]
+        # pgbench prepares here, as the driver does: with -M simple the server parses every call, and a driver
+        # that prepares would be compared with a server doing more work per call (-M simple's p99 at 90% of its
+        # own rate was 382 ms against the C window's 45 ms)
+        known = [r[1]["pgb-prep"] for r in rows if r[0] == n_open]
         if known:
             top = known[0]
         else:
             truncate()
-            top = pgbench(pg, exe, script, n_open, secs)
+            top = pgbench(pg, exe, script, n_open, secs, "prepared")
         print(f"\nOpen loop at {n_open} sessions, Poisson arrivals, latency from the scheduled start "
-              f"(pgbench's closed-loop maximum here: {top:,.0f}/s); {args.repeats} interleaved runs each; "
+              f"(pgbench -M prepared's closed-loop maximum here: {top:,.0f}/s); {args.repeats} interleaved runs each; "
               "ratio = driver p99 / pgbench -R p99 (median of the paired ratios, and their range), goal <= 1.2 at each "
               "load; "
               "lag = scheduled start to actual start, service = actual start to end (p99, ms); cpu = the client's "
@@ -458,10 +468,13 @@ def main(argv=None) -> int:
               f"{'ratio':>6} {'range':>10} {'done/s':>7} {'pgb lag':>8} {'drv lag':>8} {'pgb svc':>8} {'drv svc':>8} "
               f"{'pgb cpu':>7} {'drv cpu':>7}")
         open_rows = {}
+        # each client's window as the chapters run it (for the loop: in C, native/pg_openloop.c), and the loop's
+        # Python window beside it for reference (CONTENTION_BOOK_OPEN_LOOP=python)
+        open_clients = [*clients, *([GOAL_CLIENT + PYTHON_WINDOW] if GOAL_CLIENT in clients else [])]
         for share in shares:
             rate = top * share
-            kinds_open = ["pgbench", *clients]
-            refs, runs = [], {c: [] for c in clients}
+            kinds_open = ["pgbench", *open_clients]
+            refs, runs = [], {c: [] for c in open_clients}
             cpu_open = {k: [] for k in kinds_open}  # client CPU per call (s)
             for rep in range(args.repeats):
                 for which in kinds_open[rep % len(kinds_open):] + kinds_open[:rep % len(kinds_open)]:
@@ -473,14 +486,25 @@ def main(argv=None) -> int:
                         cpu_open[which].append((ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
                                                / max(refs[-1].total, 1))
                     else:
-                        cpu0 = []  # from the window's start: the warm-up's closed-loop calls are not counted
-                        runs[which].append(run_sessions(
-                            connector(which), op_for(which, insert), sessions=n_open,
-                            duration_s=secs, warmup_s=0.5, rate=rate, arrival="poisson", seed=rep, progress=False,
-                            on_ready=lambda: cpu0.append(time.process_time())))
-                        cpu_open[which].append((time.process_time() - cpu0[0]) / max(runs[which][-1].operations, 1))
+                        # from the window's start (the warm-up's closed-loop calls are not counted): this process
+                        # and its children, which hold the native window's program
+                        cpu0 = []
+                        client = which.removesuffix(PYTHON_WINDOW)
+                        window = os.environ.get(native_window.ENV)
+                        os.environ[native_window.ENV] = "python" if which.endswith(PYTHON_WINDOW) else "native"
+                        try:
+                            runs[which].append(run_sessions(
+                                connector(client), op_for(client, insert), sessions=n_open,
+                                duration_s=secs, warmup_s=0.5, rate=rate, arrival="poisson", seed=rep,
+                                progress=False, on_ready=lambda: cpu0.append(client_cpu_s())))
+                        finally:
+                            if window is None:
+                                os.environ.pop(native_window.ENV, None)
+                            else:
+                                os.environ[native_window.ENV] = window
+                        cpu_open[which].append((client_cpu_s() - cpu0[0]) / max(runs[which][-1].operations, 1))
             m = statistics.median
-            for client in clients:
+            for client in open_clients:
                 ratios = [r.latency["p99_ms"] / h.percentile_ms(99) for r, h in zip(runs[client], refs)]
                 med = m(ratios)
                 rs = runs[client]
@@ -495,7 +519,7 @@ def main(argv=None) -> int:
                       f"{m(h.service.percentile_ms(99) for h in refs):>8.3f} {m(service_p99_ms(r) for r in rs):>8.3f} "
                       f"{m(cpu_open['pgbench']) * 1e6:>7.1f} {m(cpu_open[client]) * 1e6:>7.1f}",
                       flush=True)
-        for client in clients:
+        for client in open_clients:
             for share in shares:
                 p99, lag, svc = open_rows[(share, client)]
                 goal = (f"{'meets' if p99 <= 1.2 else 'misses'} the 1.2 goal" if client == GOAL_CLIENT

@@ -37,7 +37,9 @@ does: every connection non-blocking, multiplexed by one thread per CPU
 of its own.  Anything else (fewer sessions; a Python function; pyodbc, as
 for SQL Server) runs one thread per session: pyodbc and libpq release the
 GIL while a statement runs.  Either way the hot loop only appends to arrays, and everything else
-is computed after the window.
+is computed after the window.  An open-loop window of a Statement on libpq runs in C
+(:mod:`.native_window`, ``native/pg_openloop.c``) on the connections either way opened and warmed
+up: there the client's time between the timer and the send is latency.
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ from typing import Any, Callable, Collection
 import numpy as np
 import pandas as pd
 
+from . import native_window
 from .latency import LatencyHistogram
 from .redaction import redact
 from .session_rules import (  # noqa: F401 (callers and tests read them here too)
@@ -336,7 +339,9 @@ class Statement:
 
     ``sql`` is one text (``?`` parameters), or one text per session.
     ``args`` is a tuple, or ``args(session, op)`` returning one (it may
-    raise :class:`SessionDone`).  ``on_result(session, op, row)`` gets the
+    raise :class:`SessionDone`); it depends on nothing but its two
+    arguments, since an open-loop window in C takes every call's values
+    computed before the window starts.  ``on_result(session, op, row)`` gets the
     first row (None when there is none) and may return a pause in seconds:
     the session waits that long before its next call, outside the call's
     latency (a consumer that found its queue empty backs off).
@@ -417,6 +422,11 @@ def run_sessions(
     cursors: dict[int, Any] = {}
     schedule = _Schedule(rate, arrival, seed) if rate else None
     retryable = frozenset(retry_on)
+    not_native = native_window.wanted(operation, rate)
+    native = None if not_native else native_window.NativeWindow(
+        operation, sessions, max(1, min(sessions, os.cpu_count() or 1)), rate=rate,
+        arrival=arrival, seed=seed, duration_s=duration_s, operations_per_session=operations_per_session,
+        retry_on=retryable, max_retries=max_retries, max_errors_per_session=max_errors_per_session)
     budget_s = reconnect_budget_s()
 
     def rollback(cur) -> None:
@@ -485,7 +495,11 @@ def run_sessions(
             except threading.BrokenBarrierError:
                 return
             if stop.is_set() or finished:
+                if native is not None:
+                    native.withdraw(f"session {i} ended in its warm-up")
                 return
+            if native is not None and native.hand([(i, conn)]):
+                return  # C ran this session's window
             if schedule is not None:
                 precise_sleeps()
             op = 0
@@ -573,7 +587,7 @@ def run_sessions(
             max_errors_per_session=max_errors_per_session, keep_timeline=keep_timeline, cursors=cursors,
             ready_errors=ready_errors, classify=classify, lost_connection=lost_connection,
             reconnect_first_s=RECONNECT_FIRST_S, reconnect_max_s=RECONNECT_MAX_S, precise_sleeps=precise_sleeps,
-            reconnect_budget_s=budget_s)
+            reconnect_budget_s=budget_s, native=native)
         threads = [threading.Thread(target=pg_loop.serve, args=(ctx, list(range(t, sessions, serving)),
                                                                 {0: first} if t == 0 else {}),
                                     name=f"sessions-loop-{t}", daemon=True) for t in range(serving)]
@@ -591,11 +605,21 @@ def run_sessions(
         if ready_errors:
             barrier.abort()
             raise SessionsFailed("sessions could not start: " + "; ".join(ready_errors[:5]))
+        if native is not None:
+            native.compute_values()  # before the window, and before on_ready's samplers start
         if on_ready:
             on_ready()
         gc_was = collection_off()
         barrier.wait(timeout=600)
         window["start"] = time.perf_counter_ns() / 1e9
+        ran = native.run(on_tick, tick_s, stop) if native is not None else None
+        if ran is not None:
+            window["start"] = ran["start_ns"] / 1e9
+            notes = native_window.fill(stats, ran, keep_timeline, max_errors_per_session)
+            how += f"; the window in C (native/{native_window.PROGRAM}): {ran['summary'].removeprefix('pg_openloop: ')}"
+            how += "".join(f"; {n}" for n in notes)
+        elif native is not None:
+            how += f"; the window in Python ({native.declined})"
         if progress:
             live = _LiveIntervals(stats, progress if isinstance(progress, str) else f"{sessions} sessions",
                                   schedule is not None)
@@ -609,7 +633,7 @@ def run_sessions(
                 live.tick(elapsed)
             for t in threads:
                 t.join(timeout=tick_s / max(1, len(threads)))
-        end = time.perf_counter_ns() / 1e9
+        end = ran["end_ns"] / 1e9 if ran is not None else time.perf_counter_ns() / 1e9
         collection_back(gc_was)
         gc_was = None
         if live is not None and end - window["start"] - live.last_s > 0.05:

@@ -99,6 +99,7 @@ class LoopContext:
     reconnect_max_s: float
     precise_sleeps: Callable[[], None]
     reconnect_budget_s: float = 30.0  # driver.reconnect_budget_s(): then a lost session gives up
+    native: Any = None  # native_window.NativeWindow: the open-loop window runs in C on these sessions
 
 
 def open_session(ctx: LoopContext, i: int, conn=None):
@@ -135,7 +136,14 @@ def serve(ctx: LoopContext, group: list[int], first: dict[int, Any]) -> None:
         except threading.BrokenBarrierError:
             return
         if ctx.stop.is_set():
+            if ctx.native is not None:
+                ctx.native.withdraw("the run stopped before its window")
             return
+        if ctx.native is not None:
+            if any(s.ended or s.conn is None for s in sessions):  # SessionDone, or lost, in the warm-up
+                ctx.native.withdraw("a session ended in its warm-up")
+            if ctx.native.hand([(s.i, s.conn) for s in sessions]):
+                return  # C ran the window on these sessions
         ctx.precise_sleeps()
         for s in sessions:
             s.due, s.done = 0, s.ended
