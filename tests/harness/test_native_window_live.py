@@ -4,6 +4,7 @@ once; the Python window where C cannot run; a stop that leaves no program and no
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import threading
 import time
@@ -152,7 +153,7 @@ def test_a_stop_mid_window_leaves_no_program_and_no_busy_session(libpq):
         run_sessions(lambda: libpq.connect(DB), stmt, sessions=3, duration_s=30, rate=100, setup_session=setup,
                      on_tick=tick, tick_s=0.05, progress=False)
     assert time.monotonic() - started < 10
-    left = subprocess.run(["pgrep", "-f", "native/build/pg_openloop"], capture_output=True, text=True).stdout
+    left = subprocess.run(["pgrep", "-P", str(os.getpid()), "pg_openloop"], capture_output=True, text=True).stdout
     assert not left.strip()
     conn = libpq.connect(DB)
     deadline = time.monotonic() + 5
