@@ -126,7 +126,7 @@ def test_latch_costs_come_from_the_card_of_the_rendered_recording(tmp_path):
     shown = recordings.load_shown(str(_with_card(tmp_path, "latch-fairness", "measured-native-reference", _card())))
     [machine] = model.machine_predictions(shown)
     wake = next(i for i in machine.inputs if i.symbol == "t_wake")
-    assert wake.value.median == 30_000 and "machine card of measured-native-reference" in wake.source
+    assert wake.value.median == 30_000 and wake.source.startswith("measured: the machine card recorded with native ") and "measured-" not in wake.source
     assert len(model.predictions(shown)) == 2
 
 
@@ -352,3 +352,21 @@ def test_a_model_outside_its_domain_draws_no_curve():
     bound, unfair = model.predictions(latch_shown(1e9 / (60 + 100_000)), costs=slow)
     assert unfair.category == "model invalid"
     assert figure([unfair]) is None and len(figure([bound, unfair]).axes) >= 1
+
+
+@pytest.mark.parametrize("chapter", ["latch_fairness", "logcache_spinlock", "ghost_cleanup", "last_page_insert",
+                                     "lmax_queue"])
+def test_model_inputs_name_their_recording_in_words_not_by_directory(chapter):
+    """A model input's source says which run it came from (engine, day), not ``measured-postgres-2026...``."""
+    import importlib
+
+    from contention_book.chapters.shared.capacity import Prediction
+
+    model = importlib.import_module(f"contention_book.chapters.{chapter}.model")
+    recordings = importlib.import_module(f"contention_book.chapters.{chapter}.recordings")
+    shown = recordings.load_shown()
+    every = [*model.predictions(shown), *model.machine_predictions(shown)]
+    sources = [i.source for p in every if isinstance(p, Prediction) for i in p.inputs]
+    measured = [s for s in sources if s.startswith("measured:")]
+    assert measured, f"{chapter}: no measured input to check"
+    assert not [s for s in measured if "measured-" in s], measured

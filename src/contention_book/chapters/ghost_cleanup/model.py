@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..shared.capacity import Input, Prediction, gate, measured_value, precision, predict
+from ..shared.capacity import Input, Prediction, gate, measured_from, measured_value, precision, predict
 from .spec import SPEC
 
 CITE = "White 2024"
@@ -64,7 +64,7 @@ def per_version_cost(shown, upto: float = np.inf, symbol: str = "t_v") -> Input 
     part = "" if not np.isfinite(upto) else f", first {upto:,.0f} updates"
     return Input.measured("time to step over one pinned version" + (" (first half)" if part else ""), symbol,
                           [h - base for h in held], "ns",
-                          f"measured: {shown.measured.id}, slope of the per-update time (held − nothing held{part})")
+                          measured_from(shown.measured, f"slope of the per-update time (held − nothing held{part})"))
 
 
 def _second_half(curve: pd.DataFrame, variant: str, half: float) -> tuple[list[float], list[float]]:
@@ -103,10 +103,10 @@ def machine_predictions(shown) -> list[Prediction]:
     if t_v is None:
         return []
     b2 = Input.measured("second half's time with nothing held", "B₂", free_2, "s",
-                        f"measured: {m.id}, {UNPINNED}, updates after the first {start:,.0f}")
-    updates = Input.exact("updates in the loop", "n", n, "updates", f"measured: {m.id}, the curve's last chunk")
+                        measured_from(m, f"{UNPINNED}, updates after the first {start:,.0f}"))
+    updates = Input.exact("updates in the loop", "n", n, "updates", measured_from(m, "the curve's last chunk"))
     first = Input.exact("updates in the first half (the fit's)", "m", start, "updates",
-                        f"measured: {m.id}, the last chunk within half the loop")
+                        measured_from(m, "the last chunk within half the loop"))
     got, lo, hi = measured_value(held_2)
     return [predict(
         SPEC.chapter, "each update steps over every version pinned before it (step fitted on the first half; the "

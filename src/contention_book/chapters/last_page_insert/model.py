@@ -15,7 +15,7 @@ the 1-session time per row and t_xfer the recording's machine card.
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, card_input, card_of, measured_value, no_model, predict
+from ..shared.capacity import Input, card_input, card_of, measured_from, measured_value, no_model, predict
 from .spec import SPEC
 
 CITE = "Kejser et al. 2009"
@@ -36,7 +36,7 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list:
     if t_xfer is None or one.empty or two.empty or (cpus is not None and cpus < 2):
         return []
     t1 = Input.measured("time per row, sequential key, 1 session", "t₁", (1e9 / one["throughput"]).tolist(), "ns",
-                        f"measured: {m.id}, sequential, 1 session")
+                        measured_from(m, "sequential, 1 session"))
     got, lo, hi = measured_value(two["throughput"].tolist())
     return [predict(
         SPEC.chapter, "two sessions share only the last page: one line transfer per insert",
@@ -83,4 +83,4 @@ def usl_fits(shown):
     from .spec import LABELS
 
     m = shown.measured
-    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS, cpus=recording_cpus(m))
+    return usl_curves(m.runs, "sessions", "throughput", "variant", measured_from(m), LABELS, cpus=recording_cpus(m))

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..shared.capacity import (NO_CARD, Input, Prediction, card_input, card_of, gate, measured_value, no_model,
-                               precision, predict)
+from ..shared.capacity import (NO_CARD, Input, Prediction, card_input, card_of, gate, measured_from, measured_value,
+                               no_model, precision, predict)
 from .spec import SPEC
 from .tables import published_numbers
 
@@ -52,11 +52,11 @@ def machine_predictions(shown, costs: dict | None = None) -> list[Prediction]:
     if one.empty or two.empty:
         return []
     hold = Input.measured("time per record, fair lock, 1 thread (all under the lock)", "t_hold",
-                          (1e9 / one["records_per_s"]).tolist(), "ns", f"measured: {m.id}, fair, 1 thread")
+                          (1e9 / one["records_per_s"]).tolist(), "ns", measured_from(m, "fair, 1 thread"))
     per = (two["handoffs"] / two["records"]).tolist() if {"handoffs", "records"} <= set(two.columns) else []
     if not per:
         return []
-    h = Input.measured("hand-offs per record, fair lock, 2 threads", "h", per, "", f"measured: {m.id}, fair, 2 threads")
+    h = Input.measured("hand-offs per record, fair lock, 2 threads", "h", per, "", measured_from(m, "fair, 2 threads"))
     share = h.value.median * costs["t_wake"].value.median
     share /= share + hold.value.median
     invalid = "" if share >= 0.1 else (
@@ -115,5 +115,5 @@ def usl_fits(shown):
 
     from .spec import KIND_LABELS
 
-    return usl_curves(shown.measured.runs, "threads", "records_per_s", "kind", f"measured: {shown.measured.id}",
+    return usl_curves(shown.measured.runs, "threads", "records_per_s", "kind", measured_from(shown.measured),
                       KIND_LABELS, cpus=recording_cpus(shown.measured))

@@ -20,8 +20,8 @@ CPU count L: a range from the published topology alone, not scored.
 """
 from __future__ import annotations
 
-from ..shared.capacity import (Input, Prediction, card_input, card_of, gate, measured_value, no_model, precision,
-                               predict, range_prediction)
+from ..shared.capacity import (Input, Prediction, card_input, card_of, gate, measured_from, measured_value, no_model,
+                               precision, predict, range_prediction)
 from .spec import SPEC
 
 PAPER = "Thompson et al. 2011 (LMAX Disruptor paper)"
@@ -67,7 +67,7 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
     if t_xfer is None or ring.empty or "mean_batch" not in ring:
         return []
     batch = Input.measured("messages the consumer takes per look at the cursor", "b", ring["mean_batch"].tolist(),
-                           "messages", f"measured: {getattr(native, 'label', native.id)} run, ring, 1 producer")
+                           "messages", measured_from(native, "ring, 1 producer"))
     got, lo, hi = measured_value(ring["throughput"].tolist())
     return [predict(
         SPEC.chapter, "the cursor's line goes to the consumer and back once per batch", "X₁ = b / (2 · t_xfer)",
@@ -89,7 +89,7 @@ def _shared_atomic(native) -> Input | None:
     if part.empty:
         return None
     return Input.measured("two threads' increment of one atomic counter", "t_c", part.tolist(), "ns",
-                          f"measured: {getattr(native, 'label', native.id)} run, false-sharing test, shared atomic")
+                          measured_from(native, "false-sharing test, shared atomic"))
 
 
 def predictions(shown, native=None, costs: dict | None = None) -> list:
@@ -160,9 +160,9 @@ def usl_fits(shown):
     db = getattr(shown, "db", None)
     if db is not None and db.runs is not None:
         rate = "dequeue_per_s" if "dequeue_per_s" in db.runs.columns else "throughput"
-        out += usl_curves(db.runs, "sessions", rate, "variant", f"measured: {db.id}", LABELS, cpus=recording_cpus(db))
+        out += usl_curves(db.runs, "sessions", rate, "variant", measured_from(db), LABELS, cpus=recording_cpus(db))
     native = getattr(shown, "native", None)
     if native is not None and native.runs is not None:
-        out += usl_curves(native.runs, "sessions", "throughput", "variant", f"measured: {native.id}",
+        out += usl_curves(native.runs, "sessions", "throughput", "variant", measured_from(native),
                           {k: f"{v} (C model)" for k, v in LABELS.items()}, cpus=recording_cpus(native))
     return out

@@ -19,7 +19,8 @@ recording's machine card.  The 2-worker rate lies in the range
 """
 from __future__ import annotations
 
-from ..shared.capacity import Input, Prediction, card_input, card_of, measured_value, predict, range_prediction
+from ..shared.capacity import (Input, Prediction, card_input, card_of, measured_from, measured_value, predict,
+                               range_prediction)
 from .spec import SPEC
 
 CITE = "Adkin 2015"
@@ -41,7 +42,7 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
     if one.empty or two.empty:
         return []
     t1 = Input.measured("time per append, 1 worker", "t₁", (1e9 / one["throughput"]).tolist(), "ns",
-                        f"measured: {m.id}, writer_shared, 1 worker")
+                        measured_from(m, "writer_shared, 1 worker"))
     got, lo, hi = measured_value(two["throughput"].tolist())
     a, x = t1.value.median, t_xfer.value.median
     return [range_prediction(
@@ -94,4 +95,4 @@ def usl_fits(shown):
     m = shown.measured.get("postgres") if isinstance(shown.measured, dict) else shown.measured
     if m is None or m.runs is None:
         return []
-    return usl_curves(m.runs, "sessions", "throughput", "variant", f"measured: {m.id}", LABELS, cpus=recording_cpus(m))
+    return usl_curves(m.runs, "sessions", "throughput", "variant", measured_from(m), LABELS, cpus=recording_cpus(m))

@@ -451,12 +451,37 @@ def range_prediction(chapter: str, model: str, equation: str, quantity: str, uni
                       tuple(inputs), lacks, published_low=value_low, published_high=value_high)
 
 
+def recording_words(view) -> str:
+    """How a model's input names the recording it came from: the engine and the day it was recorded
+    (``PostgreSQL 15.18, recorded 27 Nov 2026``), not its directory name, which the Data page lists beside them."""
+    import re
+
+    r = getattr(view, "recording", view)
+    rid = str(getattr(view, "id", None) or getattr(r, "id", "?"))
+    try:
+        label = str(view.label).removesuffix(" (measured)")
+    except Exception:  # noqa: BLE001 - a test's stand-in without an engine block: the id is all there is
+        return rid
+    manifest = getattr(r, "manifest", None) or {}
+    day = re.match(r"(\d{4})-(\d{2})-(\d{2})", str(manifest.get("started", ""))) or \
+        re.search(r"(\d{4})(\d{2})(\d{2})T\d{6}Z", rid)
+    if not day:
+        return label
+    months = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+    return f"{label}, recorded {int(day[3])} {months[int(day[2]) - 1]} {day[1]}"
+
+
+def measured_from(view, what: str = "") -> str:
+    """An input's source: ``measured: <recording_words>, <what>``."""
+    return f"measured: {recording_words(view)}" + (f", {what}" if what else "")
+
+
 def card_of(view) -> tuple[dict | None, str]:
-    """(card, recording id) of a chapter's measured view; (None, id) when it has no card."""
+    """(card, words naming its recording) of a chapter's measured view; (None, words) when it has no card."""
     from contention_book.harness import machine_card
 
     r = getattr(view, "recording", view)
-    rid = getattr(view, "id", None) or getattr(r, "id", "?")
+    rid = recording_words(view)
     if not hasattr(r, "has"):  # not a recording (a test's stand-in): no card
         return None, rid
     return machine_card.load(r), rid
@@ -482,4 +507,4 @@ def card_input(card: dict | None, rid: str, quantity: str, symbol: str, name: st
     if c is None:
         return None
     return Input.interval(name or machine_card.WORDS[quantity], symbol, c.median, c.low, c.high, c.unit,
-                          f"measured: machine card of {rid} ({' and '.join(c.phases)})")
+                          f"measured: the machine card recorded with {rid} ({' and '.join(c.phases)})")
