@@ -14,6 +14,7 @@ from ..shared.spread import ratio_spread, spread
 from .spec import LABELS
 from .tables import (HELD, UNHELD, UNPINNED, VACUUM_CONTROL, _timed_runs, growth_by_repetition, growth_ratio,
                      storage_by_repetition, storage_long)
+from ..shared.memo import per_view
 
 SLOWER, SAME, STEEPER, PILE_UP, GROWS, GHOSTS = 1.2, 1.2, 1.5, 10.0, 1.2, 1.5
 CLAIMS = {
@@ -107,6 +108,7 @@ def _has(runs: pd.DataFrame, *variants: str) -> bool:
     return set(variants) <= set(runs["variant"])
 
 
+@per_view
 def verdicts(shown) -> pd.DataFrame:
     """The article's claims, what it printed, what this recording shows with its spread, the rule, the verdict."""
     g = shown.measured

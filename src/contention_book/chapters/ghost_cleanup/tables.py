@@ -10,6 +10,7 @@ from ..shared.spread import ratio_spread, spread
 from .spec import BASELINE, LABELS
 from ..shared.stacks import StackSection, absent_text, diff_table, flame, hottest, top_table
 from .recordings import GhostRecording
+from ..shared.memo import per_view
 
 HELD = {"postgres": "open_snapshot", "sqlserver": "rcsi_open_txn"}    # the open transaction pins versions (2019)
 UNHELD = {"postgres": "baseline", "sqlserver": "rcsi"}                # the same row versioning, nothing held
@@ -159,6 +160,7 @@ def ghost_visits(updates: int) -> int:
     return updates * (updates - 1) // 2
 
 
+@per_view
 def measured_numbers(g: GhostRecording) -> dict[str, Any]:
     """The same keys for any recording: ``base`` is the variant without, ``held`` with, the open transaction.
 
@@ -206,6 +208,7 @@ def measured_numbers(g: GhostRecording) -> dict[str, Any]:
     return nums
 
 
+@per_view
 def key_numbers(shown) -> dict[str, Any]:
     """Numbers the prose quotes, each taken from a recording (never typed by hand)."""
     published, measured = shown.published, shown.measured

@@ -13,6 +13,7 @@ from ..shared.claims import Claim, Size, both, above, below, judge, missing_poin
 from ..shared.spread import Spread, spread
 from .tables import (QUOTED, cores_text, deciding, hot_wait, measured_numbers, per_repetition, published_numbers, q_text, quoted,
                      sessions_label, share_words)
+from ..shared.memo import per_view
 
 C = {
     "queue": "Concurrent inserts with an ever-increasing key queue on the last page's latch",
@@ -89,6 +90,7 @@ def _published(published) -> dict[str, str]:
     return out
 
 
+@per_view
 def verdicts(shown) -> pd.DataFrame:
     """The articles' claims against the measured recording, each decided at one regime (:func:`deciding`), with
     where it was tested and whether its size could be compared."""

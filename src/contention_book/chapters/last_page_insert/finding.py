@@ -10,6 +10,7 @@ from ..shared.claims import head
 from .claims import C, verdicts
 from .tables import Prose
 from .tables import key_numbers as table_numbers
+from ..shared.memo import per_view
 
 VERDICT_KEYS = {key: claim for key, claim in C.items()}
 
@@ -63,6 +64,7 @@ def _short_queue(n) -> bool:
     return str(n["v_hash_rate"]).startswith(("differs", "not testable here"))
 
 
+@per_view
 def key_numbers(shown) -> dict[str, Any]:
     """Every number and verdict word the page glues: the tables' numbers, each claim's verdict word
     (``v_<claim key>``), where the claims were tested, and the "In short" text."""

@@ -20,6 +20,7 @@ from ..shared.stacks import StackSection, absent_text, flame, top_table
 from .recordings import LpiRecording
 from ..shared.spread import Spread, spread, summarize
 from .spec import BASELINE, RANGE_QUERY, SHORT, deciding_sessions
+from ..shared.memo import per_view
 
 _pass_cache: dict | None = None  # set only while measured_numbers runs: one view's tables do not change then
 
@@ -361,6 +362,7 @@ def hot_wait(g: LpiRecording) -> str:
     return "LWLock:BufferContent" if g.engine == "postgres" else "PAGELATCH_EX"
 
 
+@per_view
 def measured_numbers(g: LpiRecording) -> dict[str, Any]:
     with _one_pass():
         return _measured_numbers(g)
@@ -678,6 +680,7 @@ def published_numbers(published: Sequence[LpiRecording]) -> dict[str, Any]:
     return nums
 
 
+@per_view
 def key_numbers(shown) -> dict[str, Any]:
     """Every number the prose glues.  Shares and ratios the verdict rows also print come from :func:`quoted`
     (medians over repetitions, same format), so the page never shows one quantity two ways."""

@@ -13,6 +13,7 @@ from ..shared.claims import Claim, Size, above, below, judge, missing_point, tab
 from ..shared.spread import ratio_spread, spread
 from .spec import LATCH, LATCH_SPIN
 from .tables import native_summary, preemption_floor, published_numbers, regime
+from ..shared.memo import per_view
 
 CLAIMS = ("The unfair latch waits far less often", "The unfair latch spins far more",
           "The unfair latch gives higher throughput", "The unfair latch's maximum wait is no worse")
@@ -53,6 +54,7 @@ def _sqlserver_size(published, measured, p) -> str:
     return ""
 
 
+@per_view
 def verdicts(shown) -> pd.DataFrame:
     """For each claim of the article: what it reported, what was measured where, the rule and the verdict."""
     published, measured = shown.published, shown.measured

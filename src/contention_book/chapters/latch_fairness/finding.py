@@ -10,8 +10,10 @@ import pandas as pd
 from .claims import verdicts
 from .recordings import LatchRecording
 from .tables import NAN, _at, native_numbers, native_summary, priced, published_numbers
+from ..shared.memo import per_view
 
 
+@per_view
 def key_numbers(shown) -> dict[str, Any]:
     """Every number the prose glues, and the opening's finding in the verdicts' own words."""
     from ..shared.claims import head, tested_on

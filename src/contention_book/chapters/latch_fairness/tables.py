@@ -16,6 +16,7 @@ import pandas as pd
 from ..shared.spread import ratio_spread, spread
 from .spec import KIND_LABELS, KINDS, LATCH, LATCH_SPIN, SQL_UNFAIR_ANALOGUE, VARIANT_LABELS
 from .recordings import LatchRecording
+from ..shared.memo import per_view
 
 
 SQL_SERVER_RELEASES = {"13": "2016", "14": "2017", "15": "2019", "16": "2022"}
@@ -94,6 +95,7 @@ def sql_table(g: LatchRecording, kind: str) -> pd.DataFrame:
 
 
 # -- native sweeps --------------------------------------------------------------------
+@per_view
 def native_summary(g: LatchRecording) -> pd.DataFrame:
     """Per lock kind and thread count: medians over repetitions, per-record rates, and the worst max wait."""
     r = g.runs.copy()

@@ -22,6 +22,7 @@ from ..shared.claims import Claim, Size, both, above, judge, missing_point, rule
 from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
 from .tables import finding, key_numbers, regime_sessions
+from ..shared.memo import per_view
 
 LEAD, FALSE_SHARING, ATOMIC, HOT, DURABILITY, CEILING, V2 = 1.5, 1.5, 5.0, 0.9, 1.2, 10.0, 1.5
 KNEE_MIN_CPUS = 8  # with fewer logical CPUs "half of them" is one or two sessions: no knee to find
@@ -132,6 +133,7 @@ def _sessions(n: int) -> str:
     return f"{n} session{'s' if n != 1 else ''}"
 
 
+@per_view
 def verdicts(shown) -> pd.DataFrame:
     """The article's and the paper's claims against the recordings shown, each with its rule."""
     native, db = shown.native, shown.db

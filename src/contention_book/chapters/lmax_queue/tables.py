@@ -11,6 +11,7 @@ from contention_book.harness import load_record
 from ..shared.spread import ratio_spread, spread, summarize
 from .spec import LABELS, PG_LABELS
 from .recordings import LmaxRecording
+from ..shared.memo import per_view
 
 NAN = float("nan")
 
@@ -512,6 +513,7 @@ def split_sentence(runs: pd.DataFrame, variant: str = "ring", sessions: int = 1)
             "transfer between this machine's CPUs, and a reader's own run shows whether it holds still.")
 
 
+@per_view
 def key_numbers(shown) -> dict[str, Any]:
     """Every number the prose quotes, each taken from a recording."""
     adkin, lmax, native, db = shown.adkin, shown.lmax, shown.native, shown.db

@@ -14,6 +14,7 @@ from ..shared.spread import Spread, ratio_spread, spread
 from .spec import MIN_CPUS_FOR_ALONE
 from .tables import (NAN, VIRTUAL, c2c_by_relation, c2c_pairs, logcache_summary, sqlserver_spin_table,
                      stack_shares_table, toy_point, xid_wait_shares)
+from ..shared.memo import per_view
 
 MIN_CPUS_FOR_PINNING = MIN_CPUS_FOR_ALONE  # below this, a CPU given to the walwriter is a large share of the machine
 HOT_SPIN_PCT = 1.0  # a spin-wait share of sampled CPU below this is no hot spinlock (the article's was 23.89%)
@@ -98,6 +99,7 @@ def _like_the_article(g, published) -> str:
     return ""
 
 
+@per_view
 def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
     """The article's claims against the recordings shown, each with its rule (``stack_shares``: for tests)."""
     published, measured = shown.published, shown.measured

@@ -6,8 +6,10 @@ import re
 from typing import Any
 
 from .tables import table_numbers
+from ..shared.memo import per_view
 
 
+@per_view
 def key_numbers(shown) -> dict[str, Any]:
     """Every number the prose glues, with the opening built from them and the verdicts."""
     n = table_numbers(shown)

@@ -27,7 +27,7 @@ from contention_book.harness import load_record
 from contention_book.harness.params import is_empty
 
 from contention_book.harness import display as book_display
-from . import style
+from . import memo, style
 from .quick_seaborn import import_seaborn
 from .stacks import StackSection
 
@@ -62,6 +62,7 @@ def start(chapter, params: Mapping[str, Any]):
     plt.rcParams["figure.constrained_layout.use"] = True  # lays out titles, labels and outside legends together
     book_display.install()
     book_display.reset_numbers()
+    memo.rendering()  # the page's views do not change while it renders: each result is computed once
     _page["chapter"] = chapter.SPEC.chapter
     _page["labels"] = dict(chapter.SPEC.labels)  # variant ids as a page names them (shared tables use them)
     style.reset_checks(chapter.SPEC.chapter)
