@@ -65,6 +65,15 @@ def pytest_xdist_make_scheduler(config, log):
     return WorkUnits(config, log)
 
 
+@pytest.fixture(autouse=True)
+def no_page_cache_after_a_test():
+    """A test that renders a page in this process leaves no per-view cache on for the next (shared.memo)."""
+    yield
+    from contention_book.chapters.shared import memo
+
+    memo.rendering(False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def guard_journal_dir(tmp_path_factory):
     """The guard's journals (what a killed run must restore) in a directory of this test session, not ~/.cache."""
