@@ -21,7 +21,8 @@
  *                int32 exhausted_is_done (1: Python's values ended with SessionDone), then nsets x nparams
  *                values, each int32 len (-1: NULL) and its text bytes
  * OUT: "OLOUT001", int64 window start ns (CLOCK_MONOTONIC, Python's perf_counter clock), int64 end ns,
- *      int64 record count, then records (struct rec below).
+ *      int64 record count, then records (struct rec below), then per session int32 length and the server's
+ *      message for its first error (length 0: none).
  * stdout: one line "pg_openloop: calls=N errors=E retries=R lost=L cpu_us_per_call=X".
  */
 #include "common.h"
@@ -54,6 +55,7 @@ struct session {
     int64_t origin, start;
     char err[8];       /* SQLSTATE of the current call's ErrorResponse */
     int fatal;
+    char first_message[256]; /* the server's words for this session's first error (for the run's error samples) */
     uint8_t *in;       /* bytes read, not yet parsed */
     size_t in_len, in_cap;
 };
@@ -221,6 +223,8 @@ static int parse(struct thread_ctx *t, struct session *s) {
                 const char *v = (const char *)body + k;
                 size_t vl = strnlen(v, blen - k);
                 if (f == 'C' && vl == 5) { memcpy(s->err, v, 5); s->err[5] = 0; }
+                if (f == 'M' && !s->first_message[0])
+                    snprintf(s->first_message, sizeof s->first_message, "%.*s", (int)vl, v);
                 if (f == 'V' && (strncmp(v, "FATAL", vl) == 0 || strncmp(v, "PANIC", vl) == 0)) s->fatal = 1;
                 k += vl + 1;
             }
@@ -390,6 +394,11 @@ int main(int argc, char **argv) {
             calls += kind == REC_OK; errs += kind == REC_ERROR || kind == REC_LOST;
             retries += kind == REC_RETRY; lost += kind == REC_LOST;
         }
+    }
+    for (int i = 0; i < sessions; i++) {
+        int32_t len = (int32_t)strlen(all[i].first_message);
+        fwrite(&len, 4, 1, out);
+        fwrite(all[i].first_message, 1, (size_t)len, out);
     }
     if (fclose(out) != 0) die("cannot write the output file");
     double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e6 +

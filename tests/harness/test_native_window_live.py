@@ -100,9 +100,28 @@ def test_errors_are_counted_by_class_and_retries_are_not_errors(libpq):
                      retry_on={"22012"}, max_retries=2, progress=False)
     assert "the window in C" in r.driver
     assert r.errors_by_code == {"22012": 6} and r.errors == 6  # ops 3, 6, 9 in each session
+    assert all(st.error_samples[0] == "[22012] division by zero" for st in r.per_session)  # the server's words
     assert r.retries == 12  # two retries before each of them
     assert r.operations == 14 and r.attempts == 20
     assert not r.lost_connections
+
+
+def test_a_statement_the_server_refuses_stops_every_session_and_the_run_says_why(libpq):
+    from contention_book.harness.driver import SessionsFailed
+
+    conn = libpq.connect(DB)
+    conn.cursor().execute("CREATE OR REPLACE FUNCTION native_refuse(op int) RETURNS int LANGUAGE plpgsql AS $$ "
+                          "BEGIN IF op = 20 THEN RAISE EXCEPTION 'no access to the queue' USING ERRCODE = '42501'; "
+                          "END IF; RETURN op; END $$")
+    try:
+        started = time.monotonic()
+        with pytest.raises(SessionsFailed, match=r"refused a statement \(42501.*no access to the queue"):
+            run_sessions(lambda: libpq.connect(DB), Statement("SELECT native_refuse(?)", args=lambda i, op: (op,)),
+                         sessions=2, duration_s=20, rate=200, progress=False)
+        assert time.monotonic() - started < 5  # stopped at the refusal, not at the window's end
+    finally:
+        conn.cursor().execute("DROP FUNCTION IF EXISTS native_refuse(int)")
+        conn.close()
 
 
 def test_session_done_ends_a_session_without_an_error(libpq, table):

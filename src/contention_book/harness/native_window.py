@@ -34,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import interrupts
+from .redaction import redact
 from .session_rules import REFUSED, SessionDone
 
 ENV = "CONTENTION_BOOK_OPEN_LOOP"  # "python": never the native window
@@ -230,8 +231,13 @@ class NativeWindow:
             raise NativeWindowError(f"native/{PROGRAM} wrote no result file it could be read from")
         start, end, count = struct.unpack_from("<qqq", data, 8)
         recs = np.frombuffer(data, dtype=RECORD, count=count, offset=32)
+        at, messages = 32 + count * RECORD.itemsize, []
+        for _ in range(self.sessions):  # the server's words for each session's first error
+            (n,) = struct.unpack_from("<i", data, at)
+            messages.append(data[at + 4:at + 4 + n].decode("utf-8", "replace"))
+            at += 4 + n
         self.lost.update(int(s) for s in recs["session"][recs["kind"] == LOST])
-        return {"start_ns": start, "end_ns": end, "records": recs, "summary": out.strip()}
+        return {"start_ns": start, "end_ns": end, "records": recs, "summary": out.strip(), "messages": messages}
 
 
 def fill(stats: list, window: dict, keep_timeline: bool, max_errors: int) -> list[str]:
@@ -260,8 +266,9 @@ def fill(stats: list, window: dict, keep_timeline: bool, max_errors: int) -> lis
             if r["kind"] == LOST:
                 st.lost[code] = st.lost.get(code, 0) + 1
             if len(st.error_samples) < 5:
+                words = redact(window["messages"][st.session]) if not st.error_samples else ""
                 st.error_samples.append(f"[{code}] {'connection lost: ' if r['kind'] == LOST else ''}"
-                                        f"the server answered {code} (native open-loop window: no message kept)")
+                                        + (words or f"the server answered {code}"))
         if st.errors >= max_errors:
             st.error_samples.append(f"stopped after {st.errors} errors")
         if (mine["kind"] == OUT_OF_VALUES).any():
