@@ -126,7 +126,8 @@ def test_latch_costs_come_from_the_card_of_the_rendered_recording(tmp_path):
     shown = recordings.load_shown(str(_with_card(tmp_path, "latch-fairness", "measured-native-reference", _card())))
     [machine] = model.machine_predictions(shown)
     wake = next(i for i in machine.inputs if i.symbol == "t_wake")
-    assert wake.value.median == 30_000 and wake.source.startswith("measured: the machine card recorded with native ") and "measured-" not in wake.source
+    assert wake.value.median == 30_000
+    assert wake.source.startswith("measured: the machine card recorded with native ") and "measured-" not in wake.source
     assert len(model.predictions(shown)) == 2
 
 

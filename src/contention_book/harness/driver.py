@@ -422,8 +422,7 @@ def run_sessions(
     cursors: dict[int, Any] = {}
     schedule = _Schedule(rate, arrival, seed) if rate else None
     retryable = frozenset(retry_on)
-    not_native = native_window.wanted(operation, rate)
-    native = None if not_native else native_window.NativeWindow(
+    native = None if native_window.wanted(operation, rate) else native_window.NativeWindow(
         operation, sessions, max(1, min(sessions, os.cpu_count() or 1)), rate=rate,
         arrival=arrival, seed=seed, duration_s=duration_s, operations_per_session=operations_per_session,
         retry_on=retryable, max_retries=max_retries, max_errors_per_session=max_errors_per_session)

@@ -19,8 +19,11 @@ the caller writes that into the recording's manifest::
                                                # (pass process_root=True)
 
 What it runs: ``perf record -g -e cpu-clock -F <frequency> --sample-cpu -p
-<pid,pid> -o <tmp>/perf.data`` in its own session, stopped with SIGINT when
-the block ends (however it ends), then ``perf script`` into a temporary
+<pid,pid> -o <tmp>/perf.data -D -1 --control fifo:<ctl>,<ack>`` in its own
+session: started with its events off, and turned on through the control
+fifo, so the block begins only once perf samples (a perf without
+``--control`` fails at the start, and the status says so).  It is stopped
+with SIGINT when the block ends (however it ends), then ``perf script`` into a temporary
 file, parsed by :mod:`perftools.importers.perf_script`.  Root can attach
 to processes of other users (postgres backends); others need
 ``perf_event_paranoid`` <= 1 or CAP_PERFMON and ptrace rights.  The
