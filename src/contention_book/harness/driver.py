@@ -46,7 +46,6 @@ from __future__ import annotations
 import gc
 import os
 import random
-import re
 import sys
 import threading
 import time
