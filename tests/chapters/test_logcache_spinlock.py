@@ -543,6 +543,7 @@ def test_live_postgres_run_writes_a_recording_and_restores_affinity(pg, tmp_path
     assert_load_tables(g, 4)
     points = g.by_repetition("load_points")
     assert (points["loop"] == "open").all() and (points["rate"] == 300).all() and (points["lag_p99_ms"] >= 0).all()
+    assert points["driver"].str.contains("the window in C").all()  # the open-loop window ran in native/pg_openloop
     assert g.engine == "postgres" and g.recording.manifest["measured"]["command"]
     assert set(g.runs["variant"]) == {"default", "walwriter_alone"}
     assert (g.runs["throughput"] > 0).all() and set(g.runs["sessions"]) == {1, 2}
