@@ -373,7 +373,7 @@ int main(int argc, char **argv) {
     g_start = cb_now_ns();
     g_end = g_start + (int64_t)(duration * 1e9);
     for (int k = 0; k < threads; k++) {
-        ts[k].next = g_start;
+        ts[k].next = g_start + (int64_t)(k * 1e9 / rate);  /* fixed gaps: the threads' schedules interleave evenly */
         if (pthread_create(&ts[k].tid, NULL, serve, &ts[k]) != 0) die("cannot start a thread");
     }
     for (int k = 0; k < threads; k++) pthread_join(ts[k].tid, NULL);
