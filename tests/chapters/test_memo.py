@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from contention_book.chapters.shared import memo
 
@@ -53,3 +54,49 @@ def test_unhashable_arguments_and_frames_are_handled():
         assert len(calls) == 3
     finally:
         memo.rendering(False)
+
+
+def test_a_copied_view_does_not_inherit_its_parents_results():
+    """One repetition's view is ``copy.copy`` of the whole recording's, with other tables: its numbers are its own."""
+    import copy
+
+    @memo.per_view
+    def numbers(view):
+        return {"v": view.value}
+
+    parent = View()
+    try:
+        memo.rendering()
+        assert numbers(parent) == {"v": 1}
+        child = copy.copy(parent)
+        child.value = 7
+        assert numbers(child) == {"v": 7} and numbers(parent) == {"v": 1}
+    finally:
+        memo.rendering(False)
+
+
+@pytest.mark.parametrize("chapter", ["latch_fairness", "logcache_spinlock", "ghost_cleanup", "last_page_insert",
+                                     "lmax_queue"])
+def test_a_page_that_keeps_results_shows_the_numbers_it_would_compute_afresh(chapter):
+    """Every key number and verdict with the page's cache on equals the one computed with it off."""
+    import importlib
+
+    ch = importlib.import_module(f"contention_book.chapters.{chapter}")
+    recordings = importlib.import_module(f"contention_book.chapters.{chapter}.recordings")
+
+    def everything():
+        shown = recordings.load_shown()
+        numbers = ch.key_numbers(shown)
+        verdicts = ch.verdicts(shown)
+        return ({k: str(v) for k, v in numbers.items() if not hasattr(v, "_repr_markdown_")},
+                verdicts.astype(str).to_dict("records"))
+
+    try:
+        memo.rendering(False)
+        fresh = everything()
+        memo.rendering()
+        kept = everything()
+        kept_again = everything()
+    finally:
+        memo.rendering(False)
+    assert kept == fresh and kept_again == fresh

@@ -44,8 +44,11 @@ def in_short(shown, n: dict[str, Any]) -> str:
         from ..shared.capacity import card_cost
 
         cs = nat.table("ctxswitch")  # the recording's own cross-CPU wake-up (the number its details page gives)
-        cross = cs[cs["placement"] != "same_cpu"]["median_ns_per_handoff"] if cs is not None and "placement" in cs \
-            else None
+        # the futex wake-up, the way a lock's waiter sleeps (the pipe's ping-pong is a different mechanism; a mean of
+        # the two was no cost of either)
+        futex = cs[(cs["placement"] != "same_cpu") & (cs["method"] == "futex")] \
+            if cs is not None and {"placement", "method"} <= set(cs.columns) else None
+        cross = futex["median_ns_per_handoff"] if futex is not None else None
         if cross is not None and len(cross):
             wake = f", and waking an owner asleep on the other CPU {float(cross.median()) / 1e3:.0f} µs"
         else:
