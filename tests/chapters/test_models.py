@@ -140,7 +140,7 @@ def test_logcache_article_bound_is_published_only_and_shows_no_zero_width_interv
     assert book.category == "published only" and book.category not in SCORED
     assert "95%" not in book.row()["predicted"]
     # the article's 2.34× lies above the ≤ 1.23× its own profile allows: said, not hidden behind "published only"
-    assert "contradicted by its source" in book.verdict and "above the bound" in book.verdict
+    assert "the model fails on its source" in book.verdict and "above the bound" in book.verdict
     shares = pd.DataFrame({"variant": ["default", "no_logwriter_core"],
                            "function": ["sqlmin.dll!LogAppendContext::BackOff"] * 2, "pct": [60.0, 1.0]})
     roomy = model.predictions(shown, shares=shares)[0]   # 60% backing off allows far more than 2.34×
@@ -315,7 +315,7 @@ def test_the_page_names_a_broken_rule_of_the_card(tmp_path):
     card = _card(atomic_contended=15.0, ops_per_transfer=13.0)
     shown = recordings.load_shown(str(_with_card(tmp_path, "latch-fairness", "measured-native-reference", card)))
     words = machine_words(measured_views(shown))
-    assert "breaks *contended atomic ≥ one-way transfer*" in words and "13 increments per transfer" in words
+    assert "rules out: a contended increment" in words and "13 increments per transfer" in words
     frame = machine_frame(model.machine_predictions(shown))
     assert list(frame.columns) == ["quantity", "equation", "inputs", "predicted", "measured", "verdict"]
     assert len(frame) == 1

@@ -158,7 +158,7 @@ def predictions_section(notebooks: dict[str, Path]) -> str:
     head = "".join(f"<th>{c}</th>" for c in cols)
     counts: dict[str, int] = {}
     for r in rows:
-        word = str(r.get("verdict", "")).split(":")[0].split(",")[0]  # the category: "published only, contradicted …"
+        word = str(r.get("verdict", "")).split(":")[0].split(",")[0]  # the category: "published only, the model fails …"
         counts[word] = counts.get(word, 0) + 1
     said = ", ".join(f"{n} {w}" for w, n in counts.items())
     table = ('<div class="table-wrap"><table class="book-table text-table" id="predictions"><caption>What each '

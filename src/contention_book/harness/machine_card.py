@@ -302,9 +302,10 @@ def rule_batched(card: Mapping) -> Rule:
         return Rule(name, False, "not measured")
     # a repetition in which the line never moved reports all its increments (machine_card.c): not a count of
     # increments per transfer, so a p90 that is one says so instead of printing it as a number
-    never_moved = bool(b) and b.high >= 100 * max(b.median, 1.0)
-    per = ((f"{num(b.median)} increments per transfer (p10 {num(b.low)}; in at least a tenth of the repetitions "
-            "the line never moved between the cores)" if never_moved else
+    never_moved = bool(b) and b.high >= 100 * max(b.low, 1.0)
+    per = ((f"{num(b.low)} increments per transfer at the p10; in at least a tenth of the repetitions the line never "
+            "moved between the cores, and such a repetition reports every increment it made, not a count per "
+            "transfer" if never_moved else
             f"{num(b.median)} increments per transfer (p10–p90 {num(b.low)}–{num(b.high)})") if b
            else "increments per transfer unmeasured")
     if a.median < x.median:

@@ -160,7 +160,8 @@ def paced_sentence(g: LmaxRecording) -> str:
                             "construction: it shows that the designs age messages alike at this load, not which one "
                             "carries more.")
     return (f"At one producer and one consumer, each producer pushing {rate:,.0f} messages a second on a schedule "
-            f"(about half the slowest design's delivery when it ran flat out, so every design can keep up), "
+            f"(about half the delivery of the slowest of the designs compared when it ran flat out, so every design "
+            "can keep up), "
             f"{kept_words}. The median age of a message when taken: {ages}.{ring_vs}")
 
 
@@ -430,6 +431,11 @@ def confound_numbers(db: LmaxRecording, reg: int | None) -> dict[str, Any]:
         return float(part[col].median()) if col in part and len(part) else NAN
 
     n["db_ring_push_reg"] = med("ring", "throughput")
+    behind = 1 - med("ring", "dequeue_per_s") / n["db_ring_push_reg"]
+    n["db_ring_keeps_up_words"] = (
+        f"and its consumer took {med('ring', 'dequeue_per_s'):,.0f}: the ring fell {behind:.0%} behind its producer"
+        if behind >= 0.01 else f"and its consumer took {med('ring', 'dequeue_per_s'):,.0f}, all of it"
+        if behind == behind else "")
     n["db_naive_over_consumed"] = med("naive", "throughput") / med("naive", "dequeue_per_s")
     full = runs.loc[runs["variant"] == "ring", "full_polls"] if "full_polls" in runs else pd.Series(dtype=float)
     n["db_ring_full_words"] = (

@@ -20,7 +20,7 @@ def key_numbers(shown) -> dict[str, Any]:
 def in_short(shown, n: dict[str, Any]) -> str:
     """The opening: the finding, the number that carries it, the action, then every verdict beside its number."""
     from ..shared.claims import tested_on
-    from ..shared.in_short import Markdown, verdict_list
+    from ..shared.in_short import Markdown, number, verdict_list
     from .claims import CLAIM1, CLAIM2, CLAIM3, CLAIM4, CLAIM5, CLAIM6, PG, STACKS, STATIC, TOY, TOY_SPINS, verdicts
 
     v = verdicts(shown)
@@ -38,6 +38,11 @@ def in_short(shown, n: dict[str, Any]) -> str:
         if m:
             numbers[CLAIM3] = f"{m.group(1)} ns against {m.group(2)} ns ({m.group(3)}×)"
             cost = f"{m.group(1)} ns, {m.group(3)}× a cache-line transfer ({m.group(2)} ns)"
+    xdes = v.loc[v["claim"] == CLAIM5, "measured"]
+    pg_row = isinstance(shown.measured, dict) and shown.measured.get("postgres") is not None and \
+        shown.measured.get("sqlserver") is None
+    if len(xdes) and pg_row and number(xdes.iloc[0]):  # the number is PostgreSQL's analogue, not an XDESMGR count
+        numbers[CLAIM5] = f"PostgreSQL's LWLock:XidGen share {number(xdes.iloc[0])}"
     wake = ""
     nat = shown.measured.get("native") if isinstance(shown.measured, dict) else None
     if nat is not None:

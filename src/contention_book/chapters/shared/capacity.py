@@ -26,8 +26,8 @@ The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the co
 - *missed*: outside, with the computed ratio value/prediction;
 - *model invalid*: the equation's output leaves its domain (a negative time, a rate above its ceiling);
 - *published only*: every input is published, so nothing measured here is tested: not scored; when the
-  source's own outcome breaks what its own inputs allow, the verdict says so ("contradicted by its source"):
-  the model leaves out something the article's machine did;
+  source's own outcome breaks what its own inputs allow, the verdict says the model fails there ("published
+  only, the model fails on its source"): it leaves out something the article's machine did;
 - *workload bound*: a bound that follows from the workload's own description: not a prediction, not scored;
 - *model failed here*: the same model missed this machine's own measurement first: not scored;
 - *no model*: an input is missing, with why.
@@ -109,7 +109,7 @@ class Prediction:
 
     @property
     def category(self) -> str:
-        return self.verdict.split(":")[0].split(",")[0]  # "published only, contradicted by its source: …"
+        return self.verdict.split(":")[0].split(",")[0]  # "published only, the model fails on its source: …"
 
     def row(self) -> dict:
         p = self.predicted
@@ -186,7 +186,7 @@ def judge_prediction(p: Prediction) -> str:
     if _published_only(p):
         broken = _outside(p)
         if broken:
-            return (f"published only, contradicted by its source: {broken}, so the model leaves out something the "
+            return (f"published only, the model fails on its source: {broken}, so the model leaves out something the "
                     "source's machine did; every input is published, so nothing measured here is tested")
         return "published only: every input is published, so nothing measured here is tested"
     if p.failed_here:

@@ -218,7 +218,7 @@ def machine_words(chapter_views) -> str:
         moved = machine_card.placement_moved(card)
         said = f"{rid}: its machine card (on the Data page) " + (
             "obeys the rules of physics" if not broken else
-            "breaks " + "; ".join(f"*{r.name}*: {r.says}" for r in broken))
+            "shows what a simple cost model of the machine rules out: " + "; ".join(r.says for r in broken))
         if moved:
             said += (f"; between its start and end {machine_card.in_words(moved)} changed beyond their spread: the "
                      "placement moved")

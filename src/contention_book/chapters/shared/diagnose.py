@@ -39,7 +39,7 @@ def _purpose(text: str) -> str:
         if said.startswith("Source"):
             in_source = True
             continue
-        if in_source and (line.startswith("--  ") or said.startswith("http")):
+        if in_source and (line.startswith("--  ") or said.startswith(("http", "and http"))):
             continue
         in_source = False
         lines.append(said)
