@@ -241,6 +241,24 @@ def test_a_flame_graph_alt_text_names_whole_functions_not_the_cut_labels():
     assert "…" not in alt and "_raw_spin_unlock_irqrestore, about 6% of the samples" in alt, alt
 
 
+def test_a_flame_graph_alt_text_counts_own_samples_on_the_profile_not_on_the_drawing():
+    """A reviewer found "_SPI_execute_plan, about 12%" in chapter 4's alt text where its profile gives it under 1%:
+    its small callees were merged away or left unlabelled on the drawing, so its box's width less the labelled
+    boxes above it overstated what it held itself."""
+    from contention_book.chapters.shared.notebook import flame_alt
+    from contention_book.harness.recording import data_root
+    from contention_book.perftools import load
+    from contention_book.perftools.flame import flame_figure
+
+    fig = flame_figure(load(data_root() / "last-page-insert" / "measured-postgres-reference" / "stacks"
+                            / "sequential.folded.gz"), process_root=True)
+    alt = flame_alt(fig, "a test")
+    assert "_raw_spin_unlock_irqrestore, about 8% of the samples" in alt, alt  # chapter 4's table of own samples
+    assert "_SPI_execute_plan" not in alt, alt
+    del fig.self_shares  # what the drawing alone says: tens of percent for it
+    assert "_SPI_execute_plan, about" in flame_alt(fig, "a test")
+
+
 def test_provenance_never_shows_a_machine_path():
     from contention_book.harness.provenance import has_machine_path, public_text
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from .model import Profile
 
-__all__ = ["FlameNode", "build_tree", "flame_figure", "write_svg", "module_colors"]
+__all__ = ["FlameNode", "build_tree", "flame_figure", "write_svg", "module_colors", "self_shares"]
 
 OTHER_COLOR = "#d0d0d0"
 _PALETTE = [
@@ -194,7 +194,25 @@ def flame_figure(
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=fontsize, frameon=False)
     ax.set_title(title or ("CPU samples: " + str(p.meta.get("source", ""))), fontsize=fontsize + 2, loc="left")
+    fig.self_shares = self_shares(root)  # for words about the figure: the drawing merges small boxes away
     return fig
+
+
+def self_shares(root: FlameNode) -> dict[str, float]:
+    """Each function's share of the samples it holds itself (its boxes' weight less their children's), from the
+    whole tree: what the drawn boxes cannot give, since boxes under the size limit are merged or left out."""
+    total = root.weight or 1.0
+    out: dict[str, float] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kids = list(node.children.values())
+        if node.name != "all" and node.module != "(process)":
+            own = node.weight - sum(k.weight for k in kids)
+            if own > 0:
+                out[node.function] = out.get(node.function, 0.0) + own / total
+        stack.extend(kids)
+    return out
 
 
 def _fmt(w: float) -> str:

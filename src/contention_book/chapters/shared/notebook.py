@@ -273,8 +273,10 @@ def stack_table_caption(table) -> str:
 
 
 def flame_alt(fig, title: str) -> str:
-    """What a flame graph shows, in words: its subject and the functions that hold the most samples themselves
-    (a box's width less the widths of the boxes drawn on top of it), read from the drawn boxes and labels."""
+    """What a flame graph shows, in words: its subject and the functions that hold the most samples themselves.
+    perftools' figures carry those shares, counted on the whole profile (``fig.self_shares``); for another figure
+    they are read from the drawn boxes and labels (a box's width less the widths drawn on top of it), which
+    overstates a function whose small callees were merged away."""
     from matplotlib.collections import PolyCollection
     from matplotlib.patches import Rectangle
 
@@ -304,6 +306,8 @@ def flame_alt(fig, title: str) -> str:
         above = sum(w2 for x2, y2, w2, _, _ in boxes
                     if abs(y2 - (y + h)) < h * 0.5 and x - 1e-9 <= x2 and x2 + w2 <= x + w + 1e-9)
         own[name] = own.get(name, 0.0) + max(0.0, w - above)
+    if isinstance(getattr(fig, "self_shares", None), dict):  # perftools counted them on the whole profile
+        own, total = fig.self_shares, 1.0
     top = [(n, w) for n, w in sorted(own.items(), key=lambda kv: -kv[1]) if w / total >= 0.01][:3]
     said = "; ".join(f"{name}, about {w / total:.0%} of the samples" for name, w in top)
     return (f"Flame graph of the CPU samples, {title or 'as captured'}."
