@@ -545,13 +545,15 @@ def procarray_text(g: LpiRecording) -> str:
         "wait sampler holds the same lock shared while it reads every backend's wait event (pg_wait_sampling's "
         "collector does; a polling query takes it for its snapshot), so a backend that reaches its commit during "
         "a sample waits for the sampler, and that very sample records the wait. With one transaction every "
-        f"{1e6 / rate.median():.1f} µs, commits are frequent enough for this to show. The recording points to the "
-        f"sampler's shadow rather than a real loss: the repetition with {share[lo]:.0%} ProcArray samples inserted "
-        f"{rate[lo]:,.0f} rows/s and the one with {share[hi]:.0%} {rate[hi]:,.0f}, "
-        + ("a gap in rate about as large as the gap in waits, so part of the wait may be real. "
-           if follows else "rates within a few percent, where a real wait of that size would have cost a fifth. ")
-        + "A run of the same point with wait sampling off would tell for certain: a real wait of this size would "
-          "show as a higher rate without the sampler.")
+        f"{1e6 / rate.median():.1f} µs, commits are frequent enough for this to show. The repetitions cannot "
+        f"settle whether the wait is the sampler's shadow or a real loss: the one with {share[lo]:.0%} ProcArray "
+        f"samples inserted {rate[lo]:,.0f} rows/s and the one with {share[hi]:.0%} {rate[hi]:,.0f}, "
+        + ("a gap in rate about as large as the gap in waits, so part of the wait may be real; "
+           if follows else f"while the rates of all {len(rate)} repetitions spread over "
+           f"{rate.max() / rate.min() - 1:.0%}, wider than that {gap_share * 100:.0f}-point gap in ProcArray samples, "
+           "so the rates cannot show a real wait of that size. ")
+        + "A run of the same point with wait sampling off would tell: a real wait of this size would show as a "
+          "higher rate without the sampler.")
 
 
 def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dict[str, str]:
