@@ -235,7 +235,9 @@ def verdicts(shown) -> pd.DataFrame:
     add("ceiling", f"Disruptor {n['lmax_1p1c_disruptor']:,.0f}/s delivered vs v3 {n['pub_v3_msgs']:,.0f}/s pushed "
                    "with no consumer",
         f"native ring {n['nat_ring_1p']:,.0f}/s vs {n['db_best_delivered_design']}, "
-        f"{best:,.0f}/s, both delivered, at {_sessions(int(n['db_best_delivered_n']))} ({s.text(',.0f', '×')})"
+        f"{best:,.0f}/s, both delivered, at {_sessions(int(n['db_best_delivered_n']))} ({s.text(',.0f', '×')}; "
+        "not paired: each C repetition over the database design's median, since the two recordings did not run "
+        "interleaved)"
         if s.n else "no database design delivered within the CPUs",
         above(s, CEILING) if s.n else missing_point("a database design's delivered rate within the CPUs"),
         why="the article's ratio sets delivered messages against pushes alone, on other machines",
