@@ -434,6 +434,17 @@ def table_numbers(shown) -> dict[str, Any]:
     n["nat_c2c_median_text"] = (f"{n['nat_c2c_median_ns']:.0f} ns" if len(pairs) == 1 or lo == hi else
                                 f"{n['nat_c2c_median_ns']:.0f} ns (pairs from {lo:.0f} to {hi:.0f} ns)") \
         if len(pairs) else "nothing"
+    if nat is not None and len(pairs):  # the run's own card: did the transfer cost move during it?
+        from contention_book.harness import machine_card
+
+        card = machine_card.load(nat.recording) if nat.recording.has("machine_card.json") else None
+        if card and "one_way_transfer" in machine_card.placement_moved(card):
+            at = card["phases"]
+            n["nat_c2c_median_text"] += (
+                f" (the same run's machine card measured {at['start']['costs']['one_way_transfer']['median']:.0f} ns "
+                f"at its start and {at['end']['costs']['one_way_transfer']['median']:.0f} ns at its end: the virtual "
+                "CPUs were placed differently during the run, so on this machine a transfer's cost is not one "
+                "number)")
     h = n["nat_c2c_handoffs_per_s"]
     n["nat_c2c_handoffs_text"] = (f"{h / 1e6:.1f} million" if h >= 1e6 else f"{float(f'{h:.2g}'):,.0f}") \
         if h == h else "an unknown number of"
