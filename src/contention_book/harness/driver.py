@@ -608,8 +608,10 @@ def run_sessions(
         if on_ready:
             on_ready()
         gc_was = collection_off()
-        barrier.wait(timeout=600)
+        # taken before the release, not after it: a released session can end its first call before this thread
+        # runs again, and a call that ended before the window's start had a negative time in the window
         window["start"] = time.perf_counter_ns() / 1e9
+        barrier.wait(timeout=600)
         ran = native.run(on_tick, tick_s, stop) if native is not None else None
         if ran is not None:
             window["start"] = ran["start_ns"] / 1e9

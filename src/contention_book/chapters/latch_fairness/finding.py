@@ -71,14 +71,13 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
             fair = measured.runs[(measured.runs["kind"] == "fair") & (measured.runs["threads"] == n["m_in_threads"])]
             rates = fair["records_per_s"]
             convoyed = int((rates < 0.1 * rates.median()).sum())  # a convoy: the fair lock at a tenth of its usual
-            carried += (f"; the two threads seldom met (the fair lock queued once per {1 / met:,.0f} records), so a "
-                        + (f"convoy formed in {convoyed} of {len(rates)} repetitions (the fair lock's rate fell below "
-                           "a tenth of its median), and the upper ends of the intervals come from "
-                           + ("it" if convoyed == 1 else "them") if convoyed else "convoy formed in none of "
-                           f"{len(rates)} repetitions"))
+            carried += (f"; the two threads seldom met (the fair lock queued once per {1 / met:,.0f} records): a "
+                        + (f"convoy formed in {convoyed} of {len(rates)} repetitions, which set the intervals' "
+                           "upper ends" if convoyed else
+                           f"convoy formed in none of {len(rates)} repetitions"))
         carried += (". It measures the latch alone"
-                    + (f", on a virtual machine where a futex wake-up on the other CPU cost {wake.median / 1e3:.0f} µs "
-                       "(measured on this machine)" if wake is not None else ", with no other work"))
+                    + (f", where a futex wake-up across CPUs took {wake.median / 1e3:.0f} µs"
+                       if wake is not None else ", with no other work"))
     return Markdown(
         f"**The article:** SQL Server's NESTING_TRANSACTION_FULL latch is fair by default, so every contended "
         f"hand-off waits for the next owner to wake; trace flag 3933 makes it unfair, and a parallel insert ran "

@@ -63,9 +63,9 @@ def machine_predictions(shown, costs: dict | None = None) -> list[Prediction]:
         f"the two threads hardly met ({h.value.median:.2g} hand-offs per record: the wake-ups are "
         f"{share:.0%} of the time per record), so this run does not test the wake-up")
     if not invalid and h.value.high > 10 * max(h.value.low, 1e-12):
-        invalid = (f"the hand-offs per record, {h.value.low:.2g} to {h.value.high:.2g} over the repetitions (95% "
-                   "interval; a convoy formed in some and not in others), make the predicted rate span more than ten "
-                   "times, so it tests nothing")
+        invalid = (f"the hand-offs per record, {h.value.low:.2g} to {h.value.high:.2g} over the repetitions (a "
+                   "convoy formed in some and not in others), make the predicted rate span more than ten times, so "
+                   "it tests nothing")
     got, lo, hi = measured_value(two["records_per_s"].tolist())
     return [predict(
         SPEC.chapter, "each hand-off to a sleeping thread puts one wake-up on the lock's path",

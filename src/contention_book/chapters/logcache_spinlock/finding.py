@@ -42,7 +42,7 @@ def in_short(shown, n: dict[str, Any]) -> str:
     pg_row = isinstance(shown.measured, dict) and shown.measured.get("postgres") is not None and \
         shown.measured.get("sqlserver") is None
     if len(xdes) and pg_row and number(xdes.iloc[0]):  # the number is PostgreSQL's analogue, not an XDESMGR count
-        numbers[CLAIM5] = f"PostgreSQL's LWLock:XidGen share {number(xdes.iloc[0])}"
+        numbers[CLAIM5] = f"PostgreSQL's XidGen {number(xdes.iloc[0])}"
     wake = ""
     nat = shown.measured.get("native") if isinstance(shown.measured, dict) else None
     if nat is not None:
