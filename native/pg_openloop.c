@@ -17,7 +17,8 @@
  *   "OLSPEC1\0" int32 sessions, threads, max_retries, max_errors, ops_cap (-1: none), poisson (0/1)
  *   double rate (calls/s over all sessions), duration_s; uint64 seed
  *   int32 n_retry, then n_retry 5-byte codes; int32 n_refused, then n_refused 5-byte codes
- *   per session: int32 fd, int32 name_len, name bytes, int32 nparams, int32 nsets (1: the same values every call),
+ *   per session: int32 fd, int32 name_len, name bytes, int32 nparams, int32 nsets, int32 constant (1: the one
+ *                set is every call's values; 0: call k takes set k, and the session ends after the last),
  *                int32 exhausted_is_done (1: Python's values ended with SessionDone), then nsets x nparams
  *                values, each int32 len (-1: NULL) and its text bytes
  * OUT: "OLOUT001", int64 window start ns (CLOCK_MONOTONIC, Python's perf_counter clock), int64 end ns,
@@ -49,7 +50,7 @@ struct session {
     char *msg;         /* Bind+Execute+Sync of the current call */
     size_t msg_len, msg_cap;
     const char *name;  /* prepared statement */
-    int nparams, nsets, exhausted_is_done;
+    int nparams, nsets, constant, exhausted_is_done;
     const uint8_t **sets; /* nsets x nparams pointers to (int32 len, bytes) */
     int busy, done, lost, tries, op, errors;
     int64_t origin, start;
@@ -172,7 +173,7 @@ static void send_call(struct thread_ctx *t, struct session *s, int64_t now) {
 static void next_call(struct thread_ctx *t, struct session *s) {
     s->tries = 0;
     if (atomic_load(&g_stop) || (g_ops_cap >= 0 && s->op >= g_ops_cap)) { s->done = 1; return; }
-    if (s->nsets > 1 && s->op >= s->nsets) {
+    if (!s->constant && s->op >= s->nsets) {
         s->done = 1;
         if (!s->exhausted_is_done) { s->origin = s->start = 0; record(t, s, REC_OUT_OF_VALUES, cb_now_ns()); }
         return;
@@ -180,7 +181,7 @@ static void next_call(struct thread_ctx *t, struct session *s) {
     if (t->next >= g_end) { s->done = 1; return; }
     s->origin = t->next;
     t->next += (int64_t)(g_poisson ? -log(uniform(&t->rng)) * t->gap_ns : t->gap_ns);
-    if (s->nsets > 1 || !s->msg_len) build(s, s->nsets > 1 ? s->op : 0);
+    if (!s->constant || !s->msg_len) build(s, s->constant ? 0 : s->op);
 }
 
 static void call_ended(struct thread_ctx *t, struct session *s, int64_t end) {
@@ -348,8 +349,9 @@ int main(int argc, char **argv) {
         char *name = calloc((size_t)nl + 1, 1);
         memcpy(name, take((size_t)nl), (size_t)nl);
         s->name = name;
-        s->nparams = take32(); s->nsets = take32(); s->exhausted_is_done = take32();
-        if (s->nparams < 0 || s->nsets < 1) die("the spec's parameters or value sets are out of range");
+        s->nparams = take32(); s->nsets = take32(); s->constant = take32(); s->exhausted_is_done = take32();
+        if (s->nparams < 0 || s->nsets < 0 || (s->constant && s->nsets != 1))
+            die("the spec's parameters or value sets are out of range");
         s->sets = calloc((size_t)s->nsets * (size_t)s->nparams + 1, sizeof *s->sets);
         for (size_t k = 0; k < (size_t)s->nsets * (size_t)s->nparams; k++) {
             const uint8_t *v = take(4);

@@ -136,6 +136,21 @@ def test_session_done_ends_a_session_without_an_error(libpq, table):
     assert r.per_session[0].operations == 4 and r.per_session[1].operations > 4 and r.errors == 0
 
 
+@pytest.mark.parametrize("last", [0, 1])
+def test_a_session_whose_values_end_early_makes_no_more_calls(libpq, table, last):
+    """SessionDone at op 0 or 1 (no value set, or one): the session ends there; its one set is not every call's."""
+    def args(i, op):
+        if i == 0 and op >= last:
+            raise SessionDone("done")
+        return (i, op)
+
+    r = run_sessions(lambda: libpq.connect(DB), Statement(INSERT, args=args), sessions=2, duration_s=0.4, rate=200,
+                     progress=False)
+    assert "the window in C" in r.driver and r.errors == 0
+    assert r.per_session[0].operations == last and rows(table, "session = 0 AND op >= 0") == last
+    assert r.per_session[1].operations > 10
+
+
 def test_a_terminated_session_is_lost_once_and_the_others_go_on(libpq, table):
     pids = {}
 

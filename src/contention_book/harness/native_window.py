@@ -98,7 +98,8 @@ class NativeWindow:
         self.used = False  # C ran the window: the threads skip theirs
         self.declined = ""  # why the Python window runs instead
         self.lost: set[int] = set()  # sessions whose connection C lost: their threads close it
-        self.values: list[tuple[list, bool]] | None = None
+        self.values: list[tuple[list, bool]] | None = None  # per session: its value sets, and whether they ended
+        self.constant = not callable(statement.args)  # one set of values for every call
 
     # -- before the window, in the main thread --------------------------------------------------------------------
     def compute_values(self) -> None:
@@ -123,8 +124,6 @@ class NativeWindow:
                 except SessionDone:
                     done = True
                     break
-            if not sets:
-                sets, done = [()], True
             out.append((sets, done))
         self.values = out
 
@@ -188,10 +187,11 @@ class NativeWindow:
         for i in range(self.sessions):
             conn = self.conns[i]
             sets, done = self.values[i]
-            name = conn.prepared(self.statement.text(i), sets[0])
+            name = conn.prepared(self.statement.text(i), sets[0]) if sets else b""  # no sets: no call to prepare
             fd = conn.pgconn.socket
             fds.append(fd)
-            b.append(struct.pack("<ii", fd, len(name)) + name + struct.pack("<iii", len(sets[0]), len(sets), int(done)))
+            b.append(struct.pack("<ii", fd, len(name)) + name + struct.pack(
+                "<iiii", len(sets[0]) if sets else 0, len(sets), int(self.constant), int(done)))
             for values in sets:
                 for v in pg_client.dump(values) or []:
                     b.append(struct.pack("<i", -1) if v is None else struct.pack("<i", len(v)) + v)
