@@ -206,8 +206,7 @@ static void call_ended(struct thread_ctx *t, struct session *s, int64_t end) {
 }
 
 /* Parse what the server sent; returns 1 when the call's ReadyForQuery has come. */
-static int parse(struct thread_ctx *t, struct session *s) {
-    (void)t;
+static int parse(struct session *s) {
     size_t pos = 0;
     int ready = 0;
     while (s->in_len - pos >= 5) {
@@ -258,11 +257,11 @@ static void readable(struct thread_ctx *t, struct session *s) {
         }
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        parse(t, s);  /* the FATAL that said why, if it came before the close */
+        parse(s);  /* the FATAL that said why, if it came before the close */
         lose(t, s, cb_now_ns());
         return;
     }
-    if (parse(t, s)) call_ended(t, s, cb_now_ns());
+    if (parse(s)) call_ended(t, s, cb_now_ns());
 }
 
 static void *serve(void *arg) {

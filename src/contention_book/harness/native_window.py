@@ -97,7 +97,6 @@ class NativeWindow:
         self.finished = threading.Event()
         self.used = False  # C ran the window: the threads skip theirs
         self.declined = ""  # why the Python window runs instead
-        self.lost: set[int] = set()  # sessions whose connection C lost: their threads close it
         self.values: list[tuple[list, bool]] | None = None  # per session: its value sets, and whether they ended
         self.constant = not callable(statement.args)  # one set of values for every call
 
@@ -218,13 +217,11 @@ class NativeWindow:
                         if on_tick:
                             on_tick(time.perf_counter_ns() / 1e9 - t0)
             except BaseException:
-                proc.kill()
+                proc.kill()  # mid-call: the sessions' threads close their connections, as after every window
                 proc.wait()
-                self.lost.update(range(self.sessions))  # mid-call: no connection is known to be idle
                 raise
             out, err = proc.communicate()
             if proc.returncode != 0:
-                self.lost.update(range(self.sessions))
                 raise NativeWindowError(f"native/{PROGRAM} failed (exit {proc.returncode}): {err.strip()[-800:]}")
             data = out_path.read_bytes()
         if len(data) < 32 or data[:8] != b"OLOUT001":
@@ -236,7 +233,6 @@ class NativeWindow:
             (n,) = struct.unpack_from("<i", data, at)
             messages.append(data[at + 4:at + 4 + n].decode("utf-8", "replace"))
             at += 4 + n
-        self.lost.update(int(s) for s in recs["session"][recs["kind"] == LOST])
         return {"start_ns": start, "end_ns": end, "records": recs, "summary": out.strip(), "messages": messages}
 
 

@@ -454,7 +454,7 @@ def range_prediction(chapter: str, model: str, equation: str, quantity: str, uni
 def recording_words(view) -> str:
     """How a model's input names the recording it came from: the engine and the day it was recorded
     (``PostgreSQL 15.18, recorded 27 Nov 2026``), not its directory name, which the Data page lists beside them."""
-    import re
+    import datetime as dt
 
     r = getattr(view, "recording", view)
     rid = str(getattr(view, "id", None) or getattr(r, "id", "?"))
@@ -462,13 +462,11 @@ def recording_words(view) -> str:
         label = str(view.label).removesuffix(" (measured)")
     except Exception:  # noqa: BLE001 - a test's stand-in without an engine block: the id is all there is
         return rid
-    manifest = getattr(r, "manifest", None) or {}
-    day = re.match(r"(\d{4})-(\d{2})-(\d{2})", str(manifest.get("started", ""))) or \
-        re.search(r"(\d{4})(\d{2})(\d{2})T\d{6}Z", rid)
-    if not day:
+    try:  # every recording's manifest says when it started
+        day = dt.date.fromisoformat(str((getattr(r, "manifest", None) or {}).get("started", ""))[:10])
+    except ValueError:
         return label
-    months = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
-    return f"{label}, recorded {int(day[3])} {months[int(day[2]) - 1]} {day[1]}"
+    return f"{label}, recorded {day.day} {day:%b %Y}"
 
 
 def measured_from(view, what: str = "") -> str:
