@@ -55,3 +55,25 @@ def test_svg_has_titles_and_zoom(tmp_path):
     import xml.dom.minidom
 
     xml.dom.minidom.parseString(text)  # well-formed
+
+
+def test_static_svg_for_pages():
+    import re
+    import xml.dom.minidom
+
+    from contention_book.perftools.flame import flame_svg
+
+    p = load(FIX / "perf" / "postgres_update.perf-script.txt")
+    f = flame_svg(p, title="postgres <UPDATE>", note="what it can see " * 30, width=500)
+    xml.dom.minidom.parseString(f.svg)  # well-formed: names with < and & are escaped
+    assert f.width == 500 and f'width="500" height="{f.height}"' in f.svg
+    assert "postgres &lt;UPDATE&gt;" in f.svg and "<script" not in f.svg  # an <img> runs no script
+    # every drawn box lies inside the picture, and no label is wider than its box allows
+    boxes = re.findall(r'<g><title>[^<]*</title><rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', f.svg)
+    assert len(boxes) > 10
+    for x, w in boxes:
+        assert float(x) >= 0 and float(x) + float(w) <= 500 + 0.01
+    assert "postgres" in f.svg and "[kernel.kallsyms]" in f.svg  # the module legend
+    assert abs(sum(f.self_shares.values()) - 1.0) < 1e-6  # every sample is some function's own
+    empty = flame_svg(None, title="no stacks here")
+    assert "<rect x=" not in empty.svg.replace('<rect width="100%"', "") and empty.self_shares == {}

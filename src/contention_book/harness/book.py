@@ -524,25 +524,54 @@ def build_html() -> Path:
         return _build_html()
 
 
-def _build_html() -> Path:
-    from .book_pages import write_data_page, write_findings, write_perftools_pages, write_run_times, write_zips
+def _write_pages() -> None:
+    """The pages the builder writes (Findings, Data, run times, perftools); one rewritten unchanged keeps its
+    time, so Sphinx does not read it again."""
+    from .book_pages import write_data_page, write_findings, write_perftools_pages, write_run_times
 
-    root = repo_root()
-    before = _sources(root / "book")
+    before = _sources(repo_root() / "book")
     write_findings(notebooks())
     write_data_page()
     write_run_times()
     write_perftools_pages()
     _keep_unchanged(before)
-    status = sphinx_build(root)
+
+
+def _html_done(status) -> Path:
+    """Sphinx's status to the build's outcome: the zips and the HTML's place, or the reason it failed."""
+    from .book_pages import write_zips
+
     if isinstance(status, KeyboardInterrupt):
         raise status
     if status != 0:
         raise SystemExit(f"[book] jupyter-book build failed ({status if isinstance(status, Exception) else 'warnings are errors'})")
-    index = root / "book" / "_build" / "html" / "index.html"
+    index = repo_root() / "book" / "_build" / "html" / "index.html"
     write_zips(index.parent)
     print(f"[book] HTML: {index}")
     return index
+
+
+def _build_html() -> Path:
+    _write_pages()
+    return _html_done(sphinx_build(repo_root()))
+
+
+def pending_docs(chapters: list[str]) -> list[str]:
+    """The documents a build writes as it goes, in the order it should finish them: each chapter's main and
+    details pages, then the Findings page (made from every chapter's verdicts).  A chapter with no executed copy
+    yet (a fresh clone) gets a stand-in page, so that Sphinx finds every document of the table of contents when
+    it starts; the stand-in is replaced before Sphinx reads it."""
+    import nbformat
+
+    books, docs = notebooks(), []
+    for chapter in chapters:
+        main = executed_path(books[chapter])
+        for page in (main, details_path(main)):
+            if not page.exists():
+                page.parent.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {chapter}")]), page)
+            docs.append(f"chapters/{page.stem}")
+    return [*docs, "findings"]
 
 
 MAKE_VARS = ("CH", "SOURCE", "ENGINE", "TARGET", "RECORDING", "RECORD_TO", "ALLOW_SERVER_CHANGES", "PARAMS")
@@ -657,6 +686,7 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
     b = sub.add_parser("build", help="execute every chapter on its recorded data, then build the HTML")
     b.add_argument("--no-html", action="store_true", help="execute only")
     b.add_argument("--force", action="store_true", help="re-execute every chapter, changed or not")
+    sub.add_parser("sphinx")  # the builder's own: Sphinx alone, told which pages to wait for (harness.sphinx_gate)
     c = sub.add_parser("chapter", help="execute one chapter (recorded or live), then build the HTML")
     c.add_argument("chapter")
     c.add_argument("--source", choices=("recorded", "live"), default="recorded")
@@ -675,8 +705,17 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
         except TargetError as exc:
             raise SystemExit(f"[book] {exc}") from None
 
+    if args.command == "sphinx":
+        from .sphinx_gate import NICE
+
+        os.nice(NICE)
+        status = sphinx_build(repo_root())
+        if isinstance(status, BaseException):
+            print(f"[book] jupyter-book build failed ({status})", file=sys.stderr, flush=True)
+        return 0 if status == 0 else 1
     started = time.perf_counter()
     failures: list[str] = []
+    html_built = False
     if not getattr(args, "output", None):  # the book's own copies feed the Findings page and the figure checks
         from .book_pages import PAGE_DATA_ENV
 
@@ -696,6 +735,11 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
 
         forks = KernelForkServer() if os.name == "posix" and not todo.empty() and os.environ.get(FORKS_ENV) != "0" \
             else None
+        gate = None
+        if not todo.empty() and not args.no_html:  # Sphinx starts with the chapters, and reads each once written
+            from .sphinx_gate import GatedSphinx
+
+            gate = GatedSphinx(pending_docs(list(todo.queue)))
 
         def lane() -> None:
             """Chapters one after another, each in a kernel started while the one before it ran."""
@@ -716,17 +760,33 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
                         failures.append(chapter)
                     finally:
                         stop_kernel(kernel)
+                    if gate is not None:  # its pages are written (or, if it failed, the page that says so)
+                        page = executed_path(notebooks()[chapter])
+                        gate.written(f"chapters/{page.stem}", f"chapters/{details_path(page).stem}")
             finally:
                 if spare is not None:
                     stop_kernel(spare)
 
         try:
             with ThreadPoolExecutor(max_workers=PARALLEL_CHAPTERS) as pool:
-                for done in [pool.submit(lane) for _ in range(PARALLEL_CHAPTERS)]:
+                lanes = [pool.submit(lane) for _ in range(PARALLEL_CHAPTERS)]
+                if gate is not None:  # while the kernels start
+                    _write_pages()
+                    gate.start()
+                for done in lanes:
                     done.result()
+            if gate is not None:
+                from .book_pages import write_findings
+
+                write_findings(notebooks())
+                gate.written("findings")
+                _html_done(gate.finish())
+                gate, html_built = None, True
         finally:
             if forks is not None:
                 forks.close()
+            if gate is not None:
+                gate.cancel()
     else:
         params: dict[str, Any] = {}
         if args.recording:
@@ -775,7 +835,7 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
         for chapter, nb in notebooks().items():  # the rest of the book must exist to build it
             if chapter != args.chapter and not executed_path(nb).exists() and not args.no_html:
                 execute(chapter, {})
-    if not args.no_html:
+    if not args.no_html and not html_built:
         build_html()
     print(f"[book] done in {time.perf_counter() - started:.1f} s")
     if failures:

@@ -1,4 +1,4 @@
-"""Flame graphs and icicles for the book (matplotlib) and for browsing (SVG).
+"""Flame graphs and icicles: static SVG for the book's pages, matplotlib for a PNG, and SVG for browsing.
 
 A flame graph merges stacks into a tree: each frame is a box whose width
 is its inclusive share of the samples, its callees stacked on it.  The
@@ -9,6 +9,7 @@ where they fit, and boxes are coloured by module with a legend (the
 "sqllang.dll vs the engine" question is a question about colour).
 ``icicle=True`` hangs the tree from the top, as WPA draws it.
 
+:func:`flame_svg` draws the same boxes, labels and legend as static SVG (the book's pages show these).
 :func:`write_svg` writes a standalone SVG in the style of flamegraph.pl:
 a ``<title>`` per box (hover shows name, weight, percent) and a few lines
 of script for click-to-zoom.
@@ -22,7 +23,7 @@ import numpy as np
 
 from .model import Profile
 
-__all__ = ["FlameNode", "build_tree", "flame_figure", "write_svg", "module_colors", "self_shares"]
+__all__ = ["FlameNode", "FlameSvg", "build_tree", "flame_figure", "flame_svg", "write_svg", "module_colors", "self_shares"]
 
 OTHER_COLOR = "#d0d0d0"
 _PALETTE = [
@@ -282,3 +283,112 @@ def write_svg(
         return
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(out))
+
+
+class FlameSvg:
+    """A flame graph drawn as static SVG for a page: the text of the picture, its size in pixels, its title, and
+    each function's own share of the whole profile (:func:`self_shares`, for words said about the picture).
+
+    Why not matplotlib: a flame graph is boxes and short labels, which SVG says directly; matplotlib spent about a
+    second laying out and rasterising each of the book's (a hundred and more labels apiece)."""
+
+    __slots__ = ("svg", "width", "height", "title", "self_shares")
+
+    def __init__(self, svg: str, width: int, height: int, title: str, shares: dict[str, float]):
+        self.svg, self.width, self.height, self.title, self.self_shares = svg, width, height, title, shares
+
+    def _repr_svg_(self) -> str:  # shown as itself in a notebook
+        return self.svg
+
+
+def _wrap(text: str, width_px: float, font_px: float) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, max(20, int(width_px / (font_px * 0.55)))) if text else []
+
+
+def flame_svg(
+    p: Profile | None,
+    *,
+    title: str,
+    note: str = "",
+    x_label: str | None = None,
+    min_fraction: float = 0.005,
+    process_root: bool = False,
+    max_modules: int = 12,
+    width: int = 760,
+    row: int = 18,
+    font_px: float = 11.0,
+    colour_of=None,
+) -> FlameSvg:
+    """A static flame graph (root at the bottom) as :class:`FlameSvg`: ``title`` and ``note`` (wrapped) above it,
+    an x axis of shares below it, then the module legend.  Boxes under ``min_fraction`` of the total are merged
+    (:func:`_layout`); a label is cut to what fits its box, and each box carries its full name and weight as a
+    ``<title>``.  With ``p`` None (or no weight) the picture is the title and note alone: a figure that says why
+    there is no graph."""
+    esc = html.escape
+    lines = [(t, font_px * 1.25) for t in _wrap(title, width - 8, font_px * 1.25)]
+    lines += [(t, font_px) for t in _wrap(note, width - 8, font_px)]
+    y = 4.0
+    head = []
+    for text, size in lines:
+        y += size * 1.3
+        head.append(f'<text x="4" y="{y:.1f}" font-size="{size:.1f}">{esc(text)}</text>')
+    root = build_tree(p, process_root=process_root) if p is not None and len(p.samples) else None
+    if root is None or root.weight <= 0:
+        height = int(y + 10)
+        svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} '
+               f'{height}" font-family="DejaVu Sans,Verdana,sans-serif"><rect width="100%" height="100%" '
+               f'fill="#ffffff"/>{"".join(head)}</svg>')
+        return FlameSvg(svg, width, height, title, {})
+    total = root.weight
+    boxes = _layout(root, min_fraction * total, None)
+    colors = module_colors(boxes, max_modules, colour_of)
+    depth = max(d for _, d, _, _ in boxes) + 1
+    left, plot_w = 4.0, width - 8.0
+    top = y + 8
+    body = []
+    char_px = font_px * 0.6
+    for x, d, w, node in boxes:
+        by = top + (depth - 1 - d) * row
+        px, pw = left + x / total * plot_w, w / total * plot_w
+        label = node.name if node.merged else (f"all ({_fmt(total)})" if node.name == "all" else node.function)
+        room = int((pw - 4) / char_px)
+        shown = "" if room < 4 else (label if len(label) <= room else label[: room - 1] + "\u2026")
+        tip = f"{node.name} ({_fmt(w)}, {w / total:.2%})"
+        text = (f'<text x="{px + 2:.1f}" y="{by + row * 0.72:.1f}">{esc(shown)}</text>' if shown else "")
+        body.append(f'<g><title>{esc(tip)}</title><rect x="{px:.2f}" y="{by:.1f}" width="{max(pw - 0.4, 0.2):.2f}" '
+                    f'height="{row - 1}" fill="{_color(node, colors)}"/>{text}</g>')
+    axis_y = top + depth * row + 2
+    axis = [f'<line x1="{left}" y1="{axis_y:.1f}" x2="{left + plot_w}" y2="{axis_y:.1f}" stroke="#444" '
+            f'stroke-width="0.8"/>']
+    for i in range(6):
+        tx = left + plot_w * i / 5
+        anchor = "start" if i == 0 else "end" if i == 5 else "middle"
+        axis.append(f'<line x1="{tx:.1f}" y1="{axis_y:.1f}" x2="{tx:.1f}" y2="{axis_y + 4:.1f}" stroke="#444" '
+                    f'stroke-width="0.8"/><text x="{tx:.1f}" y="{axis_y + 4 + font_px:.1f}" text-anchor="{anchor}">'
+                    f'{i * 20}%</text>')
+    label_y = axis_y + 4 + font_px * 2.4
+    axis.append(f'<text x="{left + plot_w / 2:.1f}" y="{label_y:.1f}" text-anchor="middle">'
+                f'{esc(x_label or f"share of samples (boxes under {min_fraction:.1%} merged)")}</text>')
+    keys = [(m or "(no module)", c) for m, c in colors.items()]
+    if keys and any(n.module not in colors for _, d, _, n in boxes if d and not n.merged and n.module != "(process)"):
+        keys.append(("other modules", "#999999"))
+    per_row = 4
+    col_w = plot_w / per_row
+    legend = []
+    ly = label_y + font_px * 0.8
+    for i, (name, colour) in enumerate(keys):
+        lx, lyy = left + (i % per_row) * col_w, ly + (i // per_row) * font_px * 1.6
+        room = int((col_w - 20) / (font_px * 0.55))
+        name = name if len(name) <= room else name[: room - 1] + "\u2026"
+        legend.append(f'<rect x="{lx:.1f}" y="{lyy:.1f}" width="{font_px:.0f}" height="{font_px:.0f}" '
+                      f'fill="{colour}"/><text x="{lx + font_px + 4:.1f}" y="{lyy + font_px * 0.9:.1f}">'
+                      f'{esc(name)}</text>')
+    height = int(ly + ((len(keys) + per_row - 1) // per_row) * font_px * 1.6 + 6)
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
+           f' font-family="DejaVu Sans,Verdana,sans-serif" font-size="{font_px:.1f}">'
+           f'<rect width="100%" height="100%" fill="#ffffff"/>{"".join(head)}'
+           f'<style>.b rect{{stroke:#ffffff;stroke-width:0.5}}</style><g class="b">{"".join(body)}</g>'
+           f'<g font-size="{font_px:.1f}">{"".join(axis)}{"".join(legend)}</g></svg>')
+    return FlameSvg(svg, width, height, title, self_shares(root))

@@ -99,21 +99,17 @@ def blocked_under(path, function: str) -> tuple[dict[str, float], float]:
     return callers, total
 
 
-def note_figure(text: str, *, width: float = 7.6):
-    """A small figure that says, in words, why there is no graph."""
-    from matplotlib.figure import Figure
+def note_figure(text: str, *, width: int = 760):
+    """A picture that says, in words, why there is no graph (:class:`flame.FlameSvg` with no boxes)."""
+    from .flame import flame_svg
 
-    fig = Figure(figsize=(width, 1.2))
-    ax = fig.subplots()
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=9)
-    return fig
+    return flame_svg(None, title=text, width=width)
 
 
-def flame(path, title: str, *, caption: str = "", width: float = 12.0, colour_of=None, min_fraction: float = 0.005):
-    """An off-CPU flame graph of ``path`` with what it can and cannot see (and ``caption``) beneath it;
-    a note figure when the file is missing or holds no blocked time."""
-    from . import flame as fl
+def flame(path, title: str, *, caption: str = "", width: int = 760, colour_of=None, min_fraction: float = 0.005):
+    """An off-CPU flame graph of ``path`` (:class:`flame.FlameSvg`), with what it can and cannot see (and
+    ``caption``) under its title; a note when the file is missing or holds no blocked time."""
+    from .flame import flame_svg
 
     if not Path(path).is_file():
         return note_figure(f"{title}: no off-CPU stacks in this recording ({Path(path).name} is absent)", width=width)
@@ -121,18 +117,10 @@ def flame(path, title: str, *, caption: str = "", width: float = 12.0, colour_of
     if not len(p.samples) or p.total_weight <= 0:
         return note_figure(f"{title}: the off-CPU capture holds no blocked time", width=width)
     total_ms = p.total_weight / 1000
-    fig = fl.flame_figure(p, title=f"{title} ({total_ms:,.0f} ms blocked in all)", width=width,
-                          colour_of=colour_of, min_fraction=min_fraction)
-    fig.axes[0].set_xlabel("share of the time blocked (boxes under {:.1%} merged)".format(min_fraction))
-    import textwrap
-
     words = " ".join(x for x in (CAN_SEE, CANNOT_SEE, caption) if x)
-    # said above the graph, under its title (the module legend takes the space below it)
-    ax = fig.axes[0]
-    ax.set_title(f"{title} ({total_ms:,.0f} ms blocked in all)\n" + textwrap.fill(words, int(width * 16)),
-                 fontsize=7.5, loc="left")
-    fig.set_figheight(fig.get_figheight() + 0.16 * (words.count(" ") // int(width * 2.6) + 1))
-    return fig
+    return flame_svg(p, title=f"{title} ({total_ms:,.0f} ms blocked in all)", note=words, width=width,
+                     x_label=f"share of the time blocked (boxes under {min_fraction:.1%} merged)",
+                     colour_of=colour_of, min_fraction=min_fraction)
 
 
 def capture_words(rows, variant: str) -> str:

@@ -25,6 +25,7 @@ from myst_nb import glue
 
 from contention_book.harness import load_record
 from contention_book.harness.params import is_empty
+from contention_book.perftools.flame import FlameSvg
 
 from contention_book.harness import display as book_display
 from . import memo, style
@@ -179,6 +180,19 @@ def _glue_figure(name: str, fig, alt: str | None, drawn: bool = False) -> None:
     glue(name, _Rendered(bundle, metadata), display=False)
 
 
+def _glue_svg(name: str, picture: FlameSvg, alt: str) -> None:
+    """Glue a picture already drawn as SVG (a flame graph) for a ``{glue:figure}`` block, its alt text registered
+    under the hash myst-nb names its file by (the SVG's lines joined by newlines, as UTF-8), and its width
+    checked against the text column."""
+    import hashlib
+
+    svg = "\n".join(picture.svg.splitlines())
+    style.record_problems(_page["chapter"], name, style.svg_width_problems(picture.width))
+    if alt:
+        style.record_alt(_page["chapter"], hashlib.sha256(svg.encode("utf-8")).hexdigest(), alt)
+    glue(name, _Rendered({"text/plain": f"<flame graph: {picture.title}>", "image/svg+xml": svg}, {}), display=False)
+
+
 def show_figure(name: str, fig, alt: str | None = None) -> None:
     """Glue a figure, sized for the text column, for a ``{glue:figure}`` block and free it.
 
@@ -186,6 +200,9 @@ def show_figure(name: str, fig, alt: str | None = None) -> None:
     it the image's alt text is its caption's first sentence (harness.sphinx_alt)."""
     if alt is not None and len(alt.split()) < 5:
         raise ValueError(f"figure {name}: alt text {alt!r} is too short; say what the figure shows")
+    if isinstance(fig, FlameSvg):
+        _glue_svg(name, fig, alt or flame_alt(fig, fig.title))
+        return
     fig = style.fit_width(fig)
     style.record_check(_page["chapter"], name, fig)  # draws it: the PNG is cut from that drawing
     _glue_figure(name, fig, alt, drawn=True)
@@ -245,12 +262,16 @@ def show_section(part: StackSection) -> None:
     display(Markdown(part.text))
     for fig in part.figures:
         key = f"fig_flame_{next(_flames)}"
-        title = fig.axes[0].get_title(loc="left") if fig.axes else ""
-        alt = flame_alt(fig, title)
-        fig = style.fit_width(fig)
-        style.record_check(_page["chapter"], key, fig)  # draws it: the PNG is cut from that drawing
-        _glue_figure(key, fig, alt, drawn=True)
-        plt.close(fig)
+        if isinstance(fig, FlameSvg):
+            title = fig.title
+            _glue_svg(key, fig, flame_alt(fig, title))
+        else:
+            title = fig.axes[0].get_title(loc="left") if fig.axes else ""
+            alt = flame_alt(fig, title)
+            fig = style.fit_width(fig)
+            style.record_check(_page["chapter"], key, fig)  # draws it: the PNG is cut from that drawing
+            _glue_figure(key, fig, alt, drawn=True)
+            plt.close(fig)
         display(Markdown(f"```{{glue:figure}} {key}\n:name: fig-{_page['chapter']}-{key.replace('_', '-')}\n\n"
                          f"{FLAME_CAPTION.format(title=title)}\n```"))
     for table in part.tables:
@@ -281,7 +302,7 @@ def flame_alt(fig, title: str) -> str:
     from matplotlib.patches import Rectangle
 
     boxes = []
-    for ax in fig.axes:
+    for ax in getattr(fig, "axes", []):  # a FlameSvg has no axes: its self_shares say it all
         # the boxes: rectangles drawn one by one, or one collection of them (perftools' flame graphs)
         rects = [(p.get_x(), p.get_y(), p.get_width(), p.get_height()) for p in ax.patches
                  if isinstance(p, Rectangle) and p.get_width() > 0]
@@ -300,7 +321,7 @@ def flame_alt(fig, title: str) -> str:
                 if bx <= x <= bx + bw and by <= y <= by + bh:
                     boxes.append((bx, by, bw, bh, name))
                     break
-    total = max((ax.get_xlim()[1] - ax.get_xlim()[0] for ax in fig.axes), default=0) or 1
+    total = max((ax.get_xlim()[1] - ax.get_xlim()[0] for ax in getattr(fig, "axes", [])), default=0) or 1
     own: dict[str, float] = {}
     for x, y, w, h, name in boxes:
         above = sum(w2 for x2, y2, w2, _, _ in boxes

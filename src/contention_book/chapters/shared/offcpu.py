@@ -20,7 +20,7 @@ def plot_offcpu(measured, variant: str, title: str, mechanism: str, caption: str
     from contention_book.harness.spec import OFFCPU_CAPTURES, OFFCPU_STACKS
     from contention_book.perftools import offcpu_view
 
-    from .style import FLAME_WIDTH_IN, module_colour
+    from .style import FLAME_WIDTH_PX, module_colour
 
     name = OFFCPU_STACKS.format(variant=variant)
     r = getattr(measured, "recording", None)
@@ -28,13 +28,13 @@ def plot_offcpu(measured, variant: str, title: str, mechanism: str, caption: str
         why = "no recording" if r is None else f"recording {r.id} has no {name}"
         return offcpu_view.note_figure(f"{title}: {why}. Off-CPU stacks are captured by live runs on Linux "
                                        "where perf may trace the scheduler (root, or perf_event_paranoid <= -1); "
-                                       "the recording's notes say why a run has none.", width=FLAME_WIDTH_IN)
+                                       "the recording's notes say why a run has none.", width=FLAME_WIDTH_PX)
     rows = None
     if r.has(OFFCPU_CAPTURES.path):
         rows = r.csv(OFFCPU_CAPTURES.path, OFFCPU_CAPTURES.columns)
         check_values(r, OFFCPU_CAPTURES.path, rows, OFFCPU_CAPTURES.numeric, OFFCPU_CAPTURES.text)
     words = " ".join(x for x in (offcpu_view.capture_words(rows, variant), mechanism, caption) if x)
-    return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_IN, colour_of=module_colour)
+    return offcpu_view.flame(r.path / name, title, caption=words, width=FLAME_WIDTH_PX, colour_of=module_colour)
 
 
 def offcpu_sites(measured, variant: str, top: int = 8) -> pd.DataFrame:

@@ -121,12 +121,13 @@ def diff_table(before, after, before_label: str, after_label: str, top: int = 10
 
 
 def flame(profile, title: str, min_fraction: float | None = None):
-    from contention_book import perftools
+    """A CPU flame graph for a page (static SVG, :class:`perftools.flame.FlameSvg`), the book's width and colours."""
+    from contention_book.perftools.flame import flame_svg
 
-    from .style import FLAME_WIDTH_IN, module_colour
+    from .style import FLAME_WIDTH_PX, module_colour
 
     kw = {} if min_fraction is None else {"min_fraction": min_fraction}
-    return perftools.flame_figure(profile, title=title, width=FLAME_WIDTH_IN, colour_of=module_colour, **kw)
+    return flame_svg(profile, title=title, width=FLAME_WIDTH_PX, colour_of=module_colour, **kw)
 
 
 def hottest(profiles: Mapping[str, Any], label: Callable[[str], str]) -> str:

@@ -14,6 +14,7 @@ from typing import Iterable
 
 TEXT_WIDTH_IN = 7.6  # the book's text column, in inches at the figure's own dpi of 100
 FLAME_WIDTH_IN = TEXT_WIDTH_IN
+FLAME_WIDTH_PX = int(FLAME_WIDTH_IN * 100)  # flame graphs are SVG, drawn at the column's width in pixels
 
 # Modules that appear in the book's stacks, each with its own colour on every page.
 MODULE_COLOURS = {
@@ -234,13 +235,24 @@ def count_problems(fig) -> list[str]:
 def record_check(chapter: str, name: str, fig) -> list[str]:
     """Measure one drawn figure (:func:`overlaps`, and its width) and add the result to the chapter's checks file,
     which the book's tests read."""
-    import json
-
     problems = overlaps(fig)
     problems += count_problems(fig)
     width = float(fig.get_size_inches()[0])
     if width > TEXT_WIDTH_IN + 0.01:
         problems.append(f"{width:.1f} in wide, wider than the text column ({TEXT_WIDTH_IN} in)")
+    return record_problems(chapter, name, problems)
+
+
+def svg_width_problems(width_px: float) -> list[str]:
+    """A picture drawn as SVG (nothing for matplotlib to measure): only its width can be wrong."""
+    limit = TEXT_WIDTH_IN * 100
+    return [f"{width_px:.0f} px wide, wider than the text column ({limit:.0f} px)"] if width_px > limit + 1 else []
+
+
+def record_problems(chapter: str, name: str, problems: list[str]) -> list[str]:
+    """Add one figure's problems to the chapter's checks file (when this is the book's own copy of the page)."""
+    import json
+
     if not _book_copy():
         return problems
     path = checks_path(chapter)
