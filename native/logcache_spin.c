@@ -9,23 +9,34 @@
  * sys.dm_os_spinlock_stats reports for LOGCACHE_ACCESS.
  *
  * Inside the lock a worker copies a --record-bytes record into a
- * --buffer-bytes buffer.  When the buffer is full the worker flushes it
- * itself (--full=inline, the default) or releases the lock and waits for the
- * log writer to empty it (--full=wait).  A log writer thread
- * wakes every --flush-us microseconds, takes the same lock and "flushes" the
- * buffer (copies it out).  Pin the writer to a CPU that workers also run on
- * (variant A) or to a CPU of its own (variant B): with A, the writer's wake-up
- * can preempt a worker that holds the lock, and every other worker then
- * spins until that worker runs again.
+ * --buffer-bytes buffer.  A log writer thread wakes every --flush-us
+ * microseconds, takes the same lock and "flushes" the buffer: it copies it
+ * out, piece by piece, to a 1 MiB sink.  Only when the buffer is full does a
+ * worker step in: it flushes the buffer itself, inside the lock
+ * (--full=inline, the default), or releases the lock and waits for the log
+ * writer to empty it (--full=wait).  The default buffer (64 MiB) holds about
+ * 10 ms of records at the fastest rate seen (some 50 million 128-byte records
+ * a second), a hundred times the writer's sleep, so a writer that comes round
+ * on time does the flushing and a worker flushes only when the writer has
+ * fallen that far behind.  (A 60 KiB buffer filled in about 50 us, before the
+ * writer woke, and the workers flushed nearly all of it.)
+ *
+ * Pin the writer to a CPU that workers also run on (variant A) or to a CPU of
+ * its own (variant B).  With A, the writer's wake-up can preempt a worker
+ * that holds the lock, and every other worker then spins until that worker
+ * runs again; the writer itself waits for its CPU and for the lock, so its
+ * flushes fall behind and the workers flush the buffer themselves (or wait).
  *
  *   logcache_spin --workers=2 --worker-cpus=0,1 --writer-cpu=0 [--seconds=2] [--variant=A]
- *                 [--record-bytes=128] [--buffer-bytes=61440] [--flush-us=100]
+ *                 [--record-bytes=128] [--buffer-bytes=67108864] [--flush-us=100]
  *                 [--spin-limit=4000] [--max-delay=64] [--full=inline|wait]
  *
- * CSV on stdout, one row: see the header printed below.  Its last three columns
+ * CSV on stdout, one row: see the header printed below.  Its last five columns
  * balance on their own: bytes_appended (counted under the lock) = records x
- * record_bytes (the workers' own counts) = bytes_flushed (by workers and the
- * writer) + bytes_left (in the buffer at the end).
+ * record_bytes (the workers' own counts) = bytes_flushed + bytes_left (in the
+ * buffer at the end), and bytes_flushed (counted under the lock) =
+ * inline_bytes (flushed by workers, their own counts) + writer_bytes (flushed
+ * by the log writer, its own count).
  */
 #include "common.h"
 
@@ -40,6 +51,7 @@ typedef struct {
 typedef struct {
     uint64_t acquisitions, collisions, spins, backoffs;
     uint64_t records, inline_flushes, full_waits, flushes;
+    uint64_t flushed_bytes; /* bytes this thread copied out of the buffer */
     cb_hist wait; /* sampled time to acquire the lock, ns */
 } CB_ALIGNED counters_t;
 
@@ -48,8 +60,9 @@ static struct {
     size_t offset CB_ALIGNED;
 } logbuf_state;
 static char *logbuf, *flushed;
+#define SINK_BYTES ((size_t)1 << 20) /* where a flush copies to: the log "device", reused by every flush */
 static _Atomic int stop_flag CB_ALIGNED;
-static long record_bytes = 128, buffer_bytes = 61440, flush_us = 100, spin_limit = 4000, max_delay = 64;
+static long record_bytes = 128, buffer_bytes = 64L << 20, flush_us = 100, spin_limit = 4000, max_delay = 64;
 static int inline_flush = 1;
 
 static inline void acquire(counters_t *c) {
@@ -79,10 +92,13 @@ static inline void release(void) { atomic_store_explicit(&lock.locked, 0, memory
 static uint64_t bytes_flushed;  /* changed only under the lock: every byte copied out of the buffer */
 static uint64_t bytes_appended; /* changed only under the lock: every byte copied into it */
 
-static void flush_locked(void) {
-    memcpy(flushed, logbuf, logbuf_state.offset);
-    bytes_flushed += logbuf_state.offset;
+static size_t flush_locked(void) { /* returns the bytes flushed */
+    size_t n = logbuf_state.offset;
+    for (size_t done = 0; done < n; done += SINK_BYTES) /* "write" the buffer out, one sink-sized piece at a time */
+        memcpy(flushed, logbuf + done, n - done < SINK_BYTES ? n - done : SINK_BYTES);
+    bytes_flushed += n;
     logbuf_state.offset = 0;
+    return n;
 }
 
 typedef struct {
@@ -106,7 +122,7 @@ static void *worker(void *p) {
         acquire(&w->c);
         while (logbuf_state.offset + (size_t)record_bytes > (size_t)buffer_bytes) {
             if (inline_flush) { /* the worker writes the full buffer out itself */
-                flush_locked();
+                w->c.flushed_bytes += flush_locked();
                 w->c.inline_flushes++;
                 break;
             }
@@ -154,7 +170,7 @@ static void *writer(void *p) {
         uint64_t t0 = cb_now_ns();
         acquire(&w->c);
         cb_hist_record(&w->c.wait, cb_now_ns() - t0);
-        flush_locked();
+        w->c.flushed_bytes += flush_locked();
         release();
         w->c.flushes++;
     }
@@ -210,11 +226,14 @@ int main(int argc, char **argv) {
     for (size_t i = 0; variant[i]; i++)
         if (variant[i] == ',' || variant[i] == '"' || variant[i] == '\n') cb_die(PROG, "--variant: no commas or quotes");
     logbuf = malloc((size_t)buffer_bytes);
-    flushed = malloc((size_t)buffer_bytes);
+    flushed = malloc(SINK_BYTES);
     worker_arg *wa = calloc((size_t)workers, sizeof(worker_arg));
     pthread_t *wt = calloc((size_t)workers, sizeof(pthread_t));
     writer_arg *lw = calloc(1, sizeof(writer_arg));
     if (!logbuf || !flushed || !wa || !wt || !lw) cb_die(PROG, "out of memory");
+    /* touch every page now, so no first-touch page fault lands inside the lock during the run */
+    memset(logbuf, 0, (size_t)buffer_bytes);
+    memset(flushed, 0, SINK_BYTES);
     atomic_store(&stop_flag, 0);
     uint64_t t0 = cb_now_ns();
     for (long i = 0; i < workers; i++) {
@@ -241,6 +260,7 @@ int main(int argc, char **argv) {
         sum.backoffs += wa[i].c.backoffs;
         sum.inline_flushes += wa[i].c.inline_flushes;
         sum.full_waits += wa[i].c.full_waits;
+        sum.flushed_bytes += wa[i].c.flushed_bytes;
         cb_hist_merge(&sum.wait, &wa[i].c.wait);
     }
     double r = sum.records ? (double)sum.records : 1.0;
@@ -252,9 +272,9 @@ int main(int argc, char **argv) {
            "collisions_per_record,spins_per_record,backoffs_per_record,inline_flushes,full_waits,writer_flushes,"
            "writer_collisions,writer_spins,writer_backoffs,writer_wait_p50_ns,writer_wait_p99_ns,writer_wait_max_ns,"
            "worker_wait_p50_ns,worker_wait_p99_ns,worker_wait_max_ns,record_bytes,buffer_bytes,flush_us,spin_limit,max_delay,full,"
-           "bytes_appended,bytes_flushed,bytes_left\n");
+           "bytes_appended,bytes_flushed,bytes_left,inline_bytes,writer_bytes\n");
     printf("%s,%ld,%s,%ld,%.4f,%llu,%.1f,%llu,%llu,%llu,%.5f,%.4f,%.6f,%llu,%llu,%llu,%llu,%llu,%llu,%.0f,%.0f,%llu,"
-           "%.0f,%.0f,%llu,%ld,%ld,%ld,%ld,%ld,%s,%llu,%llu,%llu\n",
+           "%.0f,%.0f,%llu,%ld,%ld,%ld,%ld,%ld,%s,%llu,%llu,%llu,%llu,%llu\n",
            variant, workers, cpu_list, writer_cpu, elapsed, (unsigned long long)sum.records, (double)sum.records / elapsed,
            (unsigned long long)sum.collisions, (unsigned long long)sum.spins, (unsigned long long)sum.backoffs,
            (double)sum.collisions / r, (double)sum.spins / r, (double)sum.backoffs / r,
@@ -264,9 +284,12 @@ int main(int argc, char **argv) {
            (unsigned long long)lw->c.wait.max_ns, cb_hist_quantile_ns(&sum.wait, 0.5),
            cb_hist_quantile_ns(&sum.wait, 0.99), (unsigned long long)sum.wait.max_ns, record_bytes, buffer_bytes,
            flush_us, spin_limit, max_delay, inline_flush ? "inline" : "wait", (unsigned long long)bytes_appended,
-           (unsigned long long)bytes_flushed, (unsigned long long)logbuf_state.offset);
+           (unsigned long long)bytes_flushed, (unsigned long long)logbuf_state.offset,
+           (unsigned long long)sum.flushed_bytes, (unsigned long long)lw->c.flushed_bytes);
     fprintf(stderr, "%s: %s, %ld workers on [%s], writer on CPU %ld: %.2f M records/s, %.3f spins and %.5f "
-                    "backoffs per record\n", PROG, variant, workers, cpu_list, writer_cpu,
-            (double)sum.records / elapsed / 1e6, (double)sum.spins / r, (double)sum.backoffs / r);
+                    "backoffs per record; the writer flushed %.1f%% of the log, the workers %llu times\n", PROG,
+            variant, workers, cpu_list, writer_cpu, (double)sum.records / elapsed / 1e6, (double)sum.spins / r,
+            (double)sum.backoffs / r, bytes_flushed ? 100.0 * (double)lw->c.flushed_bytes / (double)bytes_flushed : 0.0,
+            (unsigned long long)sum.inline_flushes);
     return 0;
 }

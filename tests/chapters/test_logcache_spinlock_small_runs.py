@@ -23,7 +23,7 @@ from contention_book.harness.spec import Unbalanced, check_balanced
 RUNNERS = runners("logcache-spinlock")
 
 SMALLEST_NATIVE = {"sessions": "1", "duration_s": "0.01", "repetitions": "1", "c2c_batches": "10",
-                   "ctx_batches": "10", "chase_loads": "1000"}
+                   "ctx_batches": "10", "chase_loads": "1000", "buffer_bytes": "1024"}
 NATIVE = {"smallest": SMALLEST_NATIVE, "one-variant": {**SMALLEST_NATIVE, "sessions": "2", "variants": "writer_alone"}}
 
 needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the native chapter needs 2 CPUs")
@@ -36,6 +36,8 @@ def test_a_small_native_run_renders(name, tmp_path):
                        log=RunLog(lambda line: None))
     g = lc.load(path)
     assert (g.runs["bytes_appended"] == g.runs["bytes_flushed"] + g.runs["bytes_left"]).all()
+    assert (g.runs["bytes_flushed"] == g.runs["inline_bytes"] + g.runs["writer_bytes"]).all()
+    assert (g.runs["buffer_bytes"] == 1024).all()  # the parameter reached the program
     out = book.execute("logcache-spinlock", {"recording": str(path)}, output=tmp_path / "out.ipynb")
     assert out.is_file()
     v = chapter.verdicts(lc.load_shown(str(path)))
@@ -65,7 +67,9 @@ def test_a_small_postgres_run_renders(pg, tmp_path):
 
 # -- accounting identities ----------------------------------------------------------------------------------------
 
-def _toy(change: dict | None = None) -> pd.DataFrame:
+def _toy(change: dict | None = None, split: bool = True) -> pd.DataFrame:
+    """Three balanced repetitions of both variants; ``split``: with the bytes each side flushed (recordings made
+    before the program printed them lack the two columns)."""
     rows = []
     for rep in range(3):
         for variant in ("writer_shared", "writer_alone"):
@@ -75,7 +79,8 @@ def _toy(change: dict | None = None) -> pd.DataFrame:
                          "backoffs_per_record": 0.0, "collisions_per_record": 0.1, "writer_flushes_per_s": 100.0,
                          "writer_wait_p50_ns": 100.0, "writer_wait_p99_ns": 1000.0, "elapsed_s": 2.0,
                          "worker_cpus": "0 1" if variant == "writer_shared" else "1 2", "writer_cpu": 0,
-                         "bytes_appended": records * 128, "bytes_flushed": records * 128 - 256, "bytes_left": 256})
+                         "bytes_appended": records * 128, "bytes_flushed": records * 128 - 256, "bytes_left": 256,
+                         **({"inline_bytes": 1024, "writer_bytes": records * 128 - 256 - 1024} if split else {})})
     frame = pd.DataFrame(rows)
     for (variant, rep, col), value in (change or {}).items():
         frame.loc[(frame["variant"] == variant) & (frame["repetition"] == rep), col] = value
@@ -95,18 +100,44 @@ def _write(tmp_path, runs, name="toy"):
     return tmp_path / name
 
 
-def test_a_balanced_toy_loads_whole(tmp_path):
-    g = lc.load(_write(tmp_path, _toy()))
+@pytest.mark.parametrize("split", [True, False])
+def test_a_balanced_toy_loads_whole(tmp_path, split):
+    g = lc.load(_write(tmp_path, _toy(split=split)))
     assert len(g.runs) == 6 and "runs_set_aside" not in g.tables
 
 
-@pytest.mark.parametrize("col, value", [("bytes_left", 255), ("bytes_appended", 1), ("bytes_flushed", 0)])
-def test_an_unbalanced_toy_point_is_set_aside_and_named(tmp_path, col, value):
+APPENDED = "bytes appended under the lock = records × record size = bytes flushed + bytes left"
+SPLIT = "bytes flushed under the lock = bytes the workers flushed themselves + bytes the log writer flushed"
+
+
+@pytest.mark.parametrize("col, value, identity", [("bytes_left", 255, APPENDED), ("bytes_appended", 1, APPENDED),
+                                                  ("bytes_flushed", 0, APPENDED), ("writer_bytes", 0, SPLIT),
+                                                  ("inline_bytes", 0, SPLIT)])
+def test_an_unbalanced_toy_point_is_set_aside_and_named(tmp_path, col, value, identity):
     g = lc.load(_write(tmp_path, _toy({("writer_alone", 1, col): value})))
     assert len(g.runs) == 5 and len(g.tables["runs_set_aside"]) == 1
     note = next(n for n in g.notes if n.startswith("set aside"))
     assert "file runs.csv line" in note and "writer_alone" in note and "repetition 1" in note
-    assert "bytes appended under the lock = records × record size = bytes flushed + bytes left" in note
+    assert identity in note
+
+
+def test_the_live_toy_run_passes_the_buffer_size(tmp_path, monkeypatch):
+    seen = []
+
+    def run(program, args=(), **kw):
+        if program != "logcache_spin":
+            return pd.DataFrame({"x": [1]})
+        seen.append(list(args))
+        variant = next(a.split("=", 1)[1] for a in args if a.startswith("--variant="))
+        point = _toy().query("variant == @variant and repetition == 0").drop(columns=["sessions", "repetition"])
+        return point.assign(writer_flushes=200)
+
+    monkeypatch.setattr(run_native.native, "run", run)
+    monkeypatch.setattr(run_native.native, "build", lambda *a, **k: Path("/bin/true"))
+    monkeypatch.setattr(run_native.os, "sched_getaffinity", lambda pid: {0, 1})
+    run_chapter(spec.SPEC, RUNNERS, {**SMALLEST_NATIVE, "sessions": "2", "buffer_bytes": "4096"}, engine="native",
+                record_to=str(tmp_path / "ok"), log=RunLog(lambda line: None))
+    assert len(seen) == 2 and all("--buffer-bytes=4096" in args for args in seen)
 
 
 def test_the_live_toy_run_fails_on_a_point_that_does_not_balance(tmp_path, monkeypatch):

@@ -111,7 +111,7 @@ def throughput(curve: pd.DataFrame):
 
 
 def spins(summary: pd.DataFrame, judged: bool = True):
-    """The toy's four measures by variant and worker count; ``judged=False`` says on the figure that variant B is
+    """The toy's measures (four, five with who flushed the log) by variant and worker count; ``judged=False`` says on the figure that variant B is
     shown, not judged (its workers share one CPU on this machine)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -121,7 +121,8 @@ def spins(summary: pd.DataFrame, judged: bool = True):
     data = summary.assign(workers=summary["workers"].map(lambda n: f"{n:g} worker" + ("" if n == 1 else "s")))
     panels = [("throughput", "records per second", False), ("spins_per_record", "spins per record", False),
               ("backoffs_per_million_records", "backoffs per million records", False),
-              ("writer_flushes_per_s", "log writer flushes per second", True)]
+              ("writer_flushes_per_s", "log writer flushes per second", True),
+              ("writer_share_pct", "% of the log the writer flushed", False)]
     panels = [p for p in panels if p[0] in data]
     cols = 2 if len(panels) > 2 else len(panels)
     rows = -(-len(panels) // cols)
@@ -150,6 +151,8 @@ def spins(summary: pd.DataFrame, judged: bool = True):
         ax.set_title(title)
         if log:
             ax.set_yscale("log")
+        if col == "writer_share_pct":  # a share: the whole scale, so 4% looks like 4%
+            ax.set_ylim(0, 105)
         ax.set_xlim(-0.6, len(groups) - 0.4)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), frameon=False, fontsize="small")

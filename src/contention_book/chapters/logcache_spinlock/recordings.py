@@ -35,7 +35,8 @@ class Shown:
 NUMERIC_RUNS = ("workers", "writer_cpu", "elapsed_s", "records", "throughput", "collisions", "spins", "backoffs",
                 "collisions_per_record", "spins_per_record", "backoffs_per_record", "writer_flushes",
                 "writer_flushes_per_s", "writer_backoffs", "writer_wait_p50_ns", "writer_wait_p99_ns",
-                "record_bytes", "bytes_appended", "bytes_flushed", "bytes_left", "rows", "rows_counted", "errors",
+                "record_bytes", "buffer_bytes", "inline_flushes", "bytes_appended", "bytes_flushed", "bytes_left",
+                "inline_bytes", "writer_bytes", "rows", "rows_counted", "errors",
                 "retries", "batch_rows", "operations", "repetition")
 
 

@@ -68,6 +68,7 @@ def run_native(ctx) -> None:
     workers = list(ctx.params["sessions"] or default_workers(len(cpus)))
     seconds, repetitions = ctx.params["duration_s"], ctx.params["repetitions"]
     c2c_batches, ctx_batches, chase_loads = (ctx.params[k] for k in ("c2c_batches", "ctx_batches", "chase_loads"))
+    buffer_bytes = ctx.params["buffer_bytes"]
     log, w = ctx.log, ctx.writer
     w.update(parameters={**w.manifest["parameters"], "cpus": cpus, "workers": workers, "c2c_batches": c2c_batches,
                          "ctx_batches": ctx_batches, "chase_loads": chase_loads, "chase_sizes": list(CHASE_SIZES)})
@@ -108,10 +109,11 @@ def run_native(ctx) -> None:
                     frame = native.run("logcache_spin", [
                         f"--variant={variant}", f"--workers={n}",
                         f"--worker-cpus={','.join(map(str, layout['worker_cpus']))}",
-                        f"--writer-cpu={layout['writer_cpu']}", f"--seconds-ms={int(seconds * 1000)}"],
+                        f"--writer-cpu={layout['writer_cpu']}", f"--seconds-ms={int(seconds * 1000)}",
+                        f"--buffer-bytes={buffer_bytes}"],
                         timeout_s=seconds + 60)
                     frame = frame.assign(repetition=rep, sessions=frame["workers"])
-                    ctx.check_balanced("runs", frame)  # bytes appended = bytes flushed + bytes left
+                    ctx.check_balanced("runs", frame)  # appended = flushed + left; flushed = inline + writer's
                     runs.append(frame)
         frame = pd.concat(runs, ignore_index=True)
         frame.insert(1, "sessions", frame.pop("sessions"))

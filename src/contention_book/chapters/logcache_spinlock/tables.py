@@ -149,13 +149,44 @@ def ladder(nat: LogcacheRecording) -> pd.DataFrame:
 
 
 # -- native: the toy log cache ------------------------------------------------------
-INTERVAL_COLUMNS = ("throughput", "spins_per_record", "backoffs_per_million_records", "writer_flushes_per_s")
+INTERVAL_COLUMNS = ("throughput", "spins_per_record", "backoffs_per_million_records", "writer_flushes_per_s",
+                    "writer_share_pct")
+BYSTANDER = 50.0  # below this % of the log flushed by a writer with a CPU of its own, the workers did the flushing
+TOOK_OVER = 10.0  # percentage points of the log A's writer flushed fewer than B's: the workers took over its flushes
+
+
+def flush_split(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
+    """Per run, the bytes the log writer flushed and the bytes the workers flushed themselves (inline), or None
+    when the recording cannot say.  The program prints both (``writer_bytes``, ``inline_bytes``).  A recording
+    made before it did gives them exactly all the same: a worker flushed only a buffer too full for one more
+    record, so each of its ``inline_flushes`` moved floor(buffer_bytes / record_bytes) whole records."""
+    if {"writer_bytes", "inline_bytes"} <= set(runs.columns):
+        return runs["writer_bytes"].astype(float), runs["inline_bytes"].astype(float)
+    if {"inline_flushes", "buffer_bytes", "record_bytes", "bytes_flushed"} <= set(runs.columns):
+        inline = (runs["inline_flushes"] * (runs["buffer_bytes"] // runs["record_bytes"]) * runs["record_bytes"])
+        return (runs["bytes_flushed"] - inline).astype(float), inline.astype(float)
+    return None
+
+
+def with_flush_split(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with ``writer_share_pct`` (% of the flushed bytes the writer flushed) and ``inline_flushes_per_s``
+    where the recording has what they are computed from."""
+    out = runs
+    split = flush_split(runs)
+    if split is not None:
+        writer, inline = split
+        total = writer + inline
+        out = out.assign(writer_share_pct=(100 * writer / total).where(total > 0))
+    if {"inline_flushes", "elapsed_s"} <= set(runs.columns):
+        out = out.assign(inline_flushes_per_s=runs["inline_flushes"] / runs["elapsed_s"])
+    return out
 
 
 def logcache_summary(nat: LogcacheRecording) -> pd.DataFrame:
     r = nat.runs
     if r is None or r.empty or "spins_per_record" not in r:
         return pd.DataFrame()
+    r = with_flush_split(r)
     g = r.groupby(["variant", "workers"], sort=False)
     out = g.agg(repetitions=("throughput", "size"), throughput=("throughput", "median"),
                 spins_per_record=("spins_per_record", "median"), backoffs_per_record=("backoffs_per_record", "median"),
@@ -165,6 +196,10 @@ def logcache_summary(nat: LogcacheRecording) -> pd.DataFrame:
                 writer_wait_p99_ns=("writer_wait_p99_ns", "median")).reset_index()
     # backoffs are rare per record: per million records reads better than a column of zeros
     out["backoffs_per_million_records"] = out["backoffs_per_record"] * 1e6
+    for col in ("writer_share_pct", "inline_flushes_per_s"):
+        if col in r:
+            m = r.groupby(["variant", "workers"], sort=False)[col].median()
+            out[col] = [float(m.get((v, w), NAN)) for v, w in zip(out["variant"], out["workers"])]
     if "writer_backoffs" in r:
         wb = (r["writer_backoffs"] / r["elapsed_s"]).groupby([r["variant"], r["workers"]], sort=False).median()
         out["writer_backoffs_per_s"] = [float(wb.get((v, w), NAN)) for v, w in zip(out["variant"], out["workers"])]
@@ -173,7 +208,7 @@ def logcache_summary(nat: LogcacheRecording) -> pd.DataFrame:
         out["worker_cpus"] = [str(first.loc[(v, w), "worker_cpus"]) for v, w in zip(out["variant"], out["workers"])]
         out["writer_cpu"] = [int(first.loc[(v, w), "writer_cpu"]) for v, w in zip(out["variant"], out["workers"])]
     r = r.assign(backoffs_per_million_records=r["backoffs_per_record"] * 1e6)
-    for col in INTERVAL_COLUMNS:  # the interval each bar of the figure draws as a whisker
+    for col in (c for c in INTERVAL_COLUMNS if c in r):  # the interval each bar of the figure draws as a whisker
         spreads = [spread(part[col]) for _, part in r.groupby(["variant", "workers"], sort=False)]
         out[f"{col}_low"] = [x.low for x in spreads]
         out[f"{col}_high"] = [x.high for x in spreads]
@@ -183,7 +218,9 @@ def logcache_summary(nat: LogcacheRecording) -> pd.DataFrame:
 
 TOY_RATE_COLUMNS = {"worker_cpus": "workers' CPUs", "writer_cpu": "writer's CPU",
                     "throughput": "records/s", "throughput_low": "records/s, low", "throughput_high": "records/s, high",
-                    "writer_flushes_per_s": "writer's flushes/s", "repetitions": "repetitions"}
+                    "repetitions": "repetitions"}
+TOY_FLUSH_COLUMNS = {"writer_flushes_per_s": "writer's flushes/s", "inline_flushes_per_s": "workers' flushes/s",
+                     "writer_share_pct": "% of the log the writer flushed"}
 TOY_LOCK_COLUMNS = {"collisions_per_record": "collisions per record", "spins_per_record": "spins per record",
                     "backoffs_per_million_records": "backoffs per million records",
                     "writer_wait_p50_ns": "writer's median wait (ns, bucket edge)",
@@ -202,12 +239,17 @@ def toy_tables(summary: pd.DataFrame, judged: bool) -> list[tuple[pd.DataFrame, 
     for cols, caption in ((TOY_RATE_COLUMNS, "The toy log cache by variant and worker count (measured, medians of "
                                              "the repetitions, with the interval of records/s): where each thread "
                                              "ran and how fast."),
+                          (TOY_FLUSH_COLUMNS, "The toy log cache by variant and worker count (measured, medians): who "
+                                              "flushed the buffer. The writer flushes it when it wakes; a worker "
+                                              "flushes it only when it finds it full, while holding the lock."),
                           (TOY_LOCK_COLUMNS, "The toy log cache by variant and worker count (measured, medians): what "
                                              "the spinlock cost per record, and how long the writer waited for it. The waits are read "
                                              "from a histogram whose buckets are at most 12.5% wide, so each is the "
                                              "upper edge of its bucket (a value such as 16,777,216 ns is the edge "
                                              "2²⁴ ns, about 17 ms), not an exact time.")):
         keep = [c for c in cols if c in base.columns]
+        if not keep:
+            continue
         frame = base[["variant", "workers", *keep]].rename(columns={"variant": "variant", "workers": "workers", **cols})
         out.append((frame.set_index(["variant", "workers"]).round(4), caption + label))
     return out
@@ -382,6 +424,90 @@ def toy_point(nat) -> dict:
     return {"workers": ok[-1], "shown": ok[-1], "why": "", "missing": ""}
 
 
+TOY_KEY_COLUMNS = ("throughput", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s", "writer_wait_p50_ns",
+                   "writer_share_pct", "inline_flushes_per_s")
+
+
+def byte_size(n: float) -> str:
+    """64 MiB, 60 KiB, 512 bytes."""
+    if n != n:
+        return "an unknown number of bytes"
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.{0 if n % size == 0 else 1}f} {unit}"
+    return f"{n:,.0f} bytes"
+
+
+def _duration(us: float) -> str:
+    return f"{us / 1e3:,.1f} ms" if us >= 1000 else f"{us:,.0f} µs"
+
+
+def writer_words(n: Mapping[str, Any]) -> dict[str, str]:
+    """What the toy's log writer did, in words, from the numbers :func:`table_numbers` has gathered: how long the
+    buffer lasts against the writer's sleep (``nat_buffer_sentence``), whether the writer or the workers flushed
+    the log and whether sharing a CPU starved the writer (``nat_writer_sentence``), and what a two-CPU machine
+    showed of it (``nat_two_cores_costs``)."""
+    out = {}
+    rate = max((x for x in (n["nat_a_throughput"], n["nat_b_throughput"]) if x == x), default=NAN)
+    lasts_us = n["nat_buffer_bytes"] / (rate * n["nat_record_bytes"]) * 1e6 if rate == rate and rate > 0 else NAN
+    sleep = n["nat_flush_us"]
+    if lasts_us == lasts_us and sleep == sleep and sleep > 0:
+        k = lasts_us / sleep
+        if k >= 10:
+            out["nat_buffer_sentence"] = (
+                f"The buffer holds about {_duration(lasts_us)} of records at the faster variant's rate, "
+                f"{k:,.0f} times the writer's sleep, so a writer that comes round on time empties it long before it "
+                "fills; a worker flushes only when the writer has been kept away that long.")
+        elif k < 1:
+            out["nat_buffer_sentence"] = (
+                f"The buffer holds only about {_duration(lasts_us)} of records at the faster variant's rate, "
+                "less than the writer's sleep, so the workers fill it before the writer comes round and flush it "
+                "themselves.")
+        else:
+            out["nat_buffer_sentence"] = (
+                f"The buffer holds about {_duration(lasts_us)} of records at the faster variant's rate, "
+                f"{k:,.1f} times the writer's sleep.")
+    else:
+        out["nat_buffer_sentence"] = ""
+    fx, sa, sb = n["nat_flush_x"], n["nat_a_writer_share_pct"], n["nat_b_writer_share_pct"]
+    starved = False
+    if fx != fx:
+        out["nat_writer_sentence"] = "This recording has no log-cache runs to compare."
+    elif sb == sb and sb < BYSTANDER:
+        shared = f" ({sa:.0f}% when it shared one)" if sa == sa else ""
+        out["nat_writer_sentence"] = (
+            f"But the writer was mostly a bystander here: even with a CPU of its own it flushed only {sb:.0f}% of "
+            f"the log{shared}, and the workers flushed the rest themselves, so its flush rate says little about a "
+            "starved writer.")
+    elif fx >= 2:
+        starved = True
+        if sa == sa and sa <= sb - TOOK_OVER:
+            others = (", each time holding the lock while the other worker" + ("s" if n["nat_a_workers"] > 2 else "")
+                      + " waited") if n["nat_a_workers"] >= 2 else ""
+            out["nat_writer_sentence"] = (
+                f"With a CPU of its own the writer flushed {sb:.0f}% of the log. Sharing a CPU with busy workers it "
+                f"starved: it flushed {fx:,.0f} times less often, only {sa:.0f}% of the log, and the workers flushed "
+                f"the rest themselves{others}.")
+        elif sa == sa:
+            out["nat_writer_sentence"] = (
+                f"Sharing a CPU with busy workers the writer starved: it flushed {fx:,.0f} times less often than "
+                f"with a CPU of its own, each flush larger, yet it still flushed {sa:.0f}% of the log (against "
+                f"{sb:.0f}% with a CPU of its own).")
+        else:
+            out["nat_writer_sentence"] = (
+                f"Sharing a CPU with busy workers the writer starved: it flushed {fx:,.0f} times less often than "
+                "with a CPU of its own (this recording does not say how much of the log the workers flushed).")
+    elif fx <= 0.5:
+        out["nat_writer_sentence"] = ("Here the writer flushed less often with a CPU of its own, the opposite of "
+                                      "the starvation the article describes.")
+    else:
+        out["nat_writer_sentence"] = ("Here the writer's flush rate barely changed between the variants, so this "
+                                      "recording shows no starved writer.")
+    out["nat_two_cores_costs"] = ("the line transfer, the context switch, and a log writer starved when it shares a "
+                                  "busy CPU" if starved else "the line transfer and the context switch")
+    return out
+
+
 def table_numbers(shown) -> dict[str, Any]:
     """Every number the prose glues but the opening (:func:`.finding.key_numbers` adds it)."""
     published, pub_c2c, measured = shown.published, shown.pub_c2c, shown.measured
@@ -417,7 +543,7 @@ def table_numbers(shown) -> dict[str, Any]:
     for key, col in (("nat_record_bytes", "record_bytes"), ("nat_buffer_bytes", "buffer_bytes"),
                      ("nat_flush_us", "flush_us")):
         n[key] = _f(toy[col].median()) if toy is not None and col in toy else NAN
-    n["nat_buffer_kib"] = n["nat_buffer_bytes"] / 1024
+    n["nat_buffer_text"] = byte_size(n["nat_buffer_bytes"])
     n["nat_cpu"] = (nat.recording.host.get("cpu_model") or "unknown CPU") if nat else ""
     n["nat_cpus"] = int(nat.recording.host.get("logical_cpus") or 0) if nat else 0
     pairs = c2c_pairs(nat) if nat else pd.DataFrame()
@@ -473,13 +599,11 @@ def table_numbers(shown) -> dict[str, Any]:
         if len(part):
             top = part.loc[part["workers"].idxmax()]
             n[f"nat_{tag}_workers"] = int(top["workers"])
-            for col in ("throughput", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s",
-                        "writer_wait_p50_ns"):
-                n[f"nat_{tag}_{col}"] = _f(top[col])
+            for col in TOY_KEY_COLUMNS:
+                n[f"nat_{tag}_{col}"] = _f(top[col]) if col in top else NAN
         else:
             n[f"nat_{tag}_workers"] = 0
-            for col in ("throughput", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s",
-                        "writer_wait_p50_ns"):
+            for col in TOY_KEY_COLUMNS:
                 n[f"nat_{tag}_{col}"] = NAN
     for tag in ("a", "b"):  # a histogram bucket's edge: shown to the µs, not the ns
         n[f"nat_{tag}_writer_wait_p50_us"] = n[f"nat_{tag}_writer_wait_p50_ns"] / 1e3
@@ -495,18 +619,7 @@ def table_numbers(shown) -> dict[str, Any]:
     n["nat_spins_x"] = n["nat_a_spins_per_record"] / n["nat_b_spins_per_record"] \
         if n["nat_b_spins_per_record"] else NAN
     n["nat_placement"] = placement_text(lc, n["nat_b_workers"]) if len(lc) else ""
-    fx = n["nat_flush_x"]
-    if fx == fx and fx >= 2:
-        n["nat_writer_sentence"] = ("A writer that shares its CPU with busy workers starves: it flushed "
-                                    f"{fx:,.0f} times as often with a CPU of its own.")
-    elif fx == fx and fx <= 0.5:
-        n["nat_writer_sentence"] = ("Here the writer flushed less often with a CPU of its own, the opposite of "
-                                    "the starvation the article describes.")
-    elif fx == fx:
-        n["nat_writer_sentence"] = ("Here the writer's flush rate barely changed between the variants, so this "
-                                    "recording shows no starved writer.")
-    else:
-        n["nat_writer_sentence"] = "This recording has no log-cache runs to compare."
+    n.update(writer_words(n))
     point = toy_point(nat) if len(lc) else {"workers": None, "why": "", "missing": "", "shown": 0}
     confounded = bool(point["why"])
     if confounded:
