@@ -751,7 +751,9 @@ def stack_section(shown, top: int = 10) -> StackSection:
         out.text = "*No stack samples are shown: the recordings hold none, and no `stacks` export was given.*"
         return out
     texts = []
-    for rid, profiles in groups.items():
+    labels = {v.id: v.label for v in [shown.published, *shown.measured.values()] if v is not None}
+    for key, profiles in groups.items():
+        rid = labels.get(key, key)  # said as the recording's engine and kind, not its folder name
         for variant, prof in profiles.items():
             eng = engine_of(prof)
             needles = BACKOFF_FUNCTIONS[eng]
