@@ -288,6 +288,9 @@ def test_last_page_two_sessions_are_a_ceiling_on_cpus_shared_with_the_client_and
     [shared] = model.machine_predictions(_last_page_shown(320_000), t_xfer=ns("x", "t_xfer", 100))
     assert shared.verdict == "predicted as a bound" and "came to 0.82× the ceiling" in shared.lacks
     assert "client" in shared.lacks and "2 CPUs" in shared.lacks
+    from contention_book.chapters.shared.capacity_page import machine_lacks
+    said = machine_lacks([shared])          # under the page's table: why it is a ceiling
+    assert said.startswith("- **Two sessions share only the last page") and "(*X₂ ≤ 2 / (t₁ + t_xfer)*): a ceiling" in said
     [slow] = model.machine_predictions(_last_page_shown(390_000), t_xfer=ns("x", "t_xfer", 5_000))  # ≤ 200k
     assert slow.verdict.startswith("missed") and "lies above" in slow.verdict
     assert model.machine_predictions(_last_page_shown(390_000, cpus=1), t_xfer=ns("x", "t_xfer", 100)) == []

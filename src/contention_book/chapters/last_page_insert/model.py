@@ -15,9 +15,9 @@ CPU once, two sessions insert at most X₂ = 2 / (t₁ + t_xfer), t₁ the
 not exactly: the two sessions' backends and everything else that runs (the
 client's driver threads, the wait sampler, PostgreSQL's WAL writer and other
 background processes, other work on the machine) share the machine's CPUs.
-With one session that other work had a second CPU to itself and t₁ holds
-none of it; with two sessions on two CPUs it takes its time from the
-backends, so X₂ can only fall below 2 / (t₁ + t_xfer).  The recording does
+With one session that other work could run on the second, otherwise idle
+CPU, so t₁ holds little of it; with two sessions on two CPUs it takes its
+time from the backends, so X₂ can only fall below 2 / (t₁ + t_xfer).  The recording does
 not measure that other work's CPU, so the model is a ceiling (kind "at
 most"), as the other chapters' models are bounds where an unmeasured cost
 can only add time: it is *missed* when the two sessions insert faster.
@@ -58,8 +58,8 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list:
         domain=(0.0, 2e9 / t1.value.median, "above twice the 1-session rate"),
         lacks=("a ceiling, not a rate: with 2 sessions the backends fill the "
                f"{cpus if cpus else 'two'} CPUs, so the client's driver threads, the wait sampler and PostgreSQL's "
-               "background processes (with 1 session they ran on the other CPU, outside t₁) take their CPU time from "
-               "the inserts; the recording does not measure it. The WAL insert lock, the commit path and the "
+               "background processes (with 1 session they could run on the other, otherwise idle CPU, so t₁ holds "
+               "little of them) take their CPU time from the inserts; the recording does not measure it. The WAL insert lock, the commit path and the "
                "sequence, which the two sessions also share, can only lower the rate too. Here the rate came to "
                f"{got / ceiling:.2f}× the ceiling"))]
 

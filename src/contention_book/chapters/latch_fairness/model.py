@@ -102,7 +102,8 @@ def machine_predictions(shown, costs: dict | None = None) -> list[Prediction]:
 
 
 WAKE_WHY = ("t_wake is the card's futex wake-up of a thread asleep on the other CPU, wake-to-run included: a fair "
-            "hand-off's new owner is asleep and its CPU idle while the releaser runs on. The card's context switch "
+            "hand-off's new owner is asleep, its CPU idle unless other work runs there, while the releaser runs on. "
+            "The card's context switch "
             "wakes no idle CPU (its two threads share one), so it is the floor of a hand-off, shown as a sensitivity")
 
 
@@ -265,7 +266,8 @@ def sensitivity_words(shown, costs: dict | None = None) -> str:
                 words.append(f"The context switch's {at_cs.predicted.median:.3g} s lands near the article's only "
                              f"by pricing a hand-off at {cs.value.median / sig.value.median:.2g}× the article's own "
                              "signal wait, so it supports nothing.")
-    words.append("Only the first row is scored (above); the others are what the verdict rule would say.")
+    words.append("Only the wake-up's predictions are scored (above); for the other costs the table gives what the "
+                 "verdict rule would say.")
     return " ".join(words)
 
 
