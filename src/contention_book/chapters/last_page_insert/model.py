@@ -59,8 +59,9 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list:
         lacks=("a ceiling, not a rate: with 2 sessions the backends fill the "
                f"{cpus if cpus else 'two'} CPUs, so the client's driver threads, the wait sampler and PostgreSQL's "
                "background processes (with 1 session they could run on the other, otherwise idle CPU, so t₁ holds "
-               "little of them) take their CPU time from the inserts; the recording does not measure it. The WAL insert lock, the commit path and the "
-               "sequence, which the two sessions also share, can only lower the rate too. Here the rate came to "
+               "little of them) take their CPU time from the inserts; the recording does not measure it. The WAL "
+               "insert lock, the commit path and the sequence, which the two sessions also share, can only lower the "
+               "rate too. Here the rate came to "
                f"{got / ceiling:.2f}× the ceiling"))]
 
 

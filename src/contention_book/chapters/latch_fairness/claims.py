@@ -24,8 +24,8 @@ RULES = {
         f"holds when the interval over repetitions of spins per record, spinning − fair, {_AT}, lies above 0",
         f"holds when the interval over repetitions of records/s, spinning ÷ fair, {_AT}, lies above 1",
         f"holds when the interval over repetitions of the 99th-percentile wait, spinning ÷ fair, {_AT}, lies below "
-        "1 (the article printed the longest wait, but a single wait on a small machine measures its scheduler: the "
-        "longest waits are on the details page)",
+        "1 (the article printed the longest wait, but on a small machine a single wait measures its scheduler, so "
+        "the C model compares the 99th percentile)",
     ],
     "sqlserver": [
         "holds when the interval over repetitions of latch waits, unfair ÷ fair, lies below 0.1; size: within 10× "

@@ -103,8 +103,8 @@ def machine_predictions(shown, costs: dict | None = None) -> list[Prediction]:
 
 WAKE_WHY = ("t_wake is the card's futex wake-up of a thread asleep on the other CPU, wake-to-run included: a fair "
             "hand-off's new owner is asleep, its CPU idle unless other work runs there, while the releaser runs on. "
-            "The card's context switch "
-            "wakes no idle CPU (its two threads share one), so it is the floor of a hand-off, shown as a sensitivity")
+            "The card's context switch wakes no idle CPU (its two threads share one), so it is the floor of a "
+            "hand-off, shown as a sensitivity")
 
 
 def _article(p: dict, wake: Input, xfer: Input) -> tuple[Prediction, Prediction]:
@@ -240,10 +240,9 @@ def sensitivity_words(shown, costs: dict | None = None) -> str:
     tried = {key: (cost, fair, unfair) for key, _label, cost, fair, unfair in _tried(shown, p, costs)}
     most = p["pub_fair_s"] / p["pub_fair_latch_waits"] * 1e9
     wake = tried["wake"][0].value.median
-    words = ["**Which hand-off cost.** The models take the card's futex wake-up "
-              f"({_us(wake)}): a fair hand-off's new owner is asleep, its CPU idle unless other work runs there, while "
-              "the releaser runs on, "
-              "so each hand-off wakes a thread on another CPU and waits for it to run. The card's context switch "
+    words = [f"**Which hand-off cost.** The models take the card's futex wake-up ({_us(wake)}): a fair hand-off's "
+             "new owner is asleep, its CPU idle unless other work runs there, while the releaser runs on, so each "
+             "hand-off wakes a thread on another CPU and waits for it to run. The card's context switch "
               "times the same wake and switch between two threads on one CPU, where no idle CPU is woken: the floor "
               "of a hand-off, reached only where the new owner's CPU is running anyway. The article's fair run "
               f"leaves room for at most {_us(most)} per hand-off ({p['pub_fair_s']:g} s over "
@@ -255,8 +254,8 @@ def sensitivity_words(shown, costs: dict | None = None) -> str:
         words.append(
             f"The article measured its own: the LATCH_EX signal wait, from a waiter being signalled to it running, "
             f"was {_us(sig.value.median)} a wait (over {_latch_ex_waits(shown.published):,.0f} LATCH_EX waits, "
-            f"against the latch's {p['pub_fair_latch_waits']:,.0f}). Priced at that, the unfair model gives {x:.3g} s against the "
-            f"article's {pub:g} s" + (": barging saved less time than the idle hand-offs it removed, so something "
+            f"against the latch's {p['pub_fair_latch_waits']:,.0f}). Priced at that, the unfair model gives "
+            f"{x:.3g} s against the article's {pub:g} s" + (": barging saved less time than the idle hand-offs it removed, so something "
                                      "else set the unfair run's pace." if unfair.category == "missed" and x < pub else
                                      ": slower than the article's, so barging saved more than the hand-offs' idle "
                                      "time." if unfair.category == "missed" else "."))
