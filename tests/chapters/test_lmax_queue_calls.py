@@ -163,3 +163,54 @@ def test_the_paced_rate_is_half_the_slowest_compared_design_rounded_down():
     assert rp.paced_rate([r for r in rows if r["variant"] in ("ring", "ring_durable")], 0.5, 1000) == 0.0
     assert rp.paced_rate([{"variant": "ring", "sessions": 1, "dequeue_per_s": 150.0},
                           {"variant": "naive", "sessions": 1, "dequeue_per_s": 150.0}], 0.5, 1000) == 0.0
+
+
+@pytest.mark.parametrize("ends", ["done", "failed"])
+def test_the_wait_sampler_stops_before_the_off_cpu_capture_is_finished(monkeypatch, ends):
+    """The in-server sampler counts a session with no wait event as on CPU at every tick of its window; a window
+    that ran on through the off-CPU capture's post-processing (folding its stacks takes tens of seconds) counted the
+    ended sessions as on CPU throughout (the reference recording's first repetition at 8 producers: 4.6 to 13 times
+    the samples of the others).  So the sampler stops first, whether the point ends well or not."""
+    from types import SimpleNamespace
+
+    events = []
+
+    class Sampler:
+        error, achieved_hz = None, 100.0
+
+        def start(self):
+            events.append("sampler start")
+
+        def stop(self):
+            events.append("sampler stop")
+
+    class Stop(Exception):
+        pass
+
+    def run_sessions(*_, on_ready, **__):
+        on_ready()
+        if ends == "failed":
+            raise Stop("the point failed")
+        return SimpleNamespace(per_session=[], errors=0)
+
+    backlogs = iter([0])
+
+    def backlog(_ring):  # read at the start line; the second read comes after the point: the test ends there
+        try:
+            return next(backlogs)
+        except StopIteration:
+            raise Stop("after the point") from None
+
+    monkeypatch.setattr(rp, "wait_sampler", lambda *a, **k: Sampler())
+    monkeypatch.setattr(rp, "start_offcpu", lambda *a, **k: events.append("off-CPU start") or "capture")
+    monkeypatch.setattr(rp, "finish_offcpu", lambda *a, **k: events.append("off-CPU finish (stops perf, folds)"))
+    monkeypatch.setattr(rp, "run_sessions", run_sessions)
+    monkeypatch.delenv("OFFCPU", raising=False)
+    run = rp.PostgresQueueRun(None, "db", None, queue_size=100, duration_s=1.0, messages_per_session=0, log=print,
+                              pushes_per_call=10)
+    run.sessions = [1, 8]
+    monkeypatch.setattr(run, "prepare", lambda variant: None)
+    monkeypatch.setattr(run, "backlog", backlog)
+    with pytest.raises(Stop):
+        run.point("ring", 8, repetition=0)
+    assert events == ["off-CPU start", "sampler start", "sampler stop", "off-CPU finish (stops perf, folds)"]

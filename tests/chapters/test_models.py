@@ -69,9 +69,46 @@ def test_latch_slow_wake_misses_the_bound_and_the_unfair_model_leaves_its_domain
     shown = latch_shown(1e9 / (60 + 100_000))
     bound, unfair = model.predictions(shown, costs=slow)
     assert bound.verdict.startswith("missed")                # 271,609 wake-ups of 100 µs cannot fit in 5.5 s
-    assert unfair.category == "model invalid" and "negative elapsed time" in unfair.verdict
+    assert unfair.category == "model invalid"
+    # why, with the inputs that make it negative: W · t_wake against T_fair, and the most a hand-off could cost
+    assert "W · t_wake = 271,609 × 100 µs = 27.2 s, more than the fair run's whole 5.5 s" in unfair.verdict
+    assert "at most T_fair / W = 20 µs per hand-off" in unfair.verdict
     assert "0 s" not in unfair.row()["predicted"].split(" (")[0]   # never a clipped zero
+    # a wake-up that fits in the fair run leaves the unfair model valid
+    _, fits = model.predictions(latch_shown(1e9 / (60 + 15_000)),
+                                costs={"t_wake": ns("w", "t_wake", 15_000), "t_xfer": ns("x", "t_xfer", 20)})
+    assert fits.category != "model invalid" and not fits.invalid
 
+
+def test_latch_models_take_the_wake_up_and_show_the_context_switch_and_signal_wait_beside_it(tmp_path):
+    """A fair hand-off wakes a sleeper on another CPU: the models' t_wake is the card's futex wake-up, never its
+    context switch; the context switch (the floor) and the article's own LATCH_EX signal wait per wait are tried
+    in the same equations beside it, not scored, and the words say what each gives, from the numbers."""
+    from contention_book.chapters.latch_fairness import model, recordings
+    card = _card(futex_wake=30_000.0, context_switch=1_800.0)
+    shown = recordings.load_shown(str(_with_card(tmp_path, "latch-fairness", "measured-native-reference", card)))
+    bound, unfair = model.predictions(shown)
+    assert [i.value.median for i in bound.inputs if i.symbol == "t_wake"] == [30_000]
+    assert "futex wake-up of a thread asleep on the other CPU" in bound.lacks and "sensitivity" in bound.lacks
+    assert unfair.category == "model invalid" and "30 µs" in unfair.verdict    # 271,609 × 30 µs = 8.1 s > 5.5 s
+    table = model.sensitivity(shown).set_index("hand-off cost")
+    assert list(table.index) == ["futex wake-up on the other CPU (the models' input)",
+                                 "context switch on one CPU (the floor)",
+                                 "the article's LATCH_EX signal wait per wait"]
+    assert table["per hand-off"].tolist()[1:] == ["1.8 µs (1.7 µs–1.9 µs)", "9.7 µs"]  # 2,644 ms / 271,458 waits
+    switch = table.loc["context switch on one CPU (the floor)"]
+    assert switch["fair run, T_fair ≥ W · t_wake"].startswith("≥ 0.49 s") and switch["rule says"] == \
+        "predicted as a bound"
+    assert switch["unfair run, T_unfair = T_fair − W · (t_wake − t_xfer)"].startswith("5.07 s")   # 5.5 − 271,609 × (1.8 − 0.2) µs
+    assert switch["rule says "].startswith("missed")
+    signal = table.loc["the article's LATCH_EX signal wait per wait"]
+    assert signal["rule says"] == "published only" and signal["rule says "].startswith("missed (1.")
+    words = model.sensitivity_words(shown)
+    assert "futex wake-up (30 µs)" in words and "at most 20 µs per hand-off" in words
+    assert "9.7 µs a wait" in words and "barging saved less time" in words
+    assert "supports nothing" not in words          # the context switch missed here: nothing to warn of
+    scored = {p.quantity for p in model.predictions(shown)}
+    assert len(scored) == 2                          # the sensitivity adds no prediction to Findings
 
 def _without_card(tmp_path, chapter, rid):
     """A copy of a reference recording as one made before cards existed (a reader's older recording)."""
@@ -233,16 +270,37 @@ def test_last_page_partition_bound_is_a_workload_bound_not_a_prediction():
     assert verdicts(model.predictions(shown, partitions=1))[0] == "workload bound"
 
 
-def test_last_page_two_sessions_follow_the_transfer():
-    from contention_book.chapters.last_page_insert import model
+def _last_page_shown(two_sessions, cpus=2):
     rows = [{"variant": "sequential", "sessions": s, "throughput": r * f}
-            for s, r in ((1, 200_000), (2, 390_000)) for f in (0.99, 1.0, 1.01)]
-    measured = SimpleNamespace(runs=pd.DataFrame(rows), id="test", recording=SimpleNamespace(host={"logical_cpus": 2}))
-    shown = SimpleNamespace(measured=measured)
-    [ok] = model.machine_predictions(shown, t_xfer=ns("x", "t_xfer", 100))     # 2/(5 µs + 0.1 µs) = 392k
-    assert ok.verdict == "predicted"
-    [slow] = model.machine_predictions(shown, t_xfer=ns("x", "t_xfer", 5_000))  # 2/(10 µs) = 200k
-    assert slow.verdict.startswith("missed")
+            for s, r in ((1, 200_000), (2, two_sessions)) for f in (0.99, 1.0, 1.01)]
+    measured = SimpleNamespace(runs=pd.DataFrame(rows), id="test",
+                               recording=SimpleNamespace(host={"logical_cpus": cpus}))
+    return SimpleNamespace(measured=measured)
+
+
+def test_last_page_two_sessions_are_a_ceiling_on_cpus_shared_with_the_client_and_the_server():
+    """Two backends fill two CPUs, so the client, the sampler and the server's own processes take CPU from them:
+    2 / (t₁ + t_xfer) is a ceiling, met or undercut, and missed only by two sessions that insert faster."""
+    from contention_book.chapters.last_page_insert import model
+    [ok] = model.machine_predictions(_last_page_shown(390_000), t_xfer=ns("x", "t_xfer", 100))  # ≤ 392k
+    assert ok.kind == "at most" and ok.equation == "X₂ ≤ 2 / (t₁ + t_xfer)"
+    assert ok.verdict == "predicted as a bound" and ok.row()["predicted"].startswith("≤ 392,157 rows/s")
+    [shared] = model.machine_predictions(_last_page_shown(320_000), t_xfer=ns("x", "t_xfer", 100))
+    assert shared.verdict == "predicted as a bound" and "came to 0.82× the ceiling" in shared.lacks
+    assert "client" in shared.lacks and "2 CPUs" in shared.lacks
+    from contention_book.chapters.shared.capacity_page import machine_lacks
+    said = machine_lacks([shared])          # under the page's table: why it is a ceiling
+    assert said.startswith("- **Two sessions share only the last page") and "(*X₂ ≤ 2 / (t₁ + t_xfer)*): a ceiling" in said
+    [slow] = model.machine_predictions(_last_page_shown(390_000), t_xfer=ns("x", "t_xfer", 5_000))  # ≤ 200k
+    assert slow.verdict.startswith("missed") and "lies above" in slow.verdict
+    assert model.machine_predictions(_last_page_shown(390_000, cpus=1), t_xfer=ns("x", "t_xfer", 100)) == []
+
+
+def test_last_page_reference_recording_meets_its_ceiling():
+    from contention_book.chapters.last_page_insert import model, recordings
+    [machine] = model.machine_predictions(recordings.load_shown())
+    assert machine.category == "predicted as a bound", machine.verdict
+    assert machine.published < machine.predicted.median  # the shared CPUs took their share
 
 
 # -- chapter 5 ----------------------------------------------------------------------------------------------
@@ -371,3 +429,15 @@ def test_model_inputs_name_their_recording_in_words_not_by_directory(chapter):
     measured = [s for s in sources if s.startswith("measured:")]
     assert measured, f"{chapter}: no measured input to check"
     assert not [s for s in measured if "measured-" in s], measured
+
+
+def test_latch_reference_context_switch_agreement_is_called_what_it_is():
+    """On the reference card the context switch (3.5 µs) puts the unfair run near the article's 4.5 s; the words
+    say that rests on a hand-off priced under the article's own signal wait (9.7 µs), which misses."""
+    from contention_book.chapters.latch_fairness import model, recordings
+    shown = recordings.load_shown()
+    table = model.sensitivity(shown).set_index("hand-off cost")
+    assert table.loc["context switch on one CPU (the floor)", "rule says "] == "predicted"
+    assert table.loc["the article's LATCH_EX signal wait per wait", "rule says "].startswith("missed")
+    words = model.sensitivity_words(shown)
+    assert "supports nothing" in words and "less than the wake-up measured here" in words

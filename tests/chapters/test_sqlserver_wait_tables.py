@@ -78,3 +78,40 @@ def test_pages_showing_the_books_own_recordings_print_nothing(chapter, capsys):
 def test_an_unknown_table_kind_is_named():
     with pytest.raises(ValueError, match="kind='waits'"):
         W.wait_tables(None, "waits")
+
+
+def test_the_lead_and_tables_show_on_a_sqlserver_page_and_nothing_else_does(sqlserver_page, monkeypatch):
+    """A page with a SQL Server recording says what its wait tables are, once, above them; a page of native or
+    PostgreSQL recordings shows nothing at all (no heading or lead over tables it cannot have)."""
+    import IPython.display
+
+    from contention_book.chapters import package
+
+    shown_objects = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **_: shown_objects.extend(objs))
+    chapter, _, shown = sqlserver_page
+    assert W.show_sqlserver_waits(shown, "the run's own sessions", "the chapter's wait")
+    texts = [getattr(o, "data", "") for o in shown_objects if isinstance(o, IPython.display.Markdown)]
+    assert texts[0].startswith("**Your SQL Server's waits, as a DBA reads them.**"), texts
+    assert "(the chapter's wait)" in texts[0] and "sp_BlitzFirst" in texts[0]
+    assert sum("as a DBA reads them" in t for t in texts) == 1
+    assert sum(isinstance(o, pd.DataFrame) for o in shown_objects) == 3, chapter  # the three tables follow
+    shown_objects.clear()
+    assert not W.show_sqlserver_waits(package(chapter, "recordings").load_shown(""))
+    assert shown_objects == []
+
+
+@pytest.mark.parametrize("notebook", ["01-latch-fairness", "04-last-page-insert", "05-lmax-queue"])
+def test_no_notebook_heads_a_section_with_the_wait_tables_alone(notebook):
+    """The wait tables come with their own lead (show_sqlserver_waits), inside a section that has other content: a
+    heading of their own would stand empty over every page of the book's own (native, PostgreSQL) recordings."""
+    import nbformat
+
+    from contention_book.harness.recording import repo_root
+
+    nb = nbformat.read(repo_root() / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    headings = [c.source for c in nb.cells if c.cell_type == "markdown" and "as a DBA reads them" in c.source
+                and any(line.startswith("#") and "DBA reads" in line for line in c.source.splitlines())]
+    assert not headings, headings
+    calls = [c.source for c in nb.cells if c.cell_type == "code" and "sqlserver_waits" in c.source]
+    assert calls and all("show_sqlserver_waits(shown" in c for c in calls), calls

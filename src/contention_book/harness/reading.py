@@ -34,6 +34,29 @@ def reading_minutes(page: Path) -> float:
     return prose_words(page.read_text(encoding="utf-8")) / WORDS_PER_MINUTE
 
 
+def empty_sections(html: str) -> list[str]:
+    """The headings of a built page's sections that hold nothing of their own: a heading followed directly by another
+    heading (a subsection) or by nothing at all.  Content is any text, image, figure or table outside the heading and
+    the subsections; an empty cell container (a code cell whose output a recording left empty) is not content."""
+    from bs4 import BeautifulSoup, NavigableString
+
+    soup = BeautifulSoup(html, "html.parser")
+    main = soup.select_one("article.bd-article") or soup.select_one("main") or soup
+    empty = []
+    for section in main.find_all("section"):
+        heading = section.find(re.compile(r"^h[1-6]$"), recursive=False)
+        if heading is None:
+            continue
+        own = [c for c in section.children if c is not heading and getattr(c, "name", None) != "section"]
+        filled = any(c.strip() if isinstance(c, NavigableString) else
+                     (c.get_text(strip=True) or c.find(["img", "svg", "table", "figure", "iframe"]) is not None
+                      or c.name in ("img", "svg", "table", "figure", "iframe")) for c in own)
+        if not filled:
+            text = heading.get_text(" ", strip=True).removesuffix("#").strip()
+            empty.append(text)
+    return empty
+
+
 def chapter_pages(html_dir: Path) -> dict[str, Path]:
     """The chapters' main pages (``chapters/NN-name.html``), details pages left out."""
     return {p.stem: p for p in sorted((html_dir / "chapters").glob("[0-9][0-9]-*.html"))

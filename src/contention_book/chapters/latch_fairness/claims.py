@@ -12,19 +12,20 @@ import pandas as pd
 from ..shared.claims import Claim, Size, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import LATCH, LATCH_SPIN
-from .tables import native_summary, preemption_floor, published_numbers, regime
+from .tables import published_numbers, regime
 from ..shared.memo import per_view
 
 CLAIMS = ("The unfair latch waits far less often", "The unfair latch spins far more",
-          "The unfair latch gives higher throughput", "The unfair latch's maximum wait is no worse")
+          "The unfair latch gives higher throughput", "The unfair latch's wait tail is no worse")
 _AT = "at the largest thread count ≤ CPUs"
 RULES = {
     "native": [
         f"holds when the interval over repetitions of waits per record, spinning ÷ fair, {_AT}, lies below 0.1",
         f"holds when the interval over repetitions of spins per record, spinning − fair, {_AT}, lies above 0",
         f"holds when the interval over repetitions of records/s, spinning ÷ fair, {_AT}, lies above 1",
-        f"holds when the interval over repetitions of the longest wait, spinning ÷ fair, {_AT}, lies below 1; "
-        "not testable when a lone thread's longest wait is at least half the locks' (preemption, not the lock)",
+        f"holds when the interval over repetitions of the 99th-percentile wait, spinning ÷ fair, {_AT}, lies below "
+        "1 (the article printed the longest wait, but on a small machine a single wait measures its scheduler, so "
+        "the C model compares the 99th percentile)",
     ],
     "sqlserver": [
         "holds when the interval over repetitions of latch waits, unfair ÷ fair, lies below 0.1; size: within 10× "
@@ -77,14 +78,10 @@ def verdicts(shown) -> pd.DataFrame:
                            if tx["fair_spins"] == "0" else
                            f"{tx['spins']} more spins per record than the fair lock's {tx['fair_spins']} {at}"),
                           f"records/s {tx['rate']} the fair lock's {at}",
-                          f"longest wait {tx['wait_max']} the fair lock's {at}"]
+                          f"99th-percentile wait {tx['wait_p99']} the fair lock's {at}: {tx['spin_p99']} against "
+                          f"{tx['fair_p99']}"]
         directions = [below(sp["waits"], 0.1), above(sp["spins"], 0.0), above(sp["rate"], 1.0),
-                      below(sp["wait_max"], 1.0)]
-        floor = preemption_floor(native_summary(measured), t_in)
-        if floor:  # the longest wait is the scheduler's, not the lock's: a lone thread waits as long
-            directions[3] = (f"not testable here: a lone thread, which waits for no one, had a longest wait of "
-                             f"{floor[0]:.1f} ms against the locks' {floor[1]:.1f} ms or more: the longest wait "
-                             "measures preemption on this machine, not the lock")
+                      below(sp["wait_p99"], 1.0)]
         if reg["missing"]:
             directions = [missing_point(reg["missing"])] * 4
             measured_texts = [f"no point to judge: the recording lacks {reg['missing']}"] * 4

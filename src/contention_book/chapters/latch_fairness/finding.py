@@ -57,7 +57,8 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
              "Server" if measured.is_native and n["m_in_threads"] == n["m_in_threads"] else n["m_tested_on"])
     labels = dict(zip([str(c) for c in rows["claim"]], ("fewer latch waits (unfair ÷ fair)", "more spins per record",
                                                        "higher throughput",
-                                                       "longest wait")))
+                                                       "99th-percentile wait" if measured.is_native
+                                                       else "longest wait")))
     rate = number(rows["measured"].iloc[2]) if len(rows) > 2 else ""
     reliable = len(rows) > 2 and str(rows["verdict"].iloc[2]).startswith(("direction reproduced", "reproduced"))
     carried = (f"an unfair latch's throughput was {rate} a fair one's"

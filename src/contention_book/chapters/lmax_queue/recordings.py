@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from contention_book.harness import recording as rec
 
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED_ADKIN, PUBLISHED_LMAX
@@ -31,9 +33,72 @@ class Shown:
     db: LmaxRecording
 
 
+# A point's wait samples cannot outnumber its backends times the ticks of the sampler over the window; the
+# sampler's window runs from the start line to the sessions' end, a little longer than the measured window, so
+# a point is refused only beyond half again that many.
+SAMPLE_CEILING = 1.5
+# The load check's columns counted from the same samples (the driver's own columns are kept).
+SAMPLED_LOAD_COLUMNS = ("server_share", "client_share", "backoff_share")
+
+
+def set_aside_overcounted_waits(view: LmaxRecording) -> pd.DataFrame:
+    """Points whose wait samples outnumber what the sampler could take, kept out of the wait profile and out of the
+    load check's sampled shares, and returned (also as ``tables["waits_overcounted"]``, and named in a note).
+
+    Why: the in-server sampler counts a workload backend as on CPU at every tick of its window at which it had
+    no wait event, so a window that outlasts the sessions counts them as on CPU after they have ended.  A point
+    whose samples pass backends × window × rate by more than :data:`SAMPLE_CEILING` has such a window; its CPU
+    share is that mistake, not the workload.  ``offcpu`` says whether the point carried the off-CPU capture (the
+    reference recording stopped its sampler only after that capture's post-processing)."""
+    waits, runs = view.tables.get("waits_by_repetition"), view.runs
+    empty = pd.DataFrame(columns=["variant", "sessions", "repetition", "samples", "ceiling", "offcpu"])
+    need = {"variant", "sessions", "repetition", "elapsed_s", "wait_sample_hz"}
+    if waits is None or waits.empty or runs is None or not need <= set(runs.columns):
+        return empty
+    keys = ["variant", "sessions", "repetition"]
+    total = waits.groupby(keys, as_index=False)["samples"].sum()
+    point = runs[[*keys, "elapsed_s", "wait_sample_hz"]].assign(
+        backends=runs["sessions"] + (runs["consumers"] if "consumers" in runs.columns else 0))
+    both = total.merge(point, on=keys)
+    both["ceiling"] = both["backends"] * both["elapsed_s"] * both["wait_sample_hz"]
+    over = both[both["samples"] > SAMPLE_CEILING * both["ceiling"]].reset_index(drop=True)
+    if over.empty:
+        return empty
+    captured = set()
+    if view.recording.has("stacks/offcpu_captures.csv"):
+        cap = view.recording.csv("stacks/offcpu_captures.csv")
+        captured = {tuple(r) for r in cap[keys].itertuples(index=False)} if set(keys) <= set(cap.columns) else set()
+    over["offcpu"] = [tuple(r) in captured for r in over[keys].itertuples(index=False)]
+    bad = set(map(tuple, over[keys].itertuples(index=False)))
+    hit = lambda f: pd.Series([tuple(r) in bad for r in f[keys].itertuples(index=False)], index=f.index)  # noqa: E731
+    keep = waits[~hit(waits)].reset_index(drop=True)
+    view.tables["waits_by_repetition"] = keep
+    view.tables["waits"] = rec.median_over_repetitions(keep, LAYOUT["waits"])
+    points = view.tables.get("load_points_by_repetition")
+    if points is not None and set(keys) <= set(points.columns):
+        points = points.copy()
+        cols = [c for c in SAMPLED_LOAD_COLUMNS if c in points.columns]
+        points.loc[hit(points), cols] = float("nan")
+        view.tables["load_points_by_repetition"] = points
+        view.tables["load_points"] = rec.median_over_repetitions(points, LAYOUT["load_points"])
+    out = over[[*keys, "samples", "ceiling", "offcpu"]]
+    view.tables["waits_overcounted"] = out
+    words = "; ".join(f"{r.variant} at {r.sessions} sessions, repetition {r.repetition}: {r.samples:,.0f} samples "
+                      f"where the sampler could take about {r.ceiling:,.0f}" for r in out.itertuples())
+    view.recording.manifest.setdefault("notes", []).append(
+        f"set aside from the wait profile and the load check's sampled shares, because they hold more wait samples "
+        f"than the sampler could take: file {FILES_WAITS} {words}")
+    return out
+
+
+FILES_WAITS = LAYOUT["waits"].path
+
+
 def load(ref: str | Path) -> LmaxRecording:
     """Open a recording of this chapter by id or directory."""
     out = rec.load_view(CHAPTER, ref, LAYOUT, LmaxRecording)
+    if out.recording.kind == "measured":
+        set_aside_overcounted_waits(out)
     if out.runs.empty:
         aside = [n for n in out.notes if n.startswith("set aside")]
         why = ("; every point was set aside: " + " ".join(aside)) if aside else "; expected one per run"

@@ -282,9 +282,12 @@ class PostgresQueueRun:
                                            + f", repetition {repetition + 1}")
             done = True
         finally:  # perf never outlives a point, however it ends
+            # the wait sampler first: it counts a session with no wait event as on CPU at every tick of its window,
+            # so a window that ran on through the off-CPU capture's post-processing counted the ended sessions as
+            # on CPU throughout it (4.6 to 13 times the samples of the point's other repetitions)
+            sampler.stop()
             finish_offcpu(self.w, offcpu["rec"], self.log, failed=not done, variant=variant, sessions=sessions,
                           repetition=repetition, threads="consumers")
-        sampler.stop()
         producers = result.per_session[:sessions]
         error_count = result.errors
         errors = [e for s in result.per_session for e in s.error_samples]

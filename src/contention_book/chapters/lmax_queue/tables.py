@@ -302,7 +302,29 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
                 f"session still share the same {cpus} CPUs, so beyond {cpus} producers the sessions take turns "
                 "rather than run side by side, and the absolute rates are this small machine's.")
     return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": f"{read} {back_off}",
-            "db_wait_sampler": load_record.wait_sampler_text(g)}
+            "db_wait_sampler": f"{load_record.wait_sampler_text(g)} {overcounted_text(g)}".strip()}
+
+
+def overcounted_text(g: LmaxRecording) -> str:
+    """Which points' wait samples were left out (recordings.set_aside_overcounted_waits), how far over what the
+    sampler could take, and why, in words; "" when none."""
+    over = g.table("waits_overcounted")
+    if over is None or over.empty:
+        return ""
+    x = over["samples"] / over["ceiling"]
+    lo, hi = f"{x.min():.2g}", f"{x.max():.2g}"
+    span = f"{lo} times" if lo == hi else f"{lo} to {hi} times"
+    points = over.groupby(["sessions", "repetition"]).size()
+    where = "; ".join(f"{'every design' if n == g.runs['variant'].nunique() else f'{n} designs'} at {s} producers, "
+                      + ("the first repetition" if r == 0 else f"repetition {r + 1}") for (s, r), n in points.items())
+    why = (" Those points carried the off-CPU capture, and the sampler's window also covered its post-processing, "
+           "after the sessions had ended; the sampler counts a session with no wait event as on CPU, so it counted "
+           "the ended sessions as on CPU at every tick." if over["offcpu"].all() else
+           " The sampler's window outlasted the sessions there, and the sampler counts a session with no wait event "
+           "as on CPU.")
+    return (f"The wait shares leave out {len(over)} point{'s' if len(over) != 1 else ''} ({where}), whose samples "
+            f"were {span} what the sampler could take in the window.{why} The medians there come from the remaining "
+            "repetitions.")
 
 
 def back_off_sentence(g: LmaxRecording) -> str:

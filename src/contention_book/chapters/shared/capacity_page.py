@@ -246,9 +246,16 @@ def measured_views(shown) -> list:
     return [v for v in views if getattr(v, "recording", None) is not None]
 
 
-def show_machine_predictions(chapter, shown) -> None:
+def machine_lacks(preds: Sequence[Prediction]) -> str:
+    """Under the table: each own-machine model with what it leaves out (a bound says there why it is one)."""
+    return "\n".join(f"- **{p.model[0].upper() + p.model[1:]}** (*{p.equation}*): {p.lacks}." for p in preds
+                      if isinstance(p, Prediction) and p.lacks)
+
+
+def show_machine_predictions(chapter, shown, say_lacks: bool = False) -> None:
     """The "Predictions for this machine" table: each model first predicts one of this recording's own contended
-    measurements from its uncontended ones and the recording's machine card; rows saved for Findings."""
+    measurements from its uncontended ones and the recording's machine card; rows saved for Findings.
+    ``say_lacks``: each model's "what it leaves out" under the table (:func:`machine_lacks`)."""
     import importlib
 
     from IPython.display import Markdown, display
@@ -262,6 +269,8 @@ def show_machine_predictions(chapter, shown) -> None:
     if preds:
         show_table(machine_frame(preds).set_index("quantity"), "Predictions for this machine: each model against "
                    "this recording's own contended measurement, judged by the same rule as the article's.")
+        if say_lacks and machine_lacks(preds):
+            display(Markdown("What each leaves out:\n\n" + machine_lacks(preds)))
 
 
 def usl_words() -> str:

@@ -50,10 +50,11 @@ class Spread:
         many runs, since they hold the lowest and highest measured.
 
         ``fmt="fraction"`` writes a small ratio as a reader says it, ``1/22,000`` rather than
-        ``4.5e-05`` (two significant digits in the denominator; 0.1 and above as plain numbers)."""
+        ``4.5e-05`` (two significant digits in the denominator; 0.1 and above as plain numbers); ``fmt="sig"``
+        writes two significant digits and never an exponent (``0.025``, ``15``, ``1,900``)."""
         if self.n == 0:
             return "not measured"
-        bare = _fraction if fmt == "fraction" else (lambda v: f"{v:{fmt}}")
+        bare = {"fraction": _fraction, "sig": _sig}.get(fmt) or (lambda v: f"{v:{fmt}}")
         if unit == "×" and fmt != "fraction":  # a ratio's bound is never rounded onto "no effect" (0.98 is not 1.0)
             plain, one = bare, bare(1.0)
             bare = (lambda v: f"{v:.2f}" if v != 1 and plain(v) == one else plain(v))
@@ -63,6 +64,10 @@ class Spread:
         if self.method.startswith("bootstrap"):
             return f"{first} ({bare(self.low)}–{bare(self.high)})"
         return f"{first} (range {bare(self.low)}–{bare(self.high)}, {self.n} runs)"
+
+
+def _sig(v: float) -> str:
+    return f"{float(f'{v:.2g}'):,g}"
 
 
 def _fraction(v: float) -> str:

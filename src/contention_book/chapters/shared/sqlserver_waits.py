@@ -4,6 +4,8 @@ The runs write them with plain column names (harness.sqlserver_waits); a page sh
 A recording made before these tables existed (or by another engine) has none: the functions return
 None.  The ``show_*`` functions put one table on a page for every SQL Server recording the chapter shows,
 through the book's table helper; where the page shows no SQL Server recording they print nothing.
+:func:`show_sqlserver_waits` says what the three tables are and shows them, or prints nothing at all: a page
+whose recordings are native or PostgreSQL gets no heading over tables it cannot have.
 """
 from __future__ import annotations
 
@@ -130,3 +132,28 @@ def show_in_flight_waits(shown: Any, rows: int = ROWS_PER_POINT) -> None:
 def show_session_waits(shown: Any, rows: int = ROWS_PER_POINT) -> None:
     """The run's own sessions' wait counters (`sys.dm_exec_session_wait_stats`), resource and signal apart."""
     _show(shown, "session", rows)
+
+
+def lead(sessions: str, note: str = "") -> str:
+    """The words over a SQL Server recording's three wait tables: what each holds, with the column names and units
+    of sp_BlitzFirst; ``sessions`` names the run's own sessions ("the inserting sessions"), ``note`` says which
+    wait the chapter is about."""
+    return (f"**Your SQL Server's waits, as a DBA reads them.** The SQL Server recording shown keeps its waits with "
+            "the column names and units of sp_BlitzFirst: the server-wide waits over each point with benign waits "
+            f"removed and resource and signal time apart, what {sessions} were waiting on when sampled"
+            + (f" ({note})" if note else "") + ", and those sessions' own wait counters.")
+
+
+def show_sqlserver_waits(shown: Any, sessions: str = "the run's own sessions", note: str = "",
+                         rows: int = ROWS_PER_POINT) -> bool:
+    """The lead and the three wait tables where the page shows a SQL Server recording; nothing otherwise.
+    True when it showed them."""
+    from IPython.display import Markdown, display
+
+    if not sqlserver_recordings(shown):
+        return False
+    display(Markdown(lead(sessions, note)))
+    show_dba_waits(shown, rows)
+    show_in_flight_waits(shown, rows)
+    show_session_waits(shown, rows)
+    return True
