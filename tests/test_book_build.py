@@ -117,3 +117,54 @@ def test_a_figure_drawing_outside_its_canvas_is_left_to_savefig():
     fig.canvas.draw()
     assert _drawn_png(fig) is None
     plt.close(fig)
+
+
+def test_lanes_are_planned_so_the_longest_lane_is_shortest():
+    from contention_book.harness.book import LanePlan, plan_lanes
+
+    seconds = {"a": 12.7, "b": 11.7, "c": 8.9, "d": 7.7, "e": 7.3}
+    plan = plan_lanes(seconds, 2)
+    # longest first, each to the lane that frees first, puts a and b apart and ends at 27.7 s (b+c+e); this, 24.4
+    assert sorted(map(sorted, plan)) == [["a", "b"], ["c", "d", "e"]]
+    assert max(sum(seconds[c] for c in lane) for lane in plan) == pytest.approx(24.4)
+    assert LanePlan(plan, seconds).in_order() == ["c", "a", "d", "e", "b"]  # the order Sphinx waits for them
+    unknown = plan_lanes({c: float("inf") for c in seconds}, 2)
+    assert sorted(len(lane) for lane in unknown) == [2, 3]  # nothing known: spread by count
+    assert plan_lanes({}, 2) == [[], []]
+
+
+def test_a_lane_that_runs_out_takes_a_chapter_not_yet_started():
+    from contention_book.harness.book import LanePlan
+
+    lanes = LanePlan([["a"], ["b", "c", "d"]])
+    assert lanes.next(0) == "a" and lanes.next(1) == "b"
+    assert lanes.next(0) == "d"  # lane 0 is free while lane 1 runs b: it takes the last of lane 1's
+    assert lanes.next(1) == "c" and lanes.has_more() is False
+    assert lanes.next(0) is None and lanes.next(1) is None
+
+
+def test_the_sphinx_speed_patches_still_apply_to_the_locked_versions():
+    """They patch functions of pybtex and pydata-sphinx-theme; an upgrade that changes either must be seen."""
+    from pybtex.plugin import find_plugin
+
+    from contention_book.harness import sphinx_speed
+
+    assert sphinx_speed.patch_pybtex() and sphinx_speed.patch_pybtex()  # applies, and only once
+    assert find_plugin("pybtex.style.formatting", "plain").__name__ == "Style"  # the cached lookup still finds it
+    assert sphinx_speed.patch_sidebar() and sphinx_speed.patch_sidebar()
+    from pydata_sphinx_theme import utils
+
+    seen = {}
+
+    class Templates:
+        def render(self, template, ctx):
+            seen[template] = seen.get(template, 0) + 1
+            return "" if template == "empty.html" else "<nav/>"
+
+    class App:
+        class builder:
+            templates = Templates()
+
+    kept = utils._update_and_remove_templates(App, {}, ["sbt-sidebar-nav.html", "empty.html", "x.html"], "sidebars")
+    assert kept == ["sbt-sidebar-nav.html", "x.html"]  # an empty template is still dropped
+    assert "sbt-sidebar-nav.html" not in seen and seen["x.html"] == 1  # the navigation is not rendered to check it

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import re
@@ -30,11 +31,9 @@ if __name__ == "__main__" and sys.argv[1:2] == ["from-make"]:
 from pathlib import Path
 from typing import Any
 
-from .launch import LiveRunFailed, LiveRunInterrupted, run_live
-from .live import COMMAND_ENV
+from .checkout import repo_root  # not .recording: its pandas would delay the kernels' start by most of a second
 from .params import ParameterError, split_assignments
 from .targets import TargetError, check_target_name
-from .recording import repo_root
 from .redaction import redact
 
 RECORDED_TIMEOUT_S = 600
@@ -77,6 +76,65 @@ def up_to_date(chapter: str, notebook: Path) -> bool:
     stamp = stamp_path(notebook)
     return (executed_path(notebook).exists() and stamp.exists()
             and stamp.read_text().strip() == content_stamp(chapter, notebook))
+
+
+def plan_lanes(seconds: dict[str, float], lanes: int) -> list[list[str]]:
+    """Chapters shared among ``lanes`` so that the longest lane is as short as it can be, from each chapter's
+    last time (``seconds``; unknown: infinite, so those are spread by count).  Every split is tried (five
+    chapters in two lanes: 32); the greedy longest-first rule put the two longest chapters in different lanes,
+    and left one lane idle for a quarter of the build while the other ran a third chapter.  Each lane runs
+    its longest chapter first."""
+    import itertools
+
+    names = sorted(seconds, key=lambda c: (-seconds[c], c))
+    if not names:
+        return [[] for _ in range(lanes)]
+    known = [s for s in seconds.values() if s != float("inf")]
+    cost = {c: seconds[c] if seconds[c] != float("inf") else (max(known) if known else 1.0) for c in names}
+    if len(names) > 12:  # too many splits to try: longest first, each to the lane that frees first
+        plan = [[] for _ in range(lanes)]
+        for c in names:
+            min(plan, key=lambda p: sum(cost[x] for x in p)).append(c)
+        return plan
+    best, best_key = None, None
+    for assignment in itertools.product(range(lanes), repeat=len(names)):
+        plan = [[c for c, a in zip(names, assignment) if a == lane] for lane in range(lanes)]
+        key = (max(sum(cost[c] for c in p) for p in plan), [len(p) for p in plan])
+        if best_key is None or key < best_key:
+            best, best_key = plan, key
+    return best
+
+
+class LanePlan:
+    """The lanes' chapters (:func:`plan_lanes`); a lane that runs out takes a chapter another lane has not
+    started yet, so a chapter slower than its last time does not leave a CPU idle."""
+
+    def __init__(self, plan: list[list[str]], seconds: dict[str, float] | None = None) -> None:
+        import threading
+
+        self._plan, self._lock = [list(p) for p in plan], threading.Lock()
+        self._seconds = seconds or {}
+
+    def in_order(self) -> list[str]:
+        """Every chapter, in the order it is expected to finish (by the lanes' last times added up)."""
+        finish = {}
+        for lane in self._plan:
+            at = 0.0
+            for c in lane:
+                at += min(self._seconds.get(c, 1.0), 1e6)
+                finish[c] = at
+        return sorted(finish, key=lambda c: (finish[c], c))
+
+    def has_more(self) -> bool:
+        with self._lock:
+            return any(self._plan)
+
+    def next(self, lane: int) -> str | None:
+        with self._lock:
+            if self._plan[lane]:
+                return self._plan[lane].pop(0)
+            others = [p for p in self._plan if p]
+            return max(others, key=len).pop() if others else None
 
 
 def execute_if_changed(chapter: str, *, force: bool = False, kernel=None) -> bool:
@@ -623,6 +681,8 @@ def from_make(argv: list[str]) -> int:
         _drop_stale_outcomes(Path(outcome).parent)
     try:
         check_target_name(os.environ.get("TARGET"))
+        from .live import COMMAND_ENV
+
         os.environ.setdefault(COMMAND_ENV, make_line(argv))
         return main(argv_from_make(dict(os.environ)))
     except TargetError as exc:
@@ -712,7 +772,9 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
         status = sphinx_build(repo_root())
         if isinstance(status, BaseException):
             print(f"[book] jupyter-book build failed ({status})", file=sys.stderr, flush=True)
-        return 0 if status == 0 else 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0 if status == 0 else 1)  # its files are written and closed: tearing down Sphinx's objects took 0.5 s
     started = time.perf_counter()
     failures: list[str] = []
     html_built = False
@@ -721,38 +783,37 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
 
         os.environ[PAGE_DATA_ENV] = str(repo_root() / "book" / "chapters")
     if args.command == "build":
-        import queue
         from concurrent.futures import ThreadPoolExecutor
 
         held.enter_context(_one_build_at_a_time(repo_root()))
 
-        todo: queue.Queue[str] = queue.Queue()
-        for chapter, nb in sorted(notebooks().items(), key=lambda item: -last_duration(item[1])):
+        chosen, seconds = [], {}
+        for chapter, nb in notebooks().items():
             if args.force or not up_to_date(chapter, nb):
-                todo.put(chapter)  # the longest first: the two lanes then end close together
+                chosen.append(chapter)
+                seconds[chapter] = last_duration(nb)
             else:
                 print(f"[book] {chapter}: unchanged, not re-executed", flush=True)
+        todo = LanePlan(plan_lanes(seconds, PARALLEL_CHAPTERS), seconds)
 
-        forks = KernelForkServer() if os.name == "posix" and not todo.empty() and os.environ.get(FORKS_ENV) != "0" \
-            else None
+        forks = KernelForkServer() if os.name == "posix" and chosen and os.environ.get(FORKS_ENV) != "0" else None
         gate = None
-        if not todo.empty() and not args.no_html:  # Sphinx starts with the chapters, and reads each once written
+        if chosen and not args.no_html:  # Sphinx starts with the chapters, and reads each once written
             from .sphinx_gate import GatedSphinx
 
-            gate = GatedSphinx(pending_docs(list(todo.queue)))
+            gate = GatedSphinx(pending_docs(todo.in_order()))
 
-        def lane() -> None:
+        def lane(number: int) -> None:
             """Chapters one after another, each in a kernel started while the one before it ran."""
             spare = None
             try:
                 while True:
-                    try:
-                        chapter = todo.get_nowait()
-                    except queue.Empty:
+                    chapter = todo.next(number)
+                    if chapter is None:
                         return
                     kernel, spare = spare or start_kernel(forks), None
                     try:
-                        if not todo.empty():
+                        if todo.has_more():
                             spare = start_kernel(forks)
                         execute_if_changed(chapter, force=True, kernel=kernel)
                     except ChapterFailed as exc:  # one failed chapter does not stop the others
@@ -769,12 +830,15 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
 
         try:
             with ThreadPoolExecutor(max_workers=PARALLEL_CHAPTERS) as pool:
-                lanes = [pool.submit(lane) for _ in range(PARALLEL_CHAPTERS)]
+                lanes = [pool.submit(lane, number) for number in range(PARALLEL_CHAPTERS)]
                 if gate is not None:  # while the kernels start
                     _write_pages()
                     gate.start()
                 for done in lanes:
                     done.result()
+            if forks is not None:  # no kernel is left to start: the server's exit overlaps Sphinx's writing
+                forks.close()
+                forks = None
             if gate is not None:
                 from .book_pages import write_findings
 
@@ -811,6 +875,9 @@ def _main(argv: list[str] | None, held: contextlib.ExitStack) -> int:
                               record_to=args.record_to)
             except (ParameterError, TargetError, RecordingError) as exc:
                 raise SystemExit(f"[book] refused: {exc}") from None
+            from .launch import LiveRunFailed, LiveRunInterrupted, run_live
+            from .live import COMMAND_ENV
+
             os.environ.setdefault(COMMAND_ENV, " ".join(["python -m contention_book.harness.book", *argv]))
             try:
                 params["recording"] = str(run_live(args.chapter, args.engine, target=args.target, params=raw,

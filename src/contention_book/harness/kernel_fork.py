@@ -5,7 +5,8 @@ the chapters' common imports (pandas, matplotlib, seaborn) before its first cell
 the 2-CPU build machine.  A fork of a process that holds them is ready in milliseconds, and is still a fresh
 process per chapter: nothing one chapter leaves reaches the next.
 
-How: ``serve`` binds a Unix socket, imports ipykernel's application and the modules it is given, then forks a
+How: ``serve`` binds a Unix socket, imports ipykernel's application and the modules it is given (and calls a
+module's ``warm_up()``, if it has one, for what it loads on first use), then forks a
 kernel for each request.  The kernel manager starts ``launch`` where it would start ``ipykernel_launcher``, with
 the same arguments: the launcher hands the server its arguments, working folder, environment and standard
 streams, forwards SIGINT and SIGTERM to the forked kernel, and exits when the kernel does.  The kernel ends when
@@ -42,7 +43,9 @@ def serve(path: str, modules: list[str]) -> int:
     from ipykernel import kernelapp  # noqa: F401 - loaded once, here, for every kernel
 
     for name in modules:
-        importlib.import_module(name)
+        module = importlib.import_module(name)
+        if callable(getattr(module, "warm_up", None)):  # what the module loads on first use, loaded once here
+            module.warm_up()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # kernels are reaped as they end
     while True:
         ready, _, _ = select.select([server, sys.stdin], [], [])
