@@ -62,7 +62,12 @@ def patch_sidebar() -> bool:
     return True
 
 
-def setup(app):  # noqa: ARG001 - Sphinx's signature
-    patch_pybtex()
+def _before_reading(app, env, docnames) -> None:  # noqa: ARG001 - Sphinx's signature
+    if docnames:  # a build with nothing to read need not import pybtex (a third of a second)
+        patch_pybtex()
+
+
+def setup(app):
+    app.connect("env-before-read-docs", _before_reading)
     patch_sidebar()
     return {"parallel_read_safe": True, "parallel_write_safe": True}
