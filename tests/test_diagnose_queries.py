@@ -162,3 +162,23 @@ def test_a_querys_source_block_is_shown_once_in_its_code_not_again_as_its_purpos
             "-- Waits over one minute.\n-- Needs VIEW SERVER STATE.\nSELECT 1;")
     assert diagnose._purpose(text) == "Waits over one minute. Needs VIEW SERVER STATE."
     assert diagnose._purpose("-- Source: sys.x (a)\n-- https://learn.microsoft.com/y\n-- What.\nSELECT 1;") == "What."
+
+
+def test_every_querys_purpose_is_said_once_and_its_sources_stay_in_the_code():
+    """The paragraph above a query is its leading comment without the sources; the code block keeps the sources
+    and the query, not the paragraph a second time; no address or source line leaks into the paragraph."""
+    from contention_book.chapters.shared import diagnose
+
+    text = ("-- Waits over one minute.\n-- Sources:\n--   sys.dm_os_wait_stats: https://learn.microsoft.com/x\n"
+            "SELECT 1; -- a comment in the query stays\n")
+    assert diagnose._purpose(text) == "Waits over one minute."
+    assert diagnose._code(text) == ("-- Sources:\n--   sys.dm_os_wait_stats: https://learn.microsoft.com/x\n"
+                                    "SELECT 1; -- a comment in the query stays")
+    for path in sorted(ROOT.glob("workloads/*/diagnose/*/*.sql")):
+        said = diagnose._purpose(path.read_text(encoding="utf-8"))
+        assert "http" not in said and "Source" not in said, f"{path}: a source line in the page's paragraph"
+        text = path.read_text(encoding="utf-8")
+        shown = diagnose._code(text).splitlines()
+        said_lines = [line for line, source in diagnose._leading_comment(text) if not source]
+        assert not set(said_lines) & set(shown), f"{path}: the paragraph is repeated in the code"
+        assert text.strip().endswith(shown[-1]), f"{path}: the code block lost the query's end"

@@ -3,7 +3,8 @@
 The page shows the files themselves, so the query a reader copies is the one
 the tests parse (T-SQL) or run on the embedded cluster (PostgreSQL).  The file
 name gives the order and the heading; the file's leading ``--`` comment, when
-it has one, is shown as the sentence that says what the query is for.
+it has one, is shown once, as the paragraph that says what the query is for,
+and the code block keeps the comment's sources and the query.
 """
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ class Query:
     path: Path
     title: str    # "Waited page to index", from 02-waited-page-to-index.sql
     purpose: str  # the leading comment, one paragraph ("" when the file has none)
-    text: str
+    text: str     # the whole file (what the tests parse or run)
+
+    @property
+    def shown(self) -> str:
+        """The code block on the page: the file without the leading comment the paragraph above it says."""
+        return _code(self.text)
 
 
 def _title(path: Path) -> str:
@@ -29,21 +35,33 @@ def _title(path: Path) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _purpose(text: str) -> str:
-    """The leading comment without its "Source" block (the page shows that once, in the code to copy)."""
-    lines, in_source = [], False
+def _leading_comment(text: str) -> list[tuple[str, bool]]:
+    """The file's leading ``--`` lines, each with whether it belongs to a "Source" block (a line that starts
+    "Source", and the indented or address lines after it)."""
+    out, in_source = [], False
     for line in text.splitlines():
         if not line.startswith("--"):
             break
         said = line[2:].strip()
         if said.startswith("Source"):
             in_source = True
-            continue
-        if in_source and (line.startswith("--  ") or said.startswith(("http", "and http"))):
-            continue
-        in_source = False
-        lines.append(said)
-    return " ".join(lines)
+        elif not (in_source and (line.startswith("--  ") or said.startswith(("http", "and http")))):
+            in_source = False
+        out.append((line, in_source))
+    return out
+
+
+def _purpose(text: str) -> str:
+    """The leading comment without its "Source" block (the page shows that once, in the code to copy)."""
+    return " ".join(line[2:].strip() for line, source in _leading_comment(text) if not source)
+
+
+def _code(text: str) -> str:
+    """The file as the page shows it to copy: its "Source" block and the query, without the rest of the leading
+    comment, which the paragraph above the code already says."""
+    head = _leading_comment(text)
+    kept = [line for line, source in head if source]
+    return "\n".join([*kept, *text.splitlines()[len(head):]]).strip()
 
 
 def folder(chapter: str, engine: str) -> Path:
@@ -71,8 +89,8 @@ def markdown(chapter: str, engine: str) -> str:
     for q in queries(chapter, engine):
         said = q.purpose.replace("*", "\\*")  # LCK_M_* would open an emphasis
         head = f"**{ENGINES[engine]}: {q.title.lower()}**"
-        parts.append(f"{head}\n\n{said}\n\n```{LANG[engine]}\n{q.text}\n```" if said else
-                     f"{head}\n\n```{LANG[engine]}\n{q.text}\n```")
+        parts.append(f"{head}\n\n{said}\n\n```{LANG[engine]}\n{q.shown}\n```" if said else
+                     f"{head}\n\n```{LANG[engine]}\n{q.shown}\n```")
     return "\n\n".join(parts)
 
 

@@ -8,9 +8,10 @@
 -- the share of LWLock / BufferContent in it is the number to watch.  The collector reads the
 -- backends' wait events while it holds ProcArrayLock, so some LWLock / ProcArray at commit is
 -- its own footprint (collector.c, probe_waits).
--- Sources: pg_wait_sampling_profile, https://github.com/postgrespro/pg_wait_sampling
--- (README); backend_type and the wait events,
--- https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW
+-- Sources:
+--   pg_wait_sampling_profile: https://github.com/postgrespro/pg_wait_sampling (README)
+--   backend_type and the wait events:
+--   https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW
 SELECT coalesce(p.event_type, 'CPU') AS event_type,
        coalesce(p.event, 'running') AS event,
        sum(p.count) AS samples,

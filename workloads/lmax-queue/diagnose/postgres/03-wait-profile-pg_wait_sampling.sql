@@ -5,9 +5,10 @@
 -- profile was last reset (SELECT pg_wait_sampling_reset_profile();), per process: the join
 -- keeps the client backends still connected (background processes sit in Activity:* waits),
 -- and Client:ClientRead, the wait of a session idle between statements, is left out.
--- Sources: pg_wait_sampling_profile, https://github.com/postgrespro/pg_wait_sampling (README);
--- backend_type and the wait events,
--- https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW
+-- Sources:
+--   pg_wait_sampling_profile: https://github.com/postgrespro/pg_wait_sampling (README)
+--   backend_type and the wait events:
+--   https://www.postgresql.org/docs/current/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW
 CREATE OR REPLACE FUNCTION pg_temp.queue_wait_profile()
 RETURNS TABLE (event_type text, event text, samples bigint, pct_of_working_samples numeric)
 LANGUAGE plpgsql AS $$
