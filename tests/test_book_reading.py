@@ -78,7 +78,8 @@ def test_details_cells_move_to_a_second_page_linked_both_ways_with_their_glue(tm
     assert "<07-a-chapter>`" in details.cells[0].source and details.cells[0].source.startswith("# A chapter: details")
     assert details_text.count("## Evidence") == 1  # ... and details cells keep their section's heading, once
     assert "claims table" in main_text and "the rules" not in main_text and "the rules" in details_text
-    assert "Table 1. main table" in main_text and "Table 1. per point" in details_text  # numbered per page
+    # numbered as the figures are: by chapter, on from the main page through the details page
+    assert "Table 7.1. main table" in main_text and "Table 7.2. per point" in details_text
     glued = {o["metadata"]["scrapbook"]["name"] for c in details.cells if c.cell_type == "code"
              for o in c.outputs if "scrapbook" in o.get("metadata", {})}
     assert glued == {"a", "b"}  # every glued value is there for the prose that quotes it

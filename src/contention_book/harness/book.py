@@ -188,20 +188,23 @@ def _is_glue(output) -> bool:
     return "scrapbook" in (output.get("metadata") or {})
 
 
-def _number_tables(cells) -> None:
-    """Tables numbered 1, 2, ... on each page, in the order the page shows them (a chapter numbers them as it
-    runs, across what became two pages); the parts of one split table keep one number."""
+def _number_tables(cells, chapter: str = "", start: int = 0) -> int:
+    """Tables numbered in the order the pages show them, "Table 5.1", as Sphinx numbers the figures: through the
+    main page, then on through its details page (``start``: how many the main page had), so no two tables of a
+    chapter share a number; the parts of one split table keep one.  Returns the count so far."""
     new: dict[str, str] = {}
+    prefix = f"{int(chapter)}." if chapter.isdigit() else ""
 
     def renumber(m: re.Match) -> str:
-        new.setdefault(m.group(2), str(len(new) + 1))
-        return f"{m.group(1)}Table {new[m.group(2)]}."
+        new.setdefault(m.group(2), str(start + len(new) + 1))
+        return f"{m.group(1)}Table {prefix}{new[m.group(2)]}."
 
     for cell in cells:
         for output in cell.get("outputs", []):
             data = output.get("data") or {}
             if isinstance(data.get("text/html"), str):
                 data["text/html"] = re.sub(r"(<caption>\s*)Table (\d+)\.", renumber, data["text/html"])
+    return start + len(new)
 
 
 def _for_details(output) -> bool:
@@ -284,8 +287,8 @@ def split_page(page: Path) -> Path:
     main.insert(at, link)
     nb_details = copy.deepcopy(nb)
     nb.cells, nb_details.cells = main, [back, *details]
-    for cells in (nb.cells, nb_details.cells):
-        _number_tables(cells)
+    number = page.stem.split("-", 1)[0]
+    _number_tables(nb_details.cells, number, _number_tables(nb.cells, number))
     nbformat.write(nb, page)
     nbformat.write(nb_details, there)
     return there
