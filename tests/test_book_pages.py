@@ -57,7 +57,7 @@ def test_findings_are_the_chapters_saved_verdict_rows(checkout, monkeypatch):
     page = book_pages.write_findings(book.notebooks()).read_text()
     assert "Fair hand-off is slower" in page and "Spins rise" in page
     assert 'href="chapters/01-demo.html#verdicts-demo"' in page
-    assert "1 direction reproduced, 1 inconclusive" in page
+    assert "direction reproduced 1; inconclusive 1" in page
     assert ">tested on</th>" in page and ">size compared</th>" in page and "C model on 2 CPUs" in page
     assert "&lt;b&gt;" in page  # measured text is escaped, only the chapter link is HTML
     assert page.count(rule) == 1 and '[rule&nbsp;1]' in page  # one rule, one note, cited by both rows
@@ -75,7 +75,7 @@ def test_findings_show_rows_saved_before_the_new_columns(checkout, monkeypatch):
     page = book_pages.write_findings(book.notebooks()).read_text()
     assert "— means the chapter gives no value for this claim." in page and "saved before" not in page
     assert "<td>—</td>" in page
-    assert "1 agrees" in page
+    assert "agrees 1" in page
 
 
 def test_no_findings_cell_runs_past_forty_words(checkout, monkeypatch):

@@ -83,7 +83,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
 
     frame = findings_frame(notebooks)
     counted = totals(frame["verdict"])
-    summary = ", ".join(f"{n} {v}" for v, n in counted if n) or "no verdicts yet"
+    summary = "; ".join(f"{v} {n}" for v, n in counted if n) or "no verdicts yet"  # a verdict may hold a comma
     meaning = dict(VOCABULARY)
     older = "a word of an older build of its chapter, from before this vocabulary"
     count_rows = "".join(f"<tr><td><b>{html_.escape(v)}</b></td><td>{html_.escape(meaning.get(v, older))}</td>"
@@ -106,7 +106,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
             "what the recording shown in the chapter measured, whether the size could be compared with the "
             "article's, and the verdict. The rule that decides each verdict is a numbered note under the table. "
             "The rows are the chapters' own verdict rows, gathered when the book is built; follow a chapter's "
-            f"link for the numbers behind a row. In this build: {summary}.\n\n"
+            f"link for the numbers behind a row. The verdicts in this build: {summary}.\n\n"
             "A verdict answers two questions: does the measurement point the article's way (the *direction*), and "
             "is its size comparable with the article's, within a stated factor (the *size*)?\n\n"
             f"({INTERVALS_LABEL})=\n## How to read a number and its interval\n\n{INTERVALS}\n\n"
@@ -160,13 +160,13 @@ def predictions_section(notebooks: dict[str, Path]) -> str:
     for r in rows:
         word = str(r.get("verdict", "")).split(":")[0].split(",")[0]  # the category: "published only, the model fails …"
         counts[word] = counts.get(word, 0) + 1
-    said = ", ".join(f"{n} {w}" for w, n in counts.items())
+    said = "; ".join(f"{w} {n}" for w, n in counts.items())
     table = ('<div class="table-wrap"><table class="book-table text-table" id="predictions"><caption>What each '
              "chapter's model predicts for the article's machine, from costs measured on the machine that built "
              f"the book, against the number the article published</caption><thead><tr>{head}</tr></thead>"
              f"<tbody>{body}</tbody></table></div>")
     return (f"\n({CAPACITY_LABEL})=\n## Predictions for the articles' machines\n\n{CAPACITY_METHOD} "
-            f"In this build: {said}.\n\n```{{raw}} html\n{table}\n```\n\n"
+            f"The predictions in this build: {said}.\n\n```{{raw}} html\n{table}\n```\n\n"
             f"({USL_LABEL})=\n### The Universal Scalability Law fits\n\n{USL_METHOD}\n")
 
 
