@@ -148,8 +148,11 @@ class _Rendered:
 
 def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     """The PNG ``savefig(bbox_inches="tight")`` makes, cut from the figure's last drawing on its Agg canvas
-    instead of laying it out and drawing it twice more (two thirds of a chapter's figure time).  The same size and
-    picture, at most a sub-pixel shift apart; None when the figure was not drawn or draws outside its canvas."""
+    instead of laying it out and drawing it twice more (two thirds of a chapter's figure time): the drawn pixels
+    that differ from the figure's background, with ``pad_inches`` of background around them.  The box is found
+    in the pixels, not by measuring every artist again (``get_tightbbox``, an eighth of a second a figure), so it
+    hugs the ink where savefig's hugs the artists' boxes: a few pixels tighter.  None when the figure was not
+    drawn, or its ink reaches the canvas's edge (it may be drawn past it: savefig then shows what this cannot)."""
     import io
 
     import numpy as np
@@ -164,17 +167,16 @@ def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     dpi, height_px = fig.dpi, fig.bbox.height
     if buf.shape[:2] != (int(height_px), int(fig.bbox.width)):
         return None  # resized since it was drawn
-    tight = fig.get_tightbbox(canvas.get_renderer())
-    x0, y0, x1, y1 = (v * dpi for v in tight.extents)
-    if x0 < 0 or y0 < 0 or x1 > fig.bbox.width or y1 > height_px:
-        return None  # savefig would draw what lies outside the canvas
-    box = tight.padded(pad_inches)
-    width, height = int(box.width * dpi), int(box.height * dpi)
-    left, top = int(round(box.x0 * dpi)), int(round(height_px - box.y0 * dpi)) - height
-    out = np.empty((height, width, 4), np.uint8)
-    out[:] = np.round(np.asarray(to_rgba(fig.get_facecolor())) * 255).astype(np.uint8)  # the padding
-    sy0, sx0, sy1, sx1 = max(top, 0), max(left, 0), min(top + height, buf.shape[0]), min(left + width, buf.shape[1])
-    out[sy0 - top:sy1 - top, sx0 - left:sx1 - left] = buf[sy0:sy1, sx0:sx1]
+    background = np.round(np.asarray(to_rgba(fig.get_facecolor())) * 255).astype(np.uint8)
+    ink = (buf != background).any(axis=2)
+    rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    if not len(rows) or rows[0] == 0 or cols[0] == 0 or rows[-1] == buf.shape[0] - 1 or cols[-1] == buf.shape[1] - 1:
+        return None
+    pad = int(round(pad_inches * dpi))
+    crop = buf[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    out = np.empty((crop.shape[0] + 2 * pad, crop.shape[1] + 2 * pad, 4), np.uint8)
+    out[:] = background
+    out[pad:pad + crop.shape[0], pad:pad + crop.shape[1]] = crop
     data = io.BytesIO()
     imsave(data, out, format="png", origin="upper", dpi=dpi)
     return data.getvalue()
