@@ -37,7 +37,7 @@ def handoff_timeline(record_ns: float = math.nan, handoff_ns: float = math.nan):
                   fontsize=7, va="center", arrowprops=dict(arrowstyle="->", lw=0.6))
     fair.annotate("C must queue behind B,\nthen wait for its own wake-up", (4.0, 1.0), (5.5, 1.3), fontsize=7,
                   va="center", arrowprops=dict(arrowstyle="->", lw=0.6))
-    fair.set_title("Fair (SQL Server's default latch): every acquisition under contention waits for a wake-up",
+    fair.set_title("Fair (the nesting-transaction latches' default): each contended acquisition waits for a wake-up",
                    fontsize=9, loc="left")
     # Barging: A releases at 1; running C takes the latch at once; B, woken, finds it held and spins briefly.
     _lane(barge, 3, [(0, HOLD, "hold"), (HOLD, 3.6, "run")], "thread A (holder)")
@@ -79,5 +79,17 @@ ALT = ("Two timelines of three threads sharing one latch. Fair: thread A release
        "spins briefly before taking it after C.")
 CAPTION = ("A fair hand-off against a barging one. With the fair latch, ownership passes to a sleeping waiter, so "
            "the latch sits idle through every wake-up and context switch; with the unfair latch a running thread "
-           "takes it at once. Where this page's recording measured them, the time axis note gives this machine's "
-           "cost of one record and of one fair hand-off.")
+           "takes it at once.")
+
+
+def caption(record_ns: float = math.nan, handoff_ns: float = math.nan) -> str:
+    """:data:`CAPTION` and what the time axis note gives, saying only what the diagram shows (a cost the recording
+    could not price is said to be missing, not promised)."""
+    shown = [w for v, w in ((record_ns, "one record alone"), (handoff_ns, "one fair hand-off")) if v == v]
+    if not shown:
+        return CAPTION
+    text = CAPTION + f" The time axis note gives this machine's cost of {' and of '.join(shown)}"
+    if handoff_ns != handoff_ns:
+        text += ("; the recording could not price a fair hand-off (too few acquisitions queued at the deciding "
+                 "thread count)")
+    return text + "."

@@ -158,7 +158,35 @@ def plot_per_record(summary: pd.DataFrame | None, cpus: int | None):
 
 
 # the off-CPU figure and table (chapters.shared.offcpu): this chapter's title and what its waits look like
-offcpu = ChapterOffCpu("{variant} lock at the deciding thread count: latch_convoy's threads off the CPU",
+SITE_WORDS = {  # the benchmark's functions as a reader says them; the flame graph's boxes keep the names
+    "qlock_acquire": "taking the lock", "try_barge": "trying to barge in", "run_worker": "the worker's loop",
+    "qlock_release": "releasing the lock", "syscall": "a system call (futex or yield)",
+    "futex_wait": "asleep in the futex", "clock_gettime": "reading the clock", "memmove": "copying the record",
+    "memcpy": "copying the record", "nanosleep": "sleeping", "sched_yield": "yielding the CPU (a back-off)",
+}
+
+
+def site_words(site: str) -> str:
+    """'latch_convoy!qlock_acquire.constprop.0' -> 'taking the lock (qlock_acquire, the benchmark)'."""
+    import re
+
+    module, _, func = str(site).rpartition("!")
+    bare = re.sub(r"(\.(constprop|isra|part|cold)\.\d+)+$", "", func.split("@")[0]).strip("_")
+    words = next((w for k, w in SITE_WORDS.items() if k in bare), "")
+    where = {"latch_convoy": "the benchmark", "libc.so.6": "the C library", "[vdso]": "the kernel's vDSO"}.get(
+        module, module or "the kernel")
+    return f"{words} ({bare}, {where})" if words else f"{bare} ({where})"
+
+
+class _OffCpu(ChapterOffCpu):
+    def sites(self, measured, variant: str, top: int = 8):
+        t = super().sites(measured, variant, top)
+        if not t.empty and "where it waited" in t:
+            t = t.assign(**{"where it waited": t["where it waited"].map(site_words)})
+        return t
+
+
+offcpu = _OffCpu("{variant} lock at the deciding thread count: latch_convoy's threads off the CPU",
                        "A fair lock's waiters sleep in futex_wait until the holder hands the lock over; the "
                        "unfair lock's waiters sleep less, because a running thread may take the lock back "
                        "first. The recording also keeps the wake-up stacks: who woke them.")

@@ -69,4 +69,23 @@ def load_shown(recording: str = "", stacks: str = "") -> Shown:
 
 
 def header_note(shown: Shown) -> str:
-    return rec.shown_note([("Measured or reader's recording", shown.measured.recording)], [shown.published.recording])
+    """The closing list of recordings, each named in words (this book's native reference run, the article's
+    published numbers) rather than by its directory name; the Data page it links to lists the ids."""
+    note = rec.shown_note([("Measured or reader's recording", shown.measured.recording)], [shown.published.recording])
+    for r in (shown.measured.recording, shown.published.recording):
+        note = note.replace(f"`{r.id}`", recording_words(r.id))
+    return note
+
+
+def recording_words(rid: str) -> str:
+    """A recording's id as a reader says it: "measured-native-reference" is this book's native (C) reference run."""
+    import re
+
+    from contention_book.harness.provenance import ENGINE_NAMES
+
+    m = re.fullmatch(r"measured-(\w+)-reference", rid)
+    if m:
+        return f"this book's {ENGINE_NAMES.get(m.group(1), m.group(1))} reference run"
+    if rid.startswith("published-"):
+        return "the article's published numbers"
+    return f"the recording `{rid}`"

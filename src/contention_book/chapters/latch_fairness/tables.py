@@ -256,6 +256,28 @@ def _ms(v: float) -> str:
     return "not measured" if v != v else (f"{v:.1f} ms" if v >= 1 else f"{v:.2f} ms")
 
 
+def _sig(v: float) -> str:
+    """A small count as significant digits (0.00038, not 0.00), a larger one with two decimals."""
+    return "not measured" if v != v else ("0" if v == 0 else f"{v:.2g}" if abs(v) < 0.01 else f"{v:,.2f}")
+
+
+def machine_sentence(g) -> str:
+    """Where the C model ran, from its machine card: the CPUs and, when the card found one, the hypervisor (a
+    guest's wake-up includes waking a virtual CPU, which the models price); "" without a card."""
+    from ..shared.capacity import card_of
+
+    card, _ = card_of(g) if g is not None and getattr(g, "is_native", False) else (None, "")
+    topo = (card or {}).get("topology") or {}
+    if not topo:
+        return ""
+    cpus = topo.get("logical_cpus") or g.logical_cpus or "an unrecorded number of"
+    hv = topo.get("hypervisor")
+    where = f"a {hv} virtual machine" if hv else "a machine"
+    return (f"The C model ran on {where} with {cpus} logical CPUs ({topo.get('cpu_model', 'CPU model not recorded')})"
+            + (f", so the wake-up this page measures includes waking a virtual CPU through the {hv} hypervisor: "
+               "it need not be what a hand-off costs on the article's laptop." if hv else "."))
+
+
 def _names(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -314,7 +336,7 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
         waits, cs = at("fair", "waits_per_record"), at("fair", "cs_per_record")
         queued = f"{waits:.0%}" if waits >= 0.01 else ("none" if waits == 0 else "fewer than 1%")
         text = (f"At {t_in} threads the fair lock managed {_mrate(rate_in)} records per second, so each record took "
-                f"{_us(rec_ns)}. At that point {queued} of its acquisitions queued and it counted {cs:.2f} context "
+                f"{_us(rec_ns)}. At that point {queued} of its acquisitions queued and it counted {_sig(cs)} context "
                 "switches per record.")
         if priced(rate1, rate_in, waits):
             extra_ns = rec_ns - 1e9 / rate1
@@ -356,6 +378,13 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
             if kind == SQL_UNFAIR_ANALOGUE and not reg["missing"]:
                 part += (f" It queued {reg['texts']['waits']} as often per record as the fair lock and spun "
                          f"{at(kind, 'spins_per_record'):,.2f} times per record.")
+            if kind == "unfair" and "fair" in kinds:
+                q = ratio_spread(per_record(g.runs), "waits_per_record", "unfair", "fair", where={"threads": t_in},
+                                 variant="kind")
+                if q.n and q.median == q.median:
+                    part += (f" Without the spin it queued {q.text('sig', '×')} as often per record as the fair lock"
+                             + (": barging alone, where a thread that finds the lock held sleeps at once, did not "
+                                "cut the waits." if q.median > 1 else "."))
             parts.append(part)
         keys["m_barging_sentence"] = (f"The barging locks kept the lock busy. At {t_in} threads, with ratios paired "
                                       f"repetition by repetition: {' '.join(parts)}" if parts else
@@ -431,9 +460,15 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
     else:
         m = reg["spreads"]["wait_p99"]
         tx = reg["texts"]
+        from .claims import tail_longer
+
+        longer = tail_longer(g, t_in)
         tail = ("The spinning lock's tail was reliably shorter." if m.lies_below(1) else
                 "The fair queue kept the tail reliably shorter." if m.lies_above(1) else
-                "Neither lock's tail was reliably shorter.")
+                "Neither lock's tail was reliably shorter by the rule (the interval straddles 1).")
+        if longer is not None:
+            tail += (f" The spinning lock's 99th-percentile wait was longer than the fair lock's in {longer[0]} of "
+                     f"{longer[1]} paired repetitions.")
         floor = preemption_floor(s, t_in)
         longest = (f" The longest single waits, on the details page, measure preemption here: a lone thread, which "
                    f"waits for no one, was held up for {_ms(floor[0])}." if floor else
