@@ -216,3 +216,12 @@ def test_a_live_native_run_carries_its_own_card(tmp_path):
     assert card["topology"]["pair"] and len(card["topology"]["pair"]) == 2
     r = Recording.open(dest)  # opening verifies every file the manifest lists against its checksum
     assert "machine_card.json" in {f["path"] for f in r.manifest["files"]}
+
+
+def test_rule_batched_says_how_often_the_line_never_moved():
+    """A repetition in which the line never moved reports every increment (the p90 at the cap): with the median
+    there too, that is half of the repetitions or more, not a tenth."""
+    tenth = mc.rule_batched(card(atomic_contended=(15, 12, 18, 10), ops_per_transfer=(13, 10, 1e6, 9)))
+    half = mc.rule_batched(card(atomic_contended=(15, 12, 18, 10), ops_per_transfer=(1e6, 10, 1e6, 9)))
+    assert "in at least a tenth of the repetitions" in tenth.says
+    assert "in at least half of the repetitions" in half.says

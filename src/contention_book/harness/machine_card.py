@@ -303,7 +303,9 @@ def rule_batched(card: Mapping) -> Rule:
     # a repetition in which the line never moved reports all its increments (machine_card.c): not a count of
     # increments per transfer, so a p90 that is one says so instead of printing it as a number
     never_moved = bool(b) and b.high >= 100 * max(b.low, 1.0)
-    per = ((f"{num(b.low)} increments per transfer at the p10; in at least a tenth of the repetitions the line never "
+    # the p90 is such a repetition's count; a median as high means half of them or more
+    often = "half" if b and never_moved and b.median >= 0.999 * b.high else "a tenth"
+    per = ((f"{num(b.low)} increments per transfer at the p10; in at least {often} of the repetitions the line never "
             "moved between the cores, and such a repetition reports every increment it made, not a count per "
             "transfer" if never_moved else
             f"{num(b.median)} increments per transfer (p10–p90 {num(b.low)}–{num(b.high)})") if b
