@@ -220,3 +220,30 @@ def test_the_latch_chapters_main_page_weighs_the_99th_percentile_and_leaves_the_
     assert re.search(rf"against {interval}", main)
     assert "longest wait" not in main.split("The article’s claims, checked")[-1].split("What the article concluded")[0]
     assert "The longest single wait (worst repetition)" in details
+
+
+def test_the_log_cache_pages_say_the_reviewed_facts_computed_not_typed():
+    """Chapter 2 review (r1): the log writer's version boundary with its source, the pair count and the writer's
+    wait as computed words, no claim that the toy's rates pass the hand-off limit, the per-repetition flush count,
+    and a diagram caption that marks 'here' only when the diagram does."""
+    from contention_book.chapters import logcache_spinlock as ch
+
+    pages = _built()
+    page = pages.get("02-logcache-spinlock")
+    if page is None:
+        pytest.skip("chapter 2 is not built")
+    main = re.sub(r"\s+", " ", _article(page).get_text(" ", strip=True))
+    details = re.sub(r"\s+", " ", _article(page.with_name("02-logcache-spinlock-details.html")).get_text(" ", strip=True))
+    sh = ch.load_shown("")
+    n = ch.key_numbers(sh)
+    assert "hidden schedulers" in main and "HIDDEN ONLINE" in main and "Kandoth and Verma, 2016" in main
+    assert "Trace flag 8904" in main and "Dorr, 2022" in main and "one spinlock per database" not in main
+    assert "three of the counters" in main and "running or waiting for a CPU" in main
+    assert f"the {n['nat_c2c_pairs_text']} gave" in main and "measured pair gave" not in main
+    assert "can exceed the hand-off limit" not in main
+    assert f"{n['nat_a_writer_wait_text']} in A and {n['nat_b_writer_wait_text']} in B" in main
+    assert "100% of the log" not in main
+    nat = sh.measured["native"]
+    steps = ch.diagrams.step_latencies(sh.pub_c2c.table("published_c2c"), ch.tables.c2c_by_relation(nat))
+    assert re.sub(r"\s+", " ", ch.diagrams.caption(steps)) in main.replace("’", "'")
+    assert "does not remove it" in details and "most of the pressure off" not in details

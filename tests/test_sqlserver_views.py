@@ -57,7 +57,7 @@ DIAGNOSE_COLUMNS = {
                                                      "backoffs", "sleep_time"],
     "logcache-spinlock/02-log-wait-deltas.sql": ["wait_type", "waits", "wait_time_ms", "signal_wait_time_ms",
                                                  "avg_wait_ms"],
-    "logcache-spinlock/03-log-writer-placement.sql": ["session_id", "command", "scheduler_id", "cpu_id",
+    "logcache-spinlock/03-log-writer-placement.sql": ["session_id", "command", "scheduler_id", "status", "cpu_id",
                                                       "parent_node_id"],
 }
 # Columns every row leaves NULL, because the state does not model them (or, forwarded_record_count, because the

@@ -1,6 +1,7 @@
 """logcache-spinlock chapter: published data, plans and guards without a server, analysis, stacks, native smoke,
 and a short live PostgreSQL run."""
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -466,7 +467,16 @@ def test_a_writer_that_keeps_up_alone_and_falls_behind_shared_is_starved():
     # fewer, larger flushes, but the buffer seldom filled: starved, without the workers taking over
     w = analysis.writer_words(_writer_numbers(**big, nat_flush_x=9.0, nat_a_writer_share_pct=97.0,
                                               nat_b_writer_share_pct=100.0))
-    assert "each flush larger, yet it still flushed 97% of the log (against 100%" in w["nat_writer_sentence"]
+    # without per-repetition counts the share is said to be the median repetition's
+    assert ("each flush larger, yet it still flushed 97% of the log in the median repetition (against 100%"
+            in w["nat_writer_sentence"])
+    # with them, the sentence counts repetitions (a median of 100% hid two repetitions with inline flushes)
+    w = analysis.writer_words(_writer_numbers(**big, nat_flush_x=9.0, nat_a_writer_share_pct=100.0,
+                                              nat_b_writer_share_pct=100.0, nat_a_reps=5, nat_a_writer_all_reps=3,
+                                              nat_b_reps=5, nat_b_writer_all_reps=5))
+    assert w["nat_writer_sentence"].endswith("yet it still flushed all of the log in 3 of 5 repetitions; in the other "
+                                             "2 the workers flushed part of it inline, and with a CPU of its own it "
+                                             "did in all 5.")
     # the same share in both and the same flush rate: no starved writer
     w = analysis.writer_words(_writer_numbers(**big, nat_flush_x=1.2, nat_a_writer_share_pct=99.0,
                                               nat_b_writer_share_pct=100.0))
@@ -684,3 +694,87 @@ def test_a_walwriter_left_pinned_by_a_killed_run_is_unpinned(monkeypatch):
     finally:
         child.kill()
         child.wait()
+
+
+# -- review findings on chapter 2's pages (round r1) -----------------------------------------------------------------
+def _reference():
+    return lc.load_shown("")
+
+
+def test_the_pair_count_and_the_writer_wait_are_words_computed_from_the_numbers():
+    assert analysis.pairs_text(1) == "single CPU pair" and analysis.pairs_text(6) == "6 CPU pairs"
+    assert analysis.wait_text(8192) == "8 µs" and analysis.wait_text(576) == "0.6 µs"
+    n = key_numbers(_reference())
+    assert n["nat_c2c_pairs_text"] == analysis.pairs_text(n["nat_c2c_pairs"])
+    for tag in ("a", "b"):  # the words and the details table's number are one number
+        assert n[f"nat_{tag}_writer_wait_text"] == analysis.wait_text(n[f"nat_{tag}_writer_wait_p50_ns"])
+
+
+def test_the_hand_off_limit_sentence_matches_the_rates():
+    n = key_numbers(_reference())
+    text = n["nat_limit_sentence"]
+    limit = n["nat_c2c_handoffs_per_s"]
+    pa, pb = n["nat_a_throughput"] / limit, n["nat_b_throughput"] / limit
+    if pa <= 1 and pb <= 1:
+        assert text.startswith("Both rates are below that limit") and f"{pa:.0%}" in text and f"{pb:.0%}" in text
+    assert "can exceed" not in text and "MESI" in text
+    lc_ = analysis.logcache_summary(_reference().measured["native"])
+    b = lc_[(lc_["variant"] == "writer_alone") & (lc_["workers"] == n["nat_b_workers"])]
+    assert ("share one CPU" in text) == (len(str(b["worker_cpus"].iloc[0]).split()) == 1 and n["nat_b_workers"] > 1)
+    # a made-up recording whose rates pass the limit says so
+    fake = dict(n, nat_a_throughput=2 * limit, nat_b_throughput=3 * limit)
+    assert analysis.limit_sentence(fake, lc_).startswith("Both rates are above that limit (2.0 and 3.0 times it)")
+
+
+def test_the_writer_sentence_counts_repetitions_not_a_median():
+    sh = _reference()
+    n = key_numbers(sh)
+    runs = sh.measured["native"].runs
+    part = runs[(runs["variant"] == "writer_shared") & (runs["workers"] == n["nat_a_workers"])]
+    all_reps, reps = int((part["inline_flushes"] == 0).sum()), len(part)
+    assert (n["nat_a_writer_all_reps"], n["nat_a_reps"]) == (all_reps, reps)
+    text = n["nat_writer_sentence"]
+    assert "100% of the log" not in text
+    if 0 < all_reps < reps:
+        assert f"all of the log in {all_reps} of {reps} repetitions" in text
+        assert f"in the other {reps - all_reps} the workers flushed part of it inline" in text
+
+
+def test_the_in_short_box_says_what_was_tested_and_found_then_the_action_without_intervals():
+    text = key_numbers(_reference())["lc_in_short"]
+    assert text.index("**Tested:**") < text.index("**Found:**") < text.index("**For a DBA:**") < text.index("**Verdicts")
+    assert not re.search(r"\([^()]*\d[^()]*–[^()]*\)", text), "an interval in the box: it belongs in the table"
+    assert "hidden schedulers" in text and "CTP" in text
+
+
+def test_the_diagram_caption_marks_here_only_when_the_diagram_does():
+    from contention_book.chapters.logcache_spinlock import diagrams, tables
+
+    sh = _reference()
+    nat = sh.measured["native"]
+    steps = diagrams.step_latencies(sh.pub_c2c.table("published_c2c"), tables.c2c_by_relation(nat))
+    measured = steps["measured_ns"].notna().any()
+    assert ("'here'" in diagrams.caption(steps)) == bool(measured)
+    some = steps.assign(measured_ns=[40.0] + [float("nan")] * (len(steps) - 1))
+    assert "marked 'here'" in diagrams.caption(some) and "marked 'here'" in diagrams.alt(some)
+
+
+def test_figures_name_recordings_and_variants_in_words_not_ids():
+    from contention_book.chapters.logcache_spinlock import figures
+
+    sh = _reference()
+    nat = sh.measured["native"]
+    table = analysis.c2c_comparison(nat, sh.pub_c2c)
+    assert not table["source"].str.contains(nat.id, regex=False).any()
+    pub = sh.published.table("published_stacks")
+    shares = pd.DataFrame([{"recording": nat.id, "variant": "writer_alone", "role": None, "what": "x", "pct": 1.0}])
+    fig = figures.stack_shares(shares, pub, {nat.id: nat.label})
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert not any("no_logwriter_core" in t or nat.id in t for t in ticks), ticks
+    assert any(spec.LABELS["no_logwriter_core"] in t for t in ticks)
+
+
+def test_the_placement_query_reads_the_scheduler_status_before_any_mask_change():
+    sql = (repo_root() / "workloads/logcache-spinlock/diagnose/sqlserver/03-log-writer-placement.sql").read_text()
+    assert "s.status" in sql and "HIDDEN ONLINE" in sql and "the core the article took out" not in sql
+    assert not problems(sql)

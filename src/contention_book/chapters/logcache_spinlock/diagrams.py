@@ -81,11 +81,37 @@ def cache_line_journeys(steps: pd.DataFrame, cpu: str = "this machine"):
     return fig
 
 
-ALT = ("A two-socket machine drawn as boxes: each socket holds two core complexes (CCX) with a shared L3, each "
-       "CCX two cores, each core two hyperthreads. Arrows from one hyperthread show the lock's cache line moving "
-       "to its sibling hyperthread, to another core of the same CCX, to another CCX of the same socket, and to "
-       "the other socket, each labelled with its one-way latency: measured on this machine where the recording "
-       "has that step, and published for an AMD EPYC 7R13.")
-CAPTION = ("Where a hot lock's cache line travels, and what each step costs one way: the farther the next holder, "
-           "the dearer every hand-off. Numbers marked 'here' come from this page's recording; the others from "
-           "published core-to-core matrices.")
+def _measured(steps: pd.DataFrame) -> list[str]:
+    """The steps this recording measured (the diagram marks their numbers "here")."""
+    if steps is None or not len(steps):
+        return []
+    return [str(r.step) for r in steps.itertuples(index=False) if r.measured_ns == r.measured_ns]
+
+
+def alt(steps: pd.DataFrame) -> str:
+    """The diagram's text alternative, saying which labels hold this recording's numbers."""
+    mine = _measured(steps)
+    where = (f"measured on this machine for {', '.join(mine)} (marked 'here') and published for an AMD "
+             f"{PUBLISHED_MACHINE}" if mine else f"all published for an AMD {PUBLISHED_MACHINE}")
+    return ("A two-socket machine drawn as boxes: each socket holds two core complexes (CCX) with a shared L3, each "
+            "CCX two cores, each core two hyperthreads. Arrows from one hyperthread show the lock's cache line moving "
+            "to its sibling hyperthread, to another core of the same CCX, to another CCX of the same socket, and to "
+            f"the other socket, each labelled with its one-way latency: {where}.")
+
+
+def caption(steps: pd.DataFrame) -> str:
+    """The caption, aligned with what the diagram shows: a 'here' number only where the recording placed a pair
+    on one of the drawn steps (on virtual CPUs nobody can say which step a pair was, so none is marked)."""
+    mine = _measured(steps)
+    head = ("Where a hot lock's cache line travels, and what each step costs one way: the farther the next holder, "
+            "the dearer every hand-off. ")
+    if mine:
+        return head + ("Numbers marked 'here' come from this page's recording; the others from published "
+                       "core-to-core matrices.")
+    return head + (f"Every number is from a published core-to-core matrix ({PUBLISHED_MACHINE}): this page's "
+                   "recording could not place its CPU pairs on any of these steps (its CPUs are virtual), so its "
+                   "transfer cost is given in the text instead.")
+
+
+ALT = alt(pd.DataFrame())          # without a recording: every label published
+CAPTION = caption(pd.DataFrame())

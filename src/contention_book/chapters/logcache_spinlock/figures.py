@@ -177,14 +177,20 @@ def waits(table: pd.DataFrame, title: str):
     return fig
 
 
-def stack_shares(shares: pd.DataFrame, published: pd.DataFrame):
+def stack_shares(shares: pd.DataFrame, published: pd.DataFrame, labels: dict | None = None):
     """Spin-wait share of samples per capture, next to the article's BackOff shares."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    rows = [{"what": f"article: {r.variant}", "pct": float(r.pct), "source": "published"}
+    from .spec import LABELS
+
+    # said in words: the variant's name, and the recording as its engine and kind (``labels``: id -> label),
+    # never a folder id
+    labels = labels or {}
+    rows = [{"what": f"article: {LABELS.get(r.variant, r.variant)}", "pct": float(r.pct), "source": "published"}
             for r in published.itertuples(index=False) if "BackOff" in r.function]
-    rows += [{"what": f"{r.recording}: {r.variant}", "pct": float(r.pct), "source": "measured"}
+    rows += [{"what": f"{labels.get(r.recording, r.recording)}: {LABELS.get(r.variant, r.variant)}",
+              "pct": float(r.pct), "source": "measured"}
              for r in shares.itertuples(index=False)]
     data = pd.DataFrame(rows)
     fig, ax = plt.subplots(figsize=(9, 0.4 * len(data) + 1.2))

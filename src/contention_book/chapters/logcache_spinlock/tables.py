@@ -116,7 +116,7 @@ def c2c_comparison(nat: LogcacheRecording, published: LogcacheRecording) -> pd.D
     cpu = nat.recording.host.get("cpu_model") or "this machine"
     for r in c2c_by_relation(nat).itertuples(index=False):
         rows.append({"machine": f"{cpu} (measured)", "relation": r.relation,
-                     "median_one_way_ns": float(r.median_one_way_ns), "source": f"measured ({nat.id})"})
+                     "median_one_way_ns": float(r.median_one_way_ns), "source": "measured here"})
     return pd.DataFrame(rows)
 
 
@@ -263,6 +263,49 @@ def _cpus_text(cpus: str) -> str:
 def plural(count: int, noun: str) -> str:
     """'1 worker', '4 workers': prose without "(s)"."""
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def pairs_text(count: int) -> str:
+    """The CPU pairs the ping-pong measured, as the subject of "gave": 'single CPU pair', '6 CPU pairs'."""
+    return "single CPU pair" if count == 1 else ("no CPU pair" if not count else f"{count:,} CPU pairs")
+
+
+def wait_text(ns: float) -> str:
+    """A histogram bucket's edge in µs, to the precision the number carries: 8,192 ns -> '8 µs', 576 -> '0.6 µs'."""
+    if ns != ns:
+        return "an unknown time"
+    us = ns / 1e3
+    return f"{us:,.0f} µs" if us >= 1 else f"{us:.1f} µs"
+
+
+def limit_sentence(n: Mapping[str, Any], lc: pd.DataFrame) -> str:
+    """The toy's two rates against the one-transfer-per-hand-off limit, computed: where each rate sits against it,
+    and which hand-offs move the line (under MESI, any acquisition by a core other than the last holder's does;
+    workers that share one CPU move none between them)."""
+    limit = n.get("nat_c2c_handoffs_per_s", NAN)
+    ra, rb = n.get("nat_a_throughput", NAN), n.get("nat_b_throughput", NAN)
+    if not (limit == limit and ra == ra and rb == rb and limit > 0):
+        return ""
+    pa, pb = ra / limit, rb / limit
+    if pa <= 1 and pb <= 1:
+        head = f"Both rates are below that limit: A's is {pa:.0%} of it and B's {pb:.0%}."
+    elif pa > 1 and pb > 1:
+        head = f"Both rates are above that limit ({pa:.1f} and {pb:.1f} times it)."
+    else:
+        hi, lo = (("A", pa), ("B", pb)) if pa > pb else (("B", pb), ("A", pa))
+        head = (f"{hi[0]}'s rate is {hi[1]:.1f} times that limit and {lo[0]}'s {lo[1]:.0%} of it.")
+    apart = {}
+    if len(lc) and "worker_cpus" in lc:
+        for v in ("writer_shared", "writer_alone"):
+            at = lc[(lc["variant"] == v) & (lc["workers"] == n.get(f"nat_{'a' if v == 'writer_shared' else 'b'}_workers"))]
+            if len(at):
+                apart[v] = len(set(str(at["worker_cpus"].iloc[0]).split()))
+    tail = (" The limit binds only hand-offs between CPUs: under MESI every acquisition by a core other than the "
+            "last holder's pulls the line over, while a core that takes the lock again finds the line in its own "
+            "cache.")
+    if apart.get("writer_alone") == 1 and n.get("nat_b_workers", 0) > 1:
+        tail += " In B both workers share one CPU, so passing the lock between them moves no line at all."
+    return head + tail
 
 
 def placement_text(lc: pd.DataFrame, workers: int) -> str:
@@ -442,6 +485,25 @@ def _duration(us: float) -> str:
     return f"{us / 1e3:,.1f} ms" if us >= 1000 else f"{us:,.0f} µs"
 
 
+def _who_flushed(n: Mapping[str, Any]) -> str:
+    """How much of the log the starved writer still flushed, repetition by repetition where the recording says
+    (a median of 100% can hide repetitions in which the workers flushed part of the log inline)."""
+    ma, ka = n.get("nat_a_reps", 0), n.get("nat_a_writer_all_reps", 0)
+    mb, kb = n.get("nat_b_reps", 0), n.get("nat_b_writer_all_reps", 0)
+    sa, sb = n["nat_a_writer_share_pct"], n["nat_b_writer_share_pct"]
+    if not ma:
+        return f"it still flushed {sa:.0f}% of the log in the median repetition (against {sb:.0f}% with a CPU of its own)."
+    alone = ((f"with a CPU of its own it did in all {mb}" if kb == mb else f"with a CPU of its own it did in {kb} of {mb}")
+             if kb else f"with a CPU of its own it did in none of {mb}") if mb else ""
+    if ka == ma:
+        return f"it still flushed all of the log in every one of the {ma} repetitions" + (f"; {alone}." if alone else ".")
+    if ka == 0:
+        return (f"in none of the {ma} repetitions did it flush all of the log (median {sa:.0f}%); the workers flushed "
+                "the rest inline" + (f"; {alone}." if alone else "."))
+    return (f"it still flushed all of the log in {ka} of {ma} repetitions; in the other {ma - ka} the workers flushed "
+            "part of it inline" + (f", and {alone}." if alone else "."))
+
+
 def writer_words(n: Mapping[str, Any]) -> dict[str, str]:
     """What the toy's log writer did, in words, from the numbers :func:`table_numbers` has gathered: how long the
     buffer lasts against the writer's sleep (``nat_buffer_sentence``), whether the writer or the workers flushed
@@ -491,8 +553,7 @@ def writer_words(n: Mapping[str, Any]) -> dict[str, str]:
         elif sa == sa:
             out["nat_writer_sentence"] = (
                 f"Sharing a CPU with busy workers the writer starved: it flushed {fx:,.0f} times less often than "
-                f"with a CPU of its own, each flush larger, yet it still flushed {sa:.0f}% of the log (against "
-                f"{sb:.0f}% with a CPU of its own).")
+                f"with a CPU of its own, each flush larger, yet {_who_flushed(n)}")
         else:
             out["nat_writer_sentence"] = (
                 f"Sharing a CPU with busy workers the writer starved: it flushed {fx:,.0f} times less often than "
@@ -552,7 +613,7 @@ def table_numbers(shown) -> dict[str, Any]:
     n["nat_c2c_min_ns"] = _f(pairs["median_one_way_ns"].min()) if len(pairs) else NAN
     n["nat_c2c_max_ns"] = _f(pairs["median_one_way_ns"].max()) if len(pairs) else NAN
     n["nat_c2c_relations"] = ", ".join(sorted(pairs["relation"].unique())) if len(pairs) else "none"
-    n["nat_c2c_pairs_text"] = plural(len(pairs), "measured pair")
+    n["nat_c2c_pairs_text"] = pairs_text(len(pairs))
     n["nat_c2c_relations_sentence"] = relations_sentence(pairs)
     n["nat_c2c_handoffs_per_s"] = 1e9 / n["nat_c2c_median_ns"] if n["nat_c2c_median_ns"] == n["nat_c2c_median_ns"] else NAN
     # one pair has no range to print; several give their lowest and highest median
@@ -605,8 +666,17 @@ def table_numbers(shown) -> dict[str, Any]:
             n[f"nat_{tag}_workers"] = 0
             for col in TOY_KEY_COLUMNS:
                 n[f"nat_{tag}_{col}"] = NAN
-    for tag in ("a", "b"):  # a histogram bucket's edge: shown to the µs, not the ns
+    for tag in ("a", "b"):  # a histogram bucket's edge: shown to the µs, not the ns (below 1 µs, to 0.1 µs)
         n[f"nat_{tag}_writer_wait_p50_us"] = n[f"nat_{tag}_writer_wait_p50_ns"] / 1e3
+        n[f"nat_{tag}_writer_wait_text"] = wait_text(n[f"nat_{tag}_writer_wait_p50_ns"])
+    # repetitions in which the writer flushed all of the log (the workers flushed none of it inline), per variant,
+    # at the point the prose quotes: a median of 100% can hide repetitions where the workers flushed some
+    for tag, variant in (("a", "writer_shared"), ("b", "writer_alone")):
+        runs = nat.runs if nat is not None and nat.runs is not None else None
+        part = runs[(runs["variant"] == variant) & (runs["workers"] == n[f"nat_{tag}_workers"])] \
+            if runs is not None and "inline_flushes" in runs else None
+        n[f"nat_{tag}_reps"] = int(len(part)) if part is not None else 0
+        n[f"nat_{tag}_writer_all_reps"] = int((part["inline_flushes"] == 0).sum()) if part is not None else 0
     n["nat_b_vs_a_x"] = n["nat_b_throughput"] / n["nat_a_throughput"]
     n["nat_b_workers_text"] = plural(n["nat_b_workers"], "worker")
     if len(lc) and n["nat_b_workers"]:
@@ -619,6 +689,7 @@ def table_numbers(shown) -> dict[str, Any]:
     n["nat_spins_x"] = n["nat_a_spins_per_record"] / n["nat_b_spins_per_record"] \
         if n["nat_b_spins_per_record"] else NAN
     n["nat_placement"] = placement_text(lc, n["nat_b_workers"]) if len(lc) else ""
+    n["nat_limit_sentence"] = limit_sentence(n, lc)
     n.update(writer_words(n))
     point = toy_point(nat) if len(lc) else {"workers": None, "why": "", "missing": "", "shown": 0}
     confounded = bool(point["why"])
