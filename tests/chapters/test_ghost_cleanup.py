@@ -162,6 +162,27 @@ def test_published_recordings_match_the_article():
     assert all(not isinstance(v, np.generic) for v in nums.values())
 
 
+def test_autovacuum_runs_in_the_reference_recording_are_found_and_set_aside():
+    """The reference was recorded with autovacuum on: the runs it reached mid-loop (freed or missing line pointers,
+    deleted index pages: VACUUM's work only) leave every time, ratio, growth and size, and are named."""
+    raw = recordings.rec.load_view(spec.CHAPTER, ghost.DEFAULT_MEASURED, spec.LAYOUT, recordings.GhostRecording)
+    found = recordings.vacuumed_during_run(raw)
+    hit = set(zip(found.loc[found["vacuumed"], "variant"], found.loc[found["vacuumed"], "repetition"]))
+    assert hit == {("baseline", 2), ("baseline", 4), ("idle_read_committed", 0), ("idle_read_committed", 1),
+                   ("idle_read_committed", 3)}
+    assert "vacuum_each_chunk" not in set(found["variant"])  # VACUUM is that control's point
+    g = ghost.load(ghost.DEFAULT_MEASURED)
+    assert set(zip(g.tables["runs_vacuumed"]["variant"], g.tables["runs_vacuumed"]["repetition"])) == hit
+    assert not set(zip(g.runs["variant"], g.runs["repetition"])) & hit
+    rel = g.by_repetition("relation")
+    assert not set(zip(rel["variant"], rel["repetition"])) & hit
+    assert any("autovacuum reached" in n for n in g.notes)
+    # a recording that counted autovacuum runs is judged by the count alone
+    rel = raw.by_repetition("relation").assign(autovacuum_during_run=0.0)
+    raw.tables["relation_by_repetition"] = rel
+    assert not recordings.vacuumed_during_run(raw)["vacuumed"].any()
+
+
 def test_verdicts_on_the_reference_recording():
     table = ghost.verdicts(ghost.load_published(), ghost.load(ghost.DEFAULT_MEASURED))
     heads = table["verdict"].str.split(":").str[0]
@@ -216,6 +237,16 @@ def test_live_postgres_run_writes_a_recording_that_loads(pg, tmp_path):
     assert pins.loc["idle READ COMMITTED transaction", "xmin_held"] == 0
     assert (pins["xid_held"] == 0).all()
     assert pins.loc["idle REPEATABLE READ transaction", "xmin_age_end"] >= 1500
+    # autovacuum is kept off the loop's table in every variant but the VACUUM control (the table's own storage
+    # parameter, read back while the table exists), and the run records that it never reached the table
+    heap = g.by_repetition("relation")
+    heap = heap[(heap["relation"] == "ghost_test") & (heap["phase"] == "after_run")]
+    control = heap["variant"] == "vacuum_each_chunk"
+    assert (heap.loc[~control, "autovacuum_enabled"] == 0).all()
+    assert (heap.loc[control, "autovacuum_enabled"] == 1).all()
+    assert (heap.loc[~control, "autovacuum_during_run"] == 0).all()
+    assert heap["autoanalyze_during_run"].notna().all()
+    assert "runs_vacuumed" not in g.tables  # nothing set aside: the counts say autovacuum never came
     assert any("complete" in line for line in lines)
 
 
@@ -374,3 +405,32 @@ def test_postgres_diagnose_queries_run_on_a_plain_database(pg_target):
         holder.rollback()
         holder.close()
         conn.close()
+
+
+def test_the_article_prediction_uses_the_article_alone():
+    """The article's loop is predicted from its own numbers (one lock request per skipped ghost at its plain RCSI
+    test's rate), never from a step measured on PostgreSQL: so it is "published only"."""
+    from contention_book.chapters.ghost_cleanup import model
+
+    shown = recordings.load_shown("")
+    (p,) = model.predictions(shown)
+    assert all(i.source.startswith("published") for i in p.inputs)
+    t_v = next(i for i in p.inputs if i.symbol == "t_v")
+    assert t_v.value.median == pytest.approx(1e9 / 6e6)  # the article's ~6 million lock requests a second
+    assert p.verdict.startswith("published only")
+    assert 18 * 60 < p.predicted.median < 24 * 60  # about 21 minutes, consistent with "over 4 min"
+
+
+def test_unnamed_frames_are_said_plainly():
+    assert ghost_tables._unresolved_words(0.0) == "Every sampled frame in the first capture resolved to a function name."
+    assert "12.0%" in ghost_tables._unresolved_words(0.12)
+
+
+def test_the_read_committed_ratio_is_not_printed_without_a_clean_pair():
+    shown = recordings.load_shown("")
+    rows = claims.verdicts(shown).set_index("claim")
+    assert rows.loc[claims.CLAIMS["unpinned"], "measured"].startswith(tables.NO_PAIR)
+    from contention_book.chapters.ghost_cleanup import finding
+    text = finding.controls_text(shown.measured)
+    assert "no paired ratio" in text and "repetitions 3 and 5" in text and "repetitions 1, 2 and 4" in text
+    assert "baseline" not in text and "idle_read_committed" not in text

@@ -12,7 +12,7 @@ import pandas as pd
 from ..shared.claims import Claim, Size, above, below, judge, missing_point, rule_above, rule_below, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import LABELS
-from .tables import (HELD, UNHELD, UNPINNED, VACUUM_CONTROL, _timed_runs, growth_by_repetition, growth_ratio,
+from .tables import (HELD, NO_PAIR, UNHELD, UNPINNED, VACUUM_CONTROL, _timed_runs, growth_by_repetition, growth_ratio,
                      storage_by_repetition, storage_long)
 from ..shared.memo import per_view
 
@@ -136,7 +136,8 @@ def verdicts(shown) -> pd.DataFrame:
         seen = ""
         if _has(runs, unpinned, base):
             s = ratio_spread(runs, "elapsed_s", unpinned, base)
-            seen = f"{s.text('.2f', '×')} the time ({pair(unpinned, base)}): "
+            seen = (f"{s.text('.2f', '×')} the time ({pair(unpinned, base)}): " if s.n else
+                    f"{NO_PAIR} in which autovacuum reached neither run ({pair(unpinned, base)}), so no ratio: ")
         out.not_here("unpinned", seen + "PostgreSQL's READ COMMITTED never pinned versions, so it shows 2022's "
                      "behaviour but cannot show the change from 2019", "needs SQL Server 2019 and 2022")
     elif unpinned is None or (g.engine == "sqlserver" and major < 16):

@@ -11,10 +11,16 @@ held), fitted on the first half of the loop only.  The model predicts the
 time of the second half alone, which the fit never saw: with nothing held
 the second half takes B₂ (measured on the unheld run), and each update k
 adds k·t_v, so T₂ = B₂ + t_v·(n(n−1) − m(m−1))/2, m the first half's
-updates.  For the article, t₀ is its locking READ COMMITTED
-run (about 2 s for the loop): its RCSI run already pays for versions, so
-taking t₀ from it would count them twice.  The article's "over 4 min" is a
-lower bound, compared as one.
+updates.  This is PostgreSQL's own model, tested on PostgreSQL only.
+
+For the article, every input is the article's own (so the prediction is
+"published only": nothing measured here enters it): t₀ is its locking READ
+COMMITTED run (about 2 s for the loop; its RCSI run already pays for
+versions, so taking t₀ from it would count them twice), and t_v is one lock
+request per skipped ghost at the rate it counted in its plain RCSI test
+(about 6 million a second).  A step measured on PostgreSQL is not used: a
+dead heap tuple and index entry are not SQL Server's version ghost.  The
+article's "over 4 min" is a lower bound, compared as one.
 """
 from __future__ import annotations
 
@@ -112,11 +118,26 @@ def machine_predictions(shown) -> list[Prediction]:
         SPEC.chapter, "each update steps over every version pinned before it (step fitted on the first half; the "
         "second half predicted)",
         "T₂ = B₂ + t_v½·(n(n−1) − m(m−1))/2", "the pinned loop's second half (this machine)", "s", "value",
-        got, f"{got:.3g} s (p10–p90 {lo:.3g}–{hi:.3g}, this recording)",
+        got, f"{got:.3g} s (10th to 90th percentile of its runs {lo:.3g}–{hi:.3g} s, this recording)",
         lambda v: v["B₂"] + v["t_v½"] * 1e-9 * (v["n"] * (v["n"] - 1) - v["m"] * (v["m"] - 1)) / 2,
         (updates, first, b2, t_v), published_low=lo, published_high=hi, domain=(0.0, np.inf, "a negative time"),
         lacks="a step that changes as the chain grows (cache misses once it outgrows a cache) and pruning by "
               "the server during the loop")]
+
+
+def lock_request_cost(pub) -> Input | None:
+    """t_v from the article alone: one lock request per skipped version ghost, at the rate its plain RCSI test
+    counted (Lock Requests/sec), in ns per ghost.  None when the published recording has no such counter."""
+    counters = pub.counters
+    if counters is None:
+        return None
+    rows = counters[(counters["variant"] == "rcsi") & counters["counter"].str.contains("Lock Requests")]
+    if rows.empty:
+        return None
+    rate = float(rows["per_second"].iloc[0])
+    return Input.exact("time per skipped ghost: one lock request at the article's rate", "t_v", 1e9 / rate, "ns",
+                       f"published: {CITE} (about {rate / 1e6:.0f} million lock requests a second in its plain RCSI "
+                       "test)")
 
 
 def predictions(shown) -> list:
@@ -126,9 +147,9 @@ def predictions(shown) -> list:
         return []
     runs = pub.runs
     by = {r["variant"]: r for _, r in runs.iterrows() if bool(r.get("delayed_durability", True))}
-    t_v = per_version_cost(shown)
+    t_v = lock_request_cost(pub)
     if t_v is None or "read_committed" not in by or "rcsi_open_txn" not in by:
-        return []
+        return gate([], machine_predictions(shown))
     n = float(by["rcsi_open_txn"]["operations"])
     updates = Input.exact("updates in the article's loop", "n", n, "updates", f"published: {CITE}")
     base = by["read_committed"]
@@ -138,14 +159,19 @@ def predictions(shown) -> list:
                         t_rc * per, t_rc_lo * per, t_rc_hi * per, "µs",
                         f"published: {CITE} ({base.get('elapsed_note', 'about 2 s')} for the loop)")
     inputs = (updates, t0, t_v)
+    over = float(by["rcsi_open_txn"]["elapsed_s"])
+    expect = n * t0.value.median * 1e-6 + t_v.value.median * 1e-9 * n * (n - 1) / 2
+    # The article gives only a lower bound ("over 4 min"), and the shared rule reads a published-only prediction's
+    # published number as a point, so a bound the prediction clears would read as a failure: the bound is compared
+    # here (named in the text below) and the row carries no point of its own.
+    consistent = (f"it predicts {expect / 60:.0f} minutes, "
+                  + ("consistent with" if expect >= over else "short of") + f" the article's \"over {over / 60:.0f} min\"")
     article = [predict(
-        SPEC.chapter, "each update steps over every version pinned before it",
+        SPEC.chapter, "each update steps over every version pinned before it, one lock request per version",
         "T = n·t₀ + t_v·n(n−1)/2", "the loop's time with a transaction held open (SQL Server 2019)", "s", "value",
-        float(by["rcsi_open_txn"]["elapsed_s"]), f"over 4 min ({CITE}, SQL Server 2019, delayed durability)",
+        float("nan") if expect >= over else over, f"over 4 min ({CITE}, SQL Server 2019, delayed durability)",
         lambda v: v["n"] * v["t₀"] * 1e-6 + v["t_v"] * 1e-9 * v["n"] * (v["n"] - 1) / 2, inputs,
-        lacks="SQL Server's own cost per version: its versions live in row version chains and the version store, "
-              "and the article's 6 million lock requests a second were counted in its plain RCSI test, not in this loop "
-              "(at that rate this loop's 7.62 billion skipped versions would take 21 minutes); PostgreSQL's step over a "
-              "dead index entry and heap tuple is a different, likely cheaper, walk",
+        lacks=f"{consistent}, which gives a lower bound only; whether the lock rate of the plain RCSI test holds in "
+              "this loop (the article gave no rate for it), and the cost of the scan itself beside the lock request",
         published_kind="at least", vary="n", domain=(0.0, np.inf, "a negative time"))]
     return gate(article, machine_predictions(shown))

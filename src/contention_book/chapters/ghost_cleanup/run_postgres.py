@@ -28,10 +28,37 @@ HOLDERS = {"idle_read_committed": ("open_read_committed", "READ COMMITTED"),
 LINE_POINTER_COLUMNS = ("lp_normal", "lp_redirect", "lp_dead", "lp_unused", "lp_max_per_page")
 INDEX_ENTRY_COLUMNS = ("index_entries", "entries_to_dead_pointers", "entries_to_stored_tuples",
                        "entries_to_unused_pointers", "entries_killed")
+# Per run, on the heap's rows: how many times autovacuum and autoanalyze ran on the table between the loop's start
+# and the reading (pg_stat_user_tables, read before and after), and the table's autovacuum_enabled option (1 where
+# autovacuum may run on it, 0 where the run turned it off).
+VACUUM_COUNT_COLUMNS = ("autovacuum_during_run", "autoanalyze_during_run", "autovacuum_enabled")
+# The variant whose VACUUM is the experiment; every other one keeps autovacuum off its table.
+VACUUM_CONTROL = "vacuum_each_chunk"
 
 
-def _pg_stats(run: Run, conn, variant: str, phase: str, pages_inspected: bool) -> pd.DataFrame:
+def vacuum_counts(conn) -> dict:
+    """The test table's autovacuum and autoanalyze counts and its autovacuum_enabled option (None: not set)."""
+    row = query(conn, "vacuum_counts", "postgres").iloc[0]
+    return {"autovacuum_count": int(row["autovacuum_count"]), "autoanalyze_count": int(row["autoanalyze_count"]),
+            "autovacuum_enabled": row["autovacuum_enabled"]}
+
+
+def autovacuum_off(conn, variant: str) -> None:
+    """Keep autovacuum off the loop's table in every variant but the VACUUM control: in the reference recording
+    made before this, autovacuum reached the table mid-loop in some runs of the other variants and confounded their
+    times and sizes.  ``ghost_test`` is the run's own object (setup.sql drops and re-creates it for every run, in
+    the harness's own database), so the storage parameter goes with it: no server setting changes and nothing
+    needs restoring."""
+    if variant != VACUUM_CONTROL:
+        workloads.run_script(conn, CHAPTER, "postgres", "autovacuum_off")
+
+
+def _pg_stats(run: Run, conn, variant: str, phase: str, pages_inspected: bool, before: dict) -> pd.DataFrame:
     table = query(conn, "table_stats", "postgres").assign(relation="ghost_test", relation_kind="heap")
+    now = vacuum_counts(conn)
+    table = table.assign(autovacuum_during_run=now["autovacuum_count"] - before["autovacuum_count"],
+                         autoanalyze_during_run=now["autoanalyze_count"] - before["autoanalyze_count"],
+                         autovacuum_enabled=0 if str(now["autovacuum_enabled"]).lower() in ("off", "false") else 1)
     index = query(conn, "index_stats", "postgres").assign(relation="ghost_test_pkey", relation_kind="btree")
     if pages_inspected:
         table = pd.concat([table, query(conn, "line_pointers", "postgres")], axis=1)
@@ -40,7 +67,7 @@ def _pg_stats(run: Run, conn, variant: str, phase: str, pages_inspected: bool) -
     frame.insert(0, "phase", phase)
     frame.insert(0, "repetition", run.repetition)
     frame.insert(0, "variant", variant)
-    for col in (*RELATION_COLUMNS, *LINE_POINTER_COLUMNS, *INDEX_ENTRY_COLUMNS):
+    for col in (*RELATION_COLUMNS, *LINE_POINTER_COLUMNS, *INDEX_ENTRY_COLUMNS, *VACUUM_COUNT_COLUMNS):
         if col not in frame:
             frame[col] = np.nan
     return frame
@@ -89,6 +116,8 @@ def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None
         holder_rows = []
         try:
             workloads.run_script(conn, CHAPTER, "postgres", "setup")
+            autovacuum_off(conn, variant)
+            before = vacuum_counts(conn)
             if variant in HOLDERS:
                 holder = run.connect(autocommit=False)
                 workloads.run_script(holder, CHAPTER, "postgres", HOLDERS[variant][0])
@@ -116,7 +145,7 @@ def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None
                 # one-second run's samples when the sampler started first)
                 waits.start()
 
-            after_chunk = workloads.load(CHAPTER, "postgres", "cleanup") if variant == "vacuum_each_chunk" else ()
+            after_chunk = workloads.load(CHAPTER, "postgres", "cleanup") if variant == VACUUM_CONTROL else ()
             try:
                 result, curve = run.drive(variant, session, before_window, after_chunk=after_chunk)
             finally:
@@ -137,7 +166,10 @@ def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None
             pids = driven_pids(backend)
             record(run.w, result, log=run.log, sampler=waits, frame=waits.frame(alive=pids), pids=pids,
                    variant=variant, sessions=1, repetition=run.repetition)
-            stats = [_pg_stats(run, conn, variant, "after_run", pages_inspected)]
+            stats = [_pg_stats(run, conn, variant, "after_run", pages_inspected, before)]
+            if stats[0]["autovacuum_during_run"].max() > 0:
+                run.log(f"[{CHAPTER}] {variant}, repetition {run.repetition + 1}: autovacuum reached the table "
+                        "during the loop")
         finally:
             if capture is not None:
                 finish_stacks(run.w, variant, capture, run.log)
@@ -145,7 +177,7 @@ def _run_postgres_variant(run: Run, variant: str, pages_inspected: bool) -> None
                 holder.rollback()
                 holder.close()
         workloads.run_script(conn, CHAPTER, "postgres", "cleanup")
-        stats.append(_pg_stats(run, conn, variant, "after_cleanup", pages_inspected))
+        stats.append(_pg_stats(run, conn, variant, "after_cleanup", pages_inspected, before))
     run.w.append_csv(FILES["relation"], pd.concat(stats, ignore_index=True))
     if holder_rows:
         run.w.append_csv(FILES["holder"], pd.DataFrame(holder_rows)[[HOLDER_COLUMNS[0], "repetition",
