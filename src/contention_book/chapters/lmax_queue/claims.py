@@ -104,7 +104,8 @@ def growth_verdict(db, n: int | None) -> tuple[str, str]:
     hot = spread(ring["hot_share"])
     # judged on size (table and indexes, pg_total_relation_size), which a vacuum does not give back to the file
     # system, not on the dead tuples left at the end, which an autovacuum during a repetition clears
-    pair = naive[["table_bytes"]].join(ring[["table_bytes"]], rsuffix="_ring", how="inner")
+    pair = naive[["table_bytes"]].join(ring[["table_bytes"]].rename(columns={"table_bytes": "table_bytes_ring"}),
+                                      how="inner")
     grow = spread((pair["table_bytes"] / pair["table_bytes_ring"].clip(lower=1)).dropna())
     vacuumed = int((naive["autovacuum_count"] > 0).sum()) if "autovacuum_count" in naive else 0
     deleted = (f"deleted {spread(naive['n_tup_del']).text(',.0f')} rows, each a dead row until vacuum; "

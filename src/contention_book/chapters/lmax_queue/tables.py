@@ -317,14 +317,12 @@ def overcounted_text(g: LmaxRecording) -> str:
     points = over.groupby(["sessions", "repetition"]).size()
     where = "; ".join(f"{'every design' if n == g.runs['variant'].nunique() else f'{n} designs'} at {s} producers, "
                       + ("the first repetition" if r == 0 else f"repetition {r + 1}") for (s, r), n in points.items())
-    why = (" Those points carried the off-CPU capture, and the sampler's window also covered its post-processing, "
-           "after the sessions had ended; the sampler counts a session with no wait event as on CPU, so it counted "
-           "the ended sessions as on CPU at every tick." if over["offcpu"].all() else
-           " The sampler's window outlasted the sessions there, and the sampler counts a session with no wait event "
-           "as on CPU.")
-    return (f"The wait shares leave out {len(over)} point{'s' if len(over) != 1 else ''} ({where}), whose samples "
-            f"were {span} what the sampler could take in the window.{why} The medians there come from the remaining "
-            "repetitions.")
+    if over["offcpu"].all():
+        return (f"The {len(over)} point{'s' if len(over) != 1 else ''} that carried the off-CPU capture ({where}) are "
+                f"left out of the wait shares, where the sampler counted the ended sessions as on CPU ({span} the "
+                "samples it could take), and out of the rate medians, since perf ran beside them.")
+    return (f"The wait shares leave out {len(over)} point{'s' if len(over) != 1 else ''} ({where}), where the sampler "
+            f"counted ended sessions as on CPU ({span} the samples it could take).")
 
 
 def back_off_sentence(g: LmaxRecording) -> str:
