@@ -2,6 +2,7 @@
 opening says what the Findings page says."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -34,12 +35,17 @@ def fixes_text(n: dict[str, Any]) -> str:
     if not parts:
         return "the recording holds neither fix at the deciding point"
     rates = " and ".join(f"{label} at {text}" for label, text, _ in parts) + " the sequential key's rate"
-    meds = [float(str(med).rstrip("×")) for _, _, med in parts]
-    highs = [text.rsplit("–", 1)[1].rstrip(")×") for _, text, _ in parts if "–" in text]
+    def first_float(text: str) -> float:
+        m = re.search(r"-?\d+(?:\.\d+)?", str(text).replace(",", ""))
+        return float(m.group(0)) if m else float("nan")
+
+    meds = [first_float(med) for _, _, med in parts]
+    # the interval's upper end: the first number after its dash ("0.73× (0.61–1.01)", "(range 0.99×–1.22×, 3 runs)")
+    highs = [first_float(text.split("–", 1)[1]) for _, text, _ in parts if "–" in text]
     if all(m < 1 for m in meds):
         reach = ((" (both intervals reach 1, so a loss is not certain either)" if len(highs) > 1 else
                   " (the interval reaches 1, so a loss is not certain either)")
-                 if any(float(h) >= 1 for h in highs) else "")
+                 if any(h >= 1 for h in highs) else "")
         head_ = "neither fix paid off" if len(parts) > 1 else f"{parts[0][0]} did not pay off"
         return f"{head_}: {rates}{reach}"
     return f"the fixes ran: {rates}"
@@ -58,8 +64,8 @@ def in_short(n: dict[str, Any], engine: str, rows=None) -> str:
               f"by {gain}, or a non-sequential key) pay off, in a {where}.")
     if n.get("q_seq_over_random", "not measured") != "not measured":
         queue = (f"at {n['m_nd_text']}, sessions waited on the last leaf in about {n['q_seq_over_random']} of "
-                 f"samples ({n['q_seq_hot']} waited on `LWLock:BufferContent`, less the {n['q_random_hot']} of a key "
-                 "that shares the sequence and heap but not the leaf)")
+                 f"samples: {n['q_seq_hot']} on `LWLock:BufferContent`, less the {n['q_random_hot']} of a key that "
+                 "shares the sequence and heap but not the leaf")
     elif n.get("q_seq_hot", "not measured") != "not measured":
         queue = f"at {n['m_nd_text']}, sessions waited on the latch in {n['q_seq_hot']} of samples"
     else:

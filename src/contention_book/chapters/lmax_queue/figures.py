@@ -127,7 +127,8 @@ def plot_delivery(db: LmaxRecording):
                      palette=colours)
         # a backlog of zero is common (the consumers kept up): symlog, linear below 1, so zeros stay on the axis
         axes[2].set_yscale("symlog", linthresh=1)
-        axes[2].set_ylim(bottom=0)
+        top = float(pd.to_numeric(t["backlog"], errors="coerce").max())
+        axes[2].set_ylim(bottom=0, top=top * 3 if top > 0 else 10)  # headroom: the highest points stay inside
     else:  # recordings made before the backlog was counted
         axes[2].text(0.5, 0.5, "this recording did not count the backlog", ha="center", transform=axes[2].transAxes)
     axes[2].set_ylabel("messages left unread\n(log above 1, zero shown)")
