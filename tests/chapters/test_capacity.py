@@ -122,6 +122,16 @@ def test_a_published_value_keeps_its_precision():
     assert far.verdict.startswith("missed") and f"({ratio(5.0, 5.63)}× the prediction)" in far.verdict
 
 
+def test_a_median_outside_the_interval_is_never_predicted_even_when_its_spread_reaches_it():
+    inputs = (Input.interval("t", "t", 5.63, 5.48, 5.87, "s", "measured: x"),)
+    s = Spread(5.63, 5.48, 5.87, 2, "given")
+    for value, low, high in ((5.4, 5.3, 5.5), (25.3, 4.0, 40.0), (5.9, 5.8, 6.0)):
+        p = Prediction("ch", "m", "T = t", "time", "s", "value", value, f"{value} s", s, inputs, published_low=low,
+                       published_high=high)
+        assert p.category == "missed" and not p.verdict.startswith("predicted"), p.verdict
+        assert "only its spread" in p.verdict and f"({ratio(value, 5.63)}× the prediction)" in p.verdict
+
+
 def test_a_published_lower_bound_missed_says_at_least():
     p = predict(240.0, published_kind="at least")
     assert p.verdict.startswith("missed: the published value is over 240, above the predicted")

@@ -500,3 +500,33 @@ def test_lwlock_sleeps_are_split_by_the_code_that_took_the_lock(tmp_path):
     assert "80% of the sequential key run" in text or "80% of the" in text
     empty = SimpleNamespace(recording=SimpleNamespace(path=tmp_path, has=lambda n: False))
     assert tables.lwlock_sleeps(empty) == {} and "no off-CPU stacks" in tables.lwlock_sleeps_text(empty)
+
+
+def test_reference_page_numbers_are_the_recordings_own_as_reviewed():
+    """Review round 3: the leaf's share of waits is the sequential key's less the non-sequential control's;
+    pins are said as within the right edge with their count per repetition; rows per leaf are the median of the
+    per-repetition ratios; the off-CPU split names its oversubscribed session count; no latch "held" samples."""
+    import numpy as np
+
+    from contention_book.chapters import last_page_insert as L
+    from contention_book.chapters.last_page_insert import tables as T
+    sh = L.load_shown("")
+    g = sh.measured
+    n = L.key_numbers(sh)
+    per = T.per_repetition(g)
+    leaf = np.median([x["m_sequential_hot_share"] - x["m_random_key_hot_share"] for x in per])
+    assert f"about {leaf:.0%} of samples" in n["lpi_in_short"] and "**Verdicts" not in n["lpi_in_short"]
+    assert "neither fix paid off" in n["lpi_in_short"] and n["q_random_vs_seq_text"] in n["lpi_in_short"]
+    assert f"{n['m_leaf_wait_us']:.1f} µs of waiting at the leaf per row" in n["m_queue_text"]
+    assert n["m_leaf_wait_us"] < n["m_sequential_wait_us"]
+    counts = T.pin_index_counts(g, "sequential", n["m_nd"])
+    assert f"{min(counts)}–{max(counts)} pins per repetition" in n["m_pins_text"]
+    assert "distinct pages" not in n["m_pins_text"]
+    rows = L.verdicts(sh).set_index("claim")["measured"]
+    assert any(f"within {T.RIGHT_EDGE_HOPS} leaves of the right edge" in str(v) for v in rows)
+    assert not any("latch held" in str(v) for v in rows) and "latch held" not in n["m_decide_text"]
+    rpl = np.median([x["m_random_key_rows_per_leaf"] for x in per])
+    assert n["q_random_rows_per_leaf"] == f"{rpl:.0f}"
+    assert "at 8 sessions (oversubscribed)" in T.lwlock_sleeps_text(g)
+    wide = T.throughput_wide(g)
+    assert any(v != round(v, 2) for v in wide.filter(like="p99").stack())  # rounded once, by the shown table

@@ -416,7 +416,12 @@ def test_wait_samples_the_sampler_could_not_have_taken_are_set_aside_and_said():
     first8 = points[(points["sessions"] == 8) & (points["repetition"] == 0)]
     assert first8["server_share"].isna().all() and first8["throughput"].notna().all()  # the driver's own are kept
     words = tables.overcounted_text(db)
-    assert "leave out 5 points (every design at 8 producers, the first repetition)" in words
+    assert words.startswith("The 5 points that carried the off-CPU capture (every design at 8 producers, the first "
+                            "repetition) are left out of the wait shares") and words.count(". ") == 0  # one sentence
+    assert "out of the rate medians" in words
+    # perturbed by perf beside them, their rates leave the rate medians as their samples leave the wait shares
+    assert not ((db.runs["sessions"] == 8) & (db.runs["repetition"] == 0)).any()
+    assert ((db.runs["sessions"] == 8) & (db.runs["repetition"] == 1)).any()
     assert "off-CPU capture" in words and "4.6 to 13 times" in words
     assert any(n.startswith("set aside from the wait profile") for n in db.notes)
     # believable counts at the same points: nothing is set aside

@@ -11,7 +11,8 @@ import pandas as pd
 
 from ..shared.claims import Claim, Size, both, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import Spread, spread
-from .tables import (QUOTED, cores_text, deciding, hot_wait, measured_numbers, per_repetition, published_numbers, q_text, quoted,
+from .tables import (QUOTED, RIGHT_EDGE_HOPS, cores_text, deciding, hot_wait, measured_numbers, per_repetition,
+                     pin_index_counts, pins_per_repetition, published_numbers, q_text, quoted,
                      sessions_label, share_words)
 from ..shared.memo import per_view
 
@@ -161,9 +162,12 @@ def verdicts(shown) -> pd.DataFrame:
     margin = spread([QUOTED["seq_last_page"][0](x) - 5 * r for x, r in zip(per, lr_or_0)])
     what = "every inserter's pins on index pages" if pg else "page-latch waiting-task samples"
     add("last_page", "resource_description resolves to the clustered primary key of the insert table",
-        (f"{t('seq_last_page')} of {what} at {at} on a rightmost leaf"
-         + (f" (of {n['m_sequential_leaf_pages']:,.0f} leaves)" if pg and np.isfinite(n["m_sequential_leaf_pages"])
-            else "") + (f"; {t('random_last_page')} with the non-sequential key" if lr.n else ""))
+        (f"{t('seq_last_page')} of {what} at {at} "
+         + (f"within {RIGHT_EDGE_HOPS} leaves of the right edge" if pg else "on a last page")
+         + (f" (of {n['m_sequential_leaf_pages']:,.0f} leaves; "
+            f"{pins_per_repetition(pin_index_counts(g, 'sequential', nd))})"
+            if pg and np.isfinite(n["m_sequential_leaf_pages"]) and pin_index_counts(g, "sequential", nd) else "")
+         + (f"; {t('random_last_page')} with the non-sequential key" if lr.n else ""))
         if lp.n else f"no page-level samples at {at or 'the deciding point'}",
         # PostgreSQL names no buffer a waiter waits for: the pins say where inserters work, not where they wait
         ("not testable here: PostgreSQL does not say which buffer a BufferContent waiter waits for; the pins show "
@@ -178,7 +182,8 @@ def verdicts(shown) -> pd.DataFrame:
     seq_page = s("hash_sequence")
     why = ""
     if hx.n and sn.n:  # where and how much: how long the queue was that hash partitioning could shorten
-        why = (f"; on {cpus} CPUs the sequential key's latch held {q_text(q, 'seq_hot', False)} {share_words(g)}, a "
+        why = (f"; on {cpus} CPUs sessions waited on the sequential key's latch in {q_text(q, 'seq_hot', False)} "
+               f"{share_words(g)}, a "
                "short queue to spread, while routing rows to partitions costs CPU")
         if pg and seq_page.n and seq_page.median > 0:
             why += (f"; every design still takes the identity's one sequence page "
@@ -191,8 +196,8 @@ def verdicts(shown) -> pd.DataFrame:
                                                  "contention is seldom seen"))
     room = 1 / (1 - sn.median) if sn.n and sn.median < 1 else float("inf")
     if hx.n and room < SMALLEST_GAIN and not no_regime:  # the precondition, a long queue to shorten, is absent
-        rate_direction = (f"not testable here: the sequential key's latch held {q_text(q, 'seq_hot', False)} "
-                          f"{share_words(g)}, so removing all of it could raise the rate at most {room:.2f}×, below "
+        rate_direction = (f"not testable here: sessions waited on the sequential key's latch in "
+                          f"{q_text(q, 'seq_hot', False)} {share_words(g)}, so removing all of it could raise the rate at most {room:.2f}×, below "
                           f"the sources' smallest gain ({SMALLEST_GAIN:g}×)")
     else:
         rate_direction = (concurrent(above(hx, 1.05)) if hx.n
@@ -240,8 +245,8 @@ def verdicts(shown) -> pd.DataFrame:
     d = s("density_ratio")
     add("splits", "whitepaper: GUID keys bring more page splits and lower page density",
         f"leaf density {n['m_random_key_avg_leaf_density']:.0f}% vs {n['m_sequential_avg_leaf_density']:.0f}% for "
-        f"the sequential key ({t('density_ratio')}); {n['m_random_key_rows_per_leaf']:.0f} vs "
-        f"{n['m_sequential_rows_per_leaf']:.0f} rows per leaf page" if d.n else "variant not run",
+        f"the sequential key ({t('density_ratio')}); {q_text(q, 'random_rows_per_leaf', False)} vs "
+        f"{q_text(q, 'seq_rows_per_leaf', False)} rows per leaf page" if d.n else "variant not run",
         below(d, 1.0) if d.n else missing_point("index statistics of the non-sequential and sequential designs"),
         Size.not_comparable("the whitepaper prints no density"))
 

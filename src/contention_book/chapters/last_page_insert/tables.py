@@ -106,7 +106,7 @@ def throughput_wide(g: LpiRecording) -> pd.DataFrame:
     wide = t.pivot(index="sessions", columns="setting", values="throughput").round(0)
     wide.columns = [f"{c}: rows/s" for c in wide.columns]
     if "p99_ms" in t:
-        p99 = t.pivot(index="sessions", columns="setting", values="p99_ms").round(2)
+        p99 = t.pivot(index="sessions", columns="setting", values="p99_ms")  # rounded once, by the table
         p99.columns = [f"{c}: p99 ms per {per}" for c in p99.columns]
         wide = pd.concat([wide, p99], axis=1)
     wide.index = [sessions_label(g, n) for n in wide.index]
@@ -266,6 +266,33 @@ def pin_last_page_share(g: LpiRecording, variant: str, sessions: int | None) -> 
     return float(p.loc[_pin_roles(p).isin(LAST_ROLES), "pins"].sum() / p["pins"].sum())
 
 
+def pins_per_repetition(counts: list[int]) -> str:
+    """'10–20 pins per repetition' (or '13 pins in one repetition'): how few samples a pin share rests on."""
+    if not counts:
+        return ""
+    lo, hi = min(counts), max(counts)
+    if len(counts) == 1:
+        return f"{lo} pins in one repetition"
+    return f"{lo}–{hi} pins per repetition" if lo != hi else f"{lo} pins per repetition"
+
+
+RIGHT_EDGE_HOPS = 8  # setup.sql's page role: a leaf at most this many right-links from the right edge "just split"
+
+
+def pin_index_counts(g: LpiRecording, variant: str, sessions: int | None) -> list[int]:
+    """The pins sampled on the index's pages at ``sessions``, one count per repetition (how many samples a
+    share of them rests on)."""
+    p = _pins_at(g, sessions)
+    if p is None:
+        return []
+    p = p[(p["variant"] == variant) & p["relation"].str.endswith("_pkey")]
+    if p.empty:
+        return []
+    if "repetition" not in p:
+        return [int(p["pins"].sum())]
+    return [int(v) for v in p.groupby("repetition")["pins"].sum()]
+
+
 def pin_sequence_share(g: LpiRecording, variant: str, sessions: int | None) -> float:
     """Of all pins of ``variant`` at ``sessions``, the share on the identity's sequence (a one-page relation
     every insert locks, whatever the table's partitioning)."""
@@ -404,6 +431,13 @@ def _measured_numbers(g: LpiRecording) -> dict[str, Any]:
         nums[f"m_{v}_pages_pinned"] = pin_pages_touched(g, v, nd)
         for col in ("avg_leaf_density", "leaf_fragmentation", "rows_per_leaf", "leaf_pages", "rows"):
             nums[f"m_{v}_{col}"] = _dens(g, v, col)
+    # the last leaf's own queue: the sequential key's buffer-lock share less the non-sequential control's, which
+    # shares the heap's end and the identity's sequence page but not the leaf (Little's law on the difference)
+    leaf = nums["m_sequential_hot_share"] - nums["m_random_key_hot_share"]
+    nums["m_leaf_share"] = leaf
+    nums["m_leaf_queue"] = leaf * nd if nd is not None else nan
+    nums["m_leaf_wait_us"] = (nums["m_leaf_queue"] / nums["m_sequential_tp"] * 1e6
+                              if _ok(nums["m_leaf_queue"]) and nums["m_sequential_tp"] else nan)
     nums["m_insert_us_one"] = 1e6 / nums["m_sequential_tp_one"] if nums["m_sequential_tp_one"] else nan
     nums["m_rows_per_call"] = rows_per_call(g)
     nums["m_hash_point_reads"] = _read(g, "hash_partitioned", "point lookup", "logical_reads")
@@ -453,6 +487,9 @@ QUOTED: dict[str, tuple[Any, str, str]] = {
     "noprune_reads": (lambda x: x["m_hash_point_noprune_reads"], ",.0f", ""),
     "noprune_ratio": (lambda x: x["m_hash_point_noprune_reads"] / x["m_hash_point_reads"], ".1f", "×"),
     "sqlserver_parts_ratio": (lambda x: x["m_sqlserver_parts_id_only"] / x["m_sqlserver_parts_hash"], ".1f", "×"),
+    # rows per leaf page, repetition by repetition (the median of the ratios, not the ratio of the medians)
+    "seq_rows_per_leaf": (lambda x: x["m_sequential_rows_per_leaf"], ".0f", ""),
+    "random_rows_per_leaf": (lambda x: x["m_random_key_rows_per_leaf"], ".0f", ""),
     "density_ratio": (lambda x: x["m_random_key_avg_leaf_density"] / x["m_sequential_avg_leaf_density"], ".2f",
                       "×"),
 }
@@ -571,10 +608,16 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
             f"In the measured run with {sessions_label(g, nd)} on the sequential key, {q_text(q, 'seq_hot', False)} "
             + ("of samples found a session waiting for" if g.waits is not None
                else "of the sessions' time went to waiting for")
-            + f" {hot}. That is {n['m_sequential_queue']:.2f} sessions on average."
-            f" At {n['m_sequential_tp']:,.0f} rows/s it means about {n['m_sequential_wait_us']:.1f} µs of "
-            f"waiting per row. For comparison, one session alone took {n['m_insert_us_one']:.1f} µs per row, "
-            f"{per_row}.")
+            + f" {hot}. Not all of that is the last leaf: the non-sequential key, which shares the heap's end and "
+            f"the identity's sequence page but not the leaf, showed {q_text(q, 'random_hot', False)} at the same "
+            + (f"point, so about {q_text(q, 'seq_over_random', False)} of samples (the difference, repetition by "
+               f"repetition) were the leaf's. That is {n['m_leaf_queue']:.2f} sessions waiting on average; at "
+               f"{n['m_sequential_tp']:,.0f} rows/s it means about {n['m_leaf_wait_us']:.1f} µs of waiting at the "
+               "leaf per row."
+               if q["random_hot"].n and _ok(n.get("m_leaf_wait_us")) else
+               f"point. All of it, {n['m_sequential_queue']:.2f} sessions on average, would be "
+               f"{n['m_sequential_wait_us']:.1f} µs of waiting per row at {n['m_sequential_tp']:,.0f} rows/s.")
+            + f" For comparison, one session alone took {n['m_insert_us_one']:.1f} µs per row, {per_row}.")
     elif q["seq_hot"].n:
         out["m_queue_text"] = (
             f"In the measured run with {sessions_label(g, nd)} on the sequential key, no sample found a session "
@@ -606,14 +649,16 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
             "The designs that spread the inserts pay for it in CPU (partition routing, more B-trees, splits in the "
             "middle), and here a short queue at one page did not win that back.")
         out["m_decide_text"] = (
-            f"in this recording the sequential key's latch held {q_text(q, 'seq_hot', False)} {share_words(g)} at "
+            f"in this recording sessions waited on the sequential key's latch in {q_text(q, 'seq_hot', False)} "
+            f"{share_words(g)} at "
             f"{at}, and hash partitioning ran at {q_text(q, 'hash_vs_seq', False)} the sequential key's rate there.")
     elif hx.n:
         out["m_spread_text"] = (
             "Here spreading the inserts paid for its extra CPU (partition routing, more B-trees): the queue at the "
             "one page cost more than the routing.")
         out["m_decide_text"] = (
-            f"in this recording the sequential key's latch held {q_text(q, 'seq_hot', False)} {share_words(g)} at "
+            f"in this recording sessions waited on the sequential key's latch in {q_text(q, 'seq_hot', False)} "
+            f"{share_words(g)} at "
             f"{at}, and hash partitioning ran at {q_text(q, 'hash_vs_seq', False)} the sequential key's rate there, "
             "so the queue was worth spreading.")
     else:
@@ -627,10 +672,10 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
     if lp.n and g.engine == "postgres":
         out["m_pins_text"] = (
             f"At {sessions_label(g, nd)} on the sequential key, {q_text(q, 'seq_last_page', False)} of the pins on "
-            "index pages were on the rightmost leaf, or on the leaf that had just handed that role to its new right "
-            f"sibling, out of {n['m_sequential_leaf_pages']:,.0f} leaves. The hash-partitioned table spread its "
-            f"index pins over {n['m_hash_partitioned_pages_pinned']} distinct pages and the non-sequential key over "
-            f"{n['m_random_key_pages_pinned']}.")
+            f"index pages were within {RIGHT_EDGE_HOPS} leaves of the right edge (the rightmost leaf splits faster "
+            f"than the sampler can name it), out of {n['m_sequential_leaf_pages']:,.0f} leaves"
+            + (f", {pins_per_repetition(pin_index_counts(g, 'sequential', nd))}" if pin_index_counts(g, 'sequential', nd)
+               else "") + ".")
     elif lp.n:
         out["m_pins_text"] = (f"At {sessions_label(g, nd)} on the sequential key, {q_text(q, 'seq_last_page', False)} "
                               "of the page-latch waiting-task samples were on a last page of the clustered index.")
@@ -759,6 +804,15 @@ def lwlock_sleeps(g: LpiRecording, variant: str = "sequential") -> dict[str, flo
     return out
 
 
+def capture_label(g: LpiRecording) -> str:
+    """The session count the stacks were captured at (the run with the most sessions), as the pages say it:
+    '8 sessions (oversubscribed)'."""
+    runs = getattr(g, "runs", None)
+    if runs is None or "sessions" not in runs or runs["sessions"].dropna().empty:
+        return "the run with the most sessions"
+    return sessions_label(g, int(runs["sessions"].max()), short=True)
+
+
 def lwlock_sleeps_text(g: LpiRecording, variant: str = "sequential") -> str:
     """The split as a sentence for the details page, or what the recording lacks."""
     split = lwlock_sleeps(g, variant)
@@ -768,5 +822,5 @@ def lwlock_sleeps_text(g: LpiRecording, variant: str = "sequential") -> str:
              if label not in ("total_share", "elsewhere") and share >= 0.005]
     rest = split.get("elsewhere", 0.0)
     return (f"Sleeps in `LWLockAcquire` were {split['total_share']:.0%} of the {SHORT.get(variant, variant)} run's "
-            f"time off the CPU. By the function that took the lock: {', '.join(parts)}"
+            f"time off the CPU at {capture_label(g)}. By the function that took the lock: {', '.join(parts)}"
             + (f", and {rest:.0%} elsewhere" if rest >= 0.005 else "") + ".")

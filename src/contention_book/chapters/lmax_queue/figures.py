@@ -125,10 +125,13 @@ def plot_delivery(db: LmaxRecording):
     if "backlog" in t:
         sns.lineplot(data=t, x="sessions", y="backlog", hue="design", marker="o", ax=axes[2], legend=False,
                      palette=colours)
-        _log_if_positive(axes[2], t["backlog"])
+        # a backlog of zero is common (the consumers kept up): symlog, linear below 1, so zeros stay on the axis
+        axes[2].set_yscale("symlog", linthresh=1)
+        top = float(pd.to_numeric(t["backlog"], errors="coerce").max())
+        axes[2].set_ylim(bottom=0, top=top * 3 if top > 0 else 10)  # headroom: the highest points stay inside
     else:  # recordings made before the backlog was counted
         axes[2].text(0.5, 0.5, "this recording did not count the backlog", ha="center", transform=axes[2].transAxes)
-    axes[2].set_ylabel("messages left unread (log)")
+    axes[2].set_ylabel("messages left unread\n(log above 1, zero shown)")
     axes[2].set_title("Backlog at the end of a point")
     _log_if_positive(axes[0], long["rate"])
     _log_if_positive(axes[1], t["age_p99_ms"])
@@ -222,9 +225,16 @@ def plot_pressure(db: LmaxRecording):
         return fig
     top = p.groupby("what")["value"].sum().sort_values(ascending=False).head(7).index
     p = p.assign(what=p["what"].where(p["what"].isin(top), "other"))
-    p["run"] = [f"{analysis.label(v, db.engine)}, {s} session{'s' if s != 1 else ''}"
-                + (" (oversubscribed)" if analysis.oversubscribed(db, s) else "")
-                for v, s in zip(p["variant"], p["sessions"])]
+    consumers = (db.runs.groupby(["variant", "sessions"])["consumers"].max().to_dict()
+                 if "consumers" in db.runs else {})
+
+    def run_label(v, s) -> str:
+        c = consumers.get((v, s))
+        who = f"{s} producer{'s' if s != 1 else ''}" + (
+            f" + {int(c)} consumer{'s' if c != 1 else ''}" if c is not None and c == c and c > 0 else "")
+        return f"{analysis.label(v, db.engine)}, {who}" + (" (oversubscribed)" if analysis.oversubscribed(db, s) else "")
+
+    p["run"] = [run_label(v, s) for v, s in zip(p["variant"], p["sessions"])]
     wide = p.pivot_table(index="run", columns="what", values="value", aggfunc="sum", sort=False).fillna(0)
     wide.plot.barh(stacked=True, ax=ax, width=0.8, colormap="tab10")
     ax.invert_yaxis()

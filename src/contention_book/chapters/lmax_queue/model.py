@@ -21,7 +21,7 @@ CPU count L: a range from the published topology alone, not scored.
 from __future__ import annotations
 
 from ..shared.capacity import (Input, Prediction, card_input, card_of, gate, measured_from, measured_value, no_model,
-                               precision, predict, range_prediction)
+                               placement_moved_why, precision, predict, range_prediction)
 from .spec import SPEC
 
 PAPER = "Thompson et al. 2011 (LMAX Disruptor paper)"
@@ -60,9 +60,11 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
     native = getattr(shown, "native", None)
     if native is None or native.runs is None:
         return []
+    invalid = ""
     if t_xfer is None:
         card, rid = card_of(native)
         t_xfer = card_input(card, rid, "one_way_transfer", "t_xfer")
+        invalid = placement_moved_why(card, "one_way_transfer", "t_xfer")
     ring = native.runs[(native.runs["variant"] == "ring") & (native.runs["sessions"] == 1)]
     if t_xfer is None or ring.empty or "mean_batch" not in ring:
         return []
@@ -74,22 +76,36 @@ def machine_predictions(shown, t_xfer: Input | None = None) -> list[Prediction]:
         "the ring's rate with one producer (this machine)", "messages/s", "value", got,
         f"{got:,.0f} messages/s (p10–p90 {lo:,.0f}–{hi:,.0f}, {getattr(native, 'label', native.id)} run)",
         lambda v: v["b"] / (2 * v["t_xfer"]) * 1e9, (batch, t_xfer), published_low=lo, published_high=hi,
+        invalid=invalid,
         lacks="the slots' own lines, which also move from the producer to the consumer, and the producer's work "
               "per message")]
 
 
-def _shared_atomic(native) -> Input | None:
-    """Two threads adding to one atomic counter, from the native recording's false-sharing runs (the number the
-    chapter quotes), or None when the recording has none.  Preferred to the machine card's contended increment:
-    the card's repetitions include runs in which the line never moved between the cores."""
+def _own(native, layout: str, name: str, symbol: str, what: str) -> Input | None:
+    """One layout of the native recording's false-sharing runs (the numbers the chapter quotes), or None when the
+    recording has none."""
     fs = getattr(native, "false_sharing", None) if native is not None else None
     if fs is None or "layout" not in fs:
         return None
-    part = fs[fs["layout"] == "shared_atomic"]["ns_per_increment"].dropna()
+    part = fs[fs["layout"] == layout]["ns_per_increment"].dropna()
     if part.empty:
         return None
-    return Input.measured("two threads' increment of one atomic counter", "t_c", part.tolist(), "ns",
-                          measured_from(native, "false-sharing test, shared atomic"))
+    return Input.measured(name, symbol, part.tolist(), "ns", measured_from(native, what))
+
+
+def _shared_atomic(native) -> Input | None:
+    """Two threads adding to one atomic counter, from the native recording's false-sharing runs.  Preferred to
+    the machine card's contended increment: the card's repetitions include runs in which the line never moved
+    between the cores."""
+    return _own(native, "shared_atomic", "two threads' increment of one atomic counter", "t_c",
+                "false-sharing test, shared atomic")
+
+
+def _single(native) -> Input | None:
+    """One thread incrementing its own counter, from the same false-sharing runs (the single-thread number the
+    page quotes), so the page shows one t_private, not the card's beside it."""
+    return _own(native, "single", "one thread's increment of its own counter", "t_private",
+                "false-sharing test, one thread")
 
 
 def predictions(shown, native=None, costs: dict | None = None) -> list:
@@ -105,13 +121,19 @@ def predictions(shown, native=None, costs: dict | None = None) -> list:
             costs = {} if card is None else {
                 k: v for k, v in (("t_private", card_input(card, rid, "plain_private", "t_private")),
                                   ("t_c", card_input(card, rid, "atomic_contended", "t_c"))) if v is not None}
-            own = _shared_atomic(native)
-            if own is not None:  # the chapter's own two threads on one atomic, where the page quotes it
-                costs["t_c"] = own
+            from contention_book.harness import machine_card
+            ghz = machine_card.clock_ghz(card) if card is not None else None
+            for key, own in (("t_c", _shared_atomic(native)), ("t_private", _single(native))):
+                if key == "t_private" and own is not None and ghz and own.value.median * ghz < 1.0:
+                    continue  # below one cycle: the loop measured code generation, as the card's rule says
+                if own is not None:  # the chapter's own false-sharing runs, whose numbers the page quotes
+                    costs[key] = own
+            card_private = card_input(card, rid, "plain_private", "t_private") if card is not None else None
             why = ("no machine card in this recording" if card is None else
                    "the machine card lacks the cost, or a rule of physics bars it")
         else:
             why = "the test's costs lack it"
+            card_private = None
         inc = open_chapter(SPEC.chapter, paper.recording.id).csv("published/increment_costs.csv").set_index("method")
         n = float(inc.loc["single thread", "increments"])
         total = Input.exact("increments in the paper's test", "n", n, "increments", f"published: {PAPER}")
@@ -119,7 +141,12 @@ def predictions(shown, native=None, costs: dict | None = None) -> list:
                 ("t_private", "single thread", "one private counter: one increment per t_private", "T₁ = n · t_private",
                  lambda v: v["n"] * v["t_private"] * 1e-6,
                  "the paper's machine (2010-era Intel, Java): a per-increment cost is the CPU's own, so this "
-                 "prediction tests how far a cost travels between machines"),
+                 "prediction tests how far a cost travels between machines"
+                 + (f"; t_private is the false-sharing test's one thread (the number the page quotes); the machine "
+                    f"card's own private-counter loop took {card_private.value.median:.2f} ns, which would predict "
+                    f"{n * card_private.value.median * 1e-6:,.0f} ms"
+                    if card_private is not None and "false-sharing" in costs.get("t_private", card_private).source
+                    else "")),
                 ("t_c", "two threads with CAS", "one shared counter: two threads' contended increment",
                  "T₂ = n · t_c", lambda v: v["n"] * v["t_c"] * 1e-6,
                  "the paper's compare-and-swap retries when the other thread wrote first (the atomic add measured "
@@ -147,7 +174,8 @@ def predictions(shown, native=None, costs: dict | None = None) -> list:
                 f"{knee.iloc[0]:.0f} threads ({ADKIN})", float(cores), float(logical), (lo_in, hi_in),
                 lacks="how much a hyper-thread sibling takes from its core for this code; the range is the "
                       "machine's topology, not a cost measured here"))
-    return gate(out, machine_predictions(shown))
+    # a machine model left invalid by a moved placement tested nothing, so it gates nothing
+    return gate(out, [m for m in machine_predictions(shown) if not m.invalid])
 
 
 def usl_fits(shown):

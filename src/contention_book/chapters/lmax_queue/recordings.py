@@ -83,11 +83,18 @@ def set_aside_overcounted_waits(view: LmaxRecording) -> pd.DataFrame:
         view.tables["load_points"] = rec.median_over_repetitions(points, LAYOUT["load_points"])
     out = over[[*keys, "samples", "ceiling", "offcpu"]]
     view.tables["waits_overcounted"] = out
+    # a point that also carried the off-CPU capture ran beside perf: its rate is kept out of the rate medians too,
+    # as its wait samples are kept out of the wait shares
+    perturbed = set(map(tuple, out.loc[out["offcpu"], keys].itertuples(index=False)))
+    if perturbed and runs is not None:
+        view.tables["runs"] = runs[[tuple(r) not in perturbed for r in runs[keys].itertuples(index=False)]
+                                   ].reset_index(drop=True)
     words = "; ".join(f"{r.variant} at {r.sessions} sessions, repetition {r.repetition}: {r.samples:,.0f} samples "
                       f"where the sampler could take about {r.ceiling:,.0f}" for r in out.itertuples())
     view.recording.manifest.setdefault("notes", []).append(
         f"set aside from the wait profile and the load check's sampled shares, because they hold more wait samples "
-        f"than the sampler could take: file {FILES_WAITS} {words}")
+        f"than the sampler could take (and, where they carried the off-CPU capture, from the rates too): file "
+        f"{FILES_WAITS} {words}")
     return out
 
 

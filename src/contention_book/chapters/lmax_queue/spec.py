@@ -38,6 +38,7 @@ LABELS = {
     "imoltp_v3": "In-Memory OLTP v3 (whole loop natively compiled)",
     "disk_naive": "disk table INSERT + DELETE ... OUTPUT",
     "disk_ring_sequence": "disk ring, slot from a SEQUENCE",
+    "legacy_engine": "the legacy (disk-based) engine, as the article lists its limits",
     "array_blocking_queue": "ArrayBlockingQueue (Java)",
     "disruptor": "Disruptor (Java)",
 }

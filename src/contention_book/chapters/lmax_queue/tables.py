@@ -317,14 +317,12 @@ def overcounted_text(g: LmaxRecording) -> str:
     points = over.groupby(["sessions", "repetition"]).size()
     where = "; ".join(f"{'every design' if n == g.runs['variant'].nunique() else f'{n} designs'} at {s} producers, "
                       + ("the first repetition" if r == 0 else f"repetition {r + 1}") for (s, r), n in points.items())
-    why = (" Those points carried the off-CPU capture, and the sampler's window also covered its post-processing, "
-           "after the sessions had ended; the sampler counts a session with no wait event as on CPU, so it counted "
-           "the ended sessions as on CPU at every tick." if over["offcpu"].all() else
-           " The sampler's window outlasted the sessions there, and the sampler counts a session with no wait event "
-           "as on CPU.")
-    return (f"The wait shares leave out {len(over)} point{'s' if len(over) != 1 else ''} ({where}), whose samples "
-            f"were {span} what the sampler could take in the window.{why} The medians there come from the remaining "
-            "repetitions.")
+    if over["offcpu"].all():
+        return (f"The {len(over)} point{'s' if len(over) != 1 else ''} that carried the off-CPU capture ({where}) are "
+                f"left out of the wait shares, where the sampler counted the ended sessions as on CPU ({span} the "
+                "samples it could take), and out of the rate medians, since perf ran beside them.")
+    return (f"The wait shares leave out {len(over)} point{'s' if len(over) != 1 else ''} ({where}), where the sampler "
+            f"counted ended sessions as on CPU ({span} the samples it could take).")
 
 
 def back_off_sentence(g: LmaxRecording) -> str:
@@ -593,6 +591,7 @@ def key_numbers(shown) -> dict[str, Any]:
         for p in ("p50", "p99"):
             n[f"nat_{q}_1p_{p}_us"] = _at(t, q, 1, f"{p}_us")
             n[f"nat_{q}_maxp_{p}_us"] = _at(t, q, maxp, f"{p}_us")
+    n["nat_locked_backlog_text"] = locked_backlog_text(native, n)
     n["nat_split_sentence"] = split_sentence(runs)
     n["nat_ring_maxp_batch"] = _at(t, "ring", maxp, "mean_batch")
     n["nat_ring_1p_batch"] = _at(t, "ring", 1, "mean_batch")
@@ -656,6 +655,21 @@ def key_numbers(shown) -> dict[str, Any]:
 TOPICS = {"legacy_bottleneck": "disk-based bottleneck", "scaling_knee": "where scaling stops",
           "single_thread": "one thread", "speedup": "speed-up", "cannot_retry": "why v3 runs alone",
           "spinlock": "spinlock"}
+
+
+def locked_backlog_text(native: LmaxRecording, n: dict) -> str:
+    """How many messages the locked queue's median message waited behind (Little's law: rate × median latency),
+    against its capacity and the time a full queue takes to drain at the measured rate."""
+    size = (native.recording.parameters or {}).get("queue_size")
+    rate, p50 = n.get("nat_locked_1p", NAN), n.get("nat_locked_1p_p50_us", NAN)
+    if not size or not np.isfinite(rate) or not np.isfinite(p50) or rate <= 0:
+        return "The locked queue's latency is mostly time spent waiting in the queue behind other messages."
+    queued = rate * p50 * 1e-6
+    drain = size / rate * 1e6
+    return (f"The locked queue's latency is mostly time spent waiting in the queue. Its producer outruns its "
+            f"consumer, so messages pile up: a full queue of {int(size):,} slots drains in about {drain:,.0f} µs at "
+            f"{rate:,.0f} messages a second, and the median wait of {p50:,.0f} µs means about {queued:,.0f} "
+            f"messages ahead of a typical one (Little's law: rate × wait), {queued / size:.0%} of the queue.")
 
 
 def published_findings(adkin: LmaxRecording) -> pd.DataFrame:

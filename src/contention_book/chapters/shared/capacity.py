@@ -16,10 +16,11 @@ prediction's interval.  Seeded, so a page rebuilds the same numbers.
 
 The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the colon is its category):
 
-- *predicted*: the published (or measured) value, with its own precision ("around 5.5 s" is
-  5.45-5.55 s), overlaps the predicted interval; when only that precision or spread reaches the interval and the
-  value itself lies outside it, the verdict says so ("predicted: by the spread only", with the ratio); a
-  published lower bound ("over 4 min") is compared as a bound: predicted when the interval reaches it;
+- *predicted*: the published (or measured) value itself lies in the predicted interval; when it lies outside
+  and only its own precision ("around 5.5 s" is 5.45-5.55 s) or spread reaches the interval, the verdict is a
+  miss that says so ("only its spread … reaches it", with the ratio): a median outside the interval is never
+  called predicted; a published lower bound ("over 4 min") is compared as a bound: predicted when the interval
+  reaches it;
 - *predicted as a bound*: the model can only bound the quantity, and the value is on the bound's side;
 - *predicted as a range*: the model gives a range from two limiting cases (not a probability interval),
   and the value lies in it;
@@ -223,12 +224,12 @@ def judge_prediction(p: Prediction) -> str:
             return "predicted"
         return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_fmt(lo)}–{_fmt(hi)} "
                 f"(at most {ratio(pub, s.median)}× the prediction)")
-    if phi >= lo and plo <= hi:
-        if not lo <= pub <= hi:  # only the value's own spread reaches the interval: said, with the size
-            side = "above" if pub > hi else "below"
-            return (f"predicted: by the spread only; the value {_fmt(pub)} lies {side} the predicted "
-                    f"{_fmt(lo)}–{_fmt(hi)} ({ratio(pub, s.median)}× the prediction)")
+    if lo <= pub <= hi:
         return "predicted"
+    if phi >= lo and plo <= hi:  # only the value's own spread reaches the interval: still a miss, said so
+        side = "above" if pub > hi else "below"
+        return (f"missed: the value {_fmt(pub)} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)} "
+                f"({ratio(pub, s.median)}× the prediction); only its spread {_fmt(plo)}–{_fmt(phi)} reaches it")
     return miss(s.median)
 
 
@@ -492,6 +493,31 @@ def card_cost(view, quantity: str):
 
     card, _ = card_of(view)
     return machine_card.cost(card, quantity) if card is not None else None
+
+
+BETWEEN_CPUS = ("one_way_transfer", "futex_wake", "context_switch", "atomic_contended", "ops_per_transfer")
+
+
+def placement_moved_why(card: dict | None, quantity: str, symbol: str) -> str:
+    """Why a model that takes a between-CPU cost (``quantity``) from ``card`` is invalid, else ''.  When the card
+    says the placement moved between its start and its end, the pooled cost (the mean of the two medians) describes
+    neither placement, and the runs between them may have had either."""
+    from contention_book.harness import machine_card
+
+    if card is None or quantity not in BETWEEN_CPUS:
+        return ""
+    moved = machine_card.placement_moved(card)
+    if not moved:
+        return ""
+    phases = card.get("phases", {})
+    at = {name: phases.get(name, {}).get("costs", {}).get(quantity) for name in ("start", "end")}
+    if not all(at.values()):
+        return ""
+    unit = at["start"].get("unit", "")
+    return (f"the machine card says the placement moved during the recording ({machine_card.in_words(moved)} "
+            f"changed beyond their spread), and its {machine_card.WORDS[quantity]} went from "
+            f"{_fmt(at['start']['median'])} {unit} at the start to {_fmt(at['end']['median'])} {unit} at the end, "
+            f"so no one {symbol} describes the runs between them")
 
 
 def card_input(card: dict | None, rid: str, quantity: str, symbol: str, name: str | None = None) -> Input | None:

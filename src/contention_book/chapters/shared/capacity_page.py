@@ -39,8 +39,8 @@ def intro(preds: Sequence[Prediction | dict]) -> str:
     verdicts = [v for v in verdicts if v in SCORED]  # unscored rows (published only, failed here …) are no misses
     missed = verdicts.count("missed")
     if missed and missed * 2 >= len(verdicts):
-        head = ("The prediction below misses." if len(verdicts) == 1 else
-                f"{missed} of the {len(verdicts)} predictions below miss.")
+        head = ("The scored prediction below misses." if len(verdicts) == 1 else
+                f"{missed} of the {len(verdicts)} scored predictions below {'misses' if missed == 1 else 'miss'}.")
         lines += [f"**{head}** That is a finding too: each model says what it leaves out, and the size of the miss "
                   "measures how much that is.", ""]
     for p in preds:
@@ -95,6 +95,10 @@ def figure(preds: Sequence[Prediction | dict]):
         ax.set_title("\n".join(textwrap.wrap(p.quantity[0].upper() + p.quantity[1:], 42)), loc="left", fontsize=8)
         if p.vary == "P":
             ax.xaxis.get_major_locator().set_params(integer=True)
+        elif x0 >= 1e4:  # counts in the millions: few ticks, in engineering units, so the labels do not overlap
+            from matplotlib.ticker import EngFormatter, MaxNLocator
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+            ax.xaxis.set_major_formatter(EngFormatter(sep=" "))
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
     return fig
