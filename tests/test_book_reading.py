@@ -117,6 +117,19 @@ def test_no_built_page_shows_code_input():
     assert not bad, "\n".join(bad[:20])
 
 
+def test_every_figure_is_a_picture_not_the_text_of_its_object():
+    """A figure whose picture failed shows matplotlib's "<Figure size 760x400 with 2 Axes>" and its caption
+    over nothing; every glued figure must be an image, and no page may carry that text."""
+    _built()
+    bad = []
+    for path in sorted(HTML.rglob("*.html")):
+        if {"_static", "_sources", "_images"} & set(path.relative_to(HTML).parts):
+            continue
+        text = _article(path).get_text(" ", strip=True)
+        bad += [f"{path.relative_to(HTML)}: {m}" for m in re.findall(r"<(?:Figure|matplotlib)[^>]{0,60}>", text)]
+    assert not bad, "\n".join(bad[:20])
+
+
 def test_every_chapter_main_page_reads_in_fifteen_minutes_and_links_its_details_page():
     pages = _built()
     assert len(pages) == len(book.notebooks())

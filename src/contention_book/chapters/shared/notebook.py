@@ -59,12 +59,19 @@ def live_params(chapter, params: Mapping[str, Any]) -> dict[str, str]:
 def warm_up() -> None:
     """Draw one small figure in the book's style and throw it away, so that a process forked after this (the
     book build's kernels, :mod:`contention_book.harness.kernel_fork`) starts with matplotlib's fonts, glyphs
-    and math-text parser loaded: each chapter's first figure cost about a third of a second more without."""
+    and math-text parser loaded: each chapter's first figure cost about a third of a second more without.
+    A bare Figure on an Agg canvas, not pyplot: pyplot would choose its backend here, before the kernel's
+    shell exists, and the kernel's figures would then have no PNG formatter."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     with plt.rc_context():
         sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
         plt.rcParams["figure.dpi"] = 100
         plt.rcParams["figure.constrained_layout.use"] = True
-        fig, (a, b) = plt.subplots(1, 2, figsize=(4, 2))
+        fig = Figure(figsize=(4, 2))
+        FigureCanvasAgg(fig)
+        a, b = fig.subplots(1, 2)
         a.set_yscale("log")
         a.plot([1, 2, 3], [1, 10, 100], label="µs ≥ ×")
         a.set_title("two\nlines", fontsize="medium")
@@ -73,7 +80,6 @@ def warm_up() -> None:
         fig.legend(loc="outside lower center")
         fig.canvas.draw()
         _drawn_png(fig)
-        plt.close(fig)
 
 
 def start(chapter, params: Mapping[str, Any]):
@@ -151,14 +157,16 @@ def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     instead of laying it out and drawing it twice more (two thirds of a chapter's figure time): the drawn pixels
     that differ from the figure's background, with ``pad_inches`` of background around them.  The box is found
     in the pixels, not by measuring every artist again (``get_tightbbox``, an eighth of a second a figure), so it
-    hugs the ink where savefig's hugs the artists' boxes: a few pixels tighter.  None when the figure was not
-    drawn, or its ink reaches the canvas's edge (it may be drawn past it: savefig then shows what this cannot)."""
+    hugs the ink where savefig's hugs the artists' boxes: a few pixels apart.  None when the figure was not
+    drawn, or is drawn past its canvas (savefig then shows what this cannot): a figure without constrained
+    layout whose ink reaches the canvas's edge has its artists measured to find out."""
     import io
 
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import to_rgba
     from matplotlib.image import imsave
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     canvas = fig.canvas
     if not isinstance(canvas, FigureCanvasAgg) or getattr(canvas, "renderer", None) is None:
@@ -170,8 +178,14 @@ def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     background = np.round(np.asarray(to_rgba(fig.get_facecolor())) * 255).astype(np.uint8)
     ink = (buf != background).any(axis=2)
     rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
-    if not len(rows) or rows[0] == 0 or cols[0] == 0 or rows[-1] == buf.shape[0] - 1 or cols[-1] == buf.shape[1] - 1:
+    if not len(rows):
         return None
+    edge = rows[0] == 0 or cols[0] == 0 or rows[-1] == buf.shape[0] - 1 or cols[-1] == buf.shape[1] - 1
+    if edge and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        # ink at the edge, and no constrained layout keeping every artist on the canvas: measure them
+        x0, y0, x1, y1 = (v * dpi for v in fig.get_tightbbox(canvas.get_renderer()).extents)
+        if x0 < 0 or y0 < 0 or x1 > fig.bbox.width or y1 > height_px:
+            return None  # savefig would draw what lies outside the canvas
     pad = int(round(pad_inches * dpi))
     crop = buf[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
     out = np.empty((crop.shape[0] + 2 * pad, crop.shape[1] + 2 * pad, 4), np.uint8)
@@ -191,6 +205,12 @@ def _glue_figure(name: str, fig, alt: str | None, drawn: bool = False) -> None:
     from IPython.core.formatters import format_display_data
 
     png = _drawn_png(fig) if drawn else None
+    if png is None and hasattr(fig, "savefig"):  # not drawn, or drawn past its canvas: savefig, as the page shows
+        import io
+
+        saved = io.BytesIO()
+        fig.savefig(saved, format="png", bbox_inches="tight", facecolor=fig.get_facecolor(), dpi=fig.dpi)
+        png = saved.getvalue()
     if png is not None:
         bundle, metadata = {"text/plain": repr(fig), "image/png": base64.b64encode(png).decode("ascii")}, {}
     else:
