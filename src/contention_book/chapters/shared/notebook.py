@@ -158,15 +158,14 @@ def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     that differ from the figure's background, with ``pad_inches`` of background around them.  The box is found
     in the pixels, not by measuring every artist again (``get_tightbbox``, an eighth of a second a figure), so it
     hugs the ink where savefig's hugs the artists' boxes: a few pixels apart.  None when the figure was not
-    drawn, or is drawn past its canvas (savefig then shows what this cannot): a figure without constrained
-    layout whose ink reaches the canvas's edge has its artists measured to find out."""
+    drawn, or is drawn past its canvas (savefig then shows what this cannot): a figure whose ink reaches the
+    canvas's edge has its artists measured to find out."""
     import io
 
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import to_rgba
     from matplotlib.image import imsave
-    from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     canvas = fig.canvas
     if not isinstance(canvas, FigureCanvasAgg) or getattr(canvas, "renderer", None) is None:
@@ -181,8 +180,7 @@ def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     if not len(rows):
         return None
     edge = rows[0] == 0 or cols[0] == 0 or rows[-1] == buf.shape[0] - 1 or cols[-1] == buf.shape[1] - 1
-    if edge and not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
-        # ink at the edge, and no constrained layout keeping every artist on the canvas: measure them
+    if edge:  # ink at the edge: an artist may run past it (a long axis label does, even under constrained layout)
         x0, y0, x1, y1 = (v * dpi for v in fig.get_tightbbox(canvas.get_renderer()).extents)
         if x0 < 0 or y0 < 0 or x1 > fig.bbox.width or y1 > height_px:
             return None  # savefig would draw what lies outside the canvas
