@@ -20,7 +20,7 @@ versions, so taking t₀ from it would count them twice), and t_v is one lock
 request per skipped ghost at the rate it counted in its plain RCSI test
 (about 6 million a second).  A step measured on PostgreSQL is not used: a
 dead heap tuple and index entry are not SQL Server's version ghost.  The
-article's "over 4 min" is a lower bound, compared as one.
+article's "over 4 min", which it later calls 4 minutes, is scored as a time.
 """
 from __future__ import annotations
 
@@ -161,17 +161,17 @@ def predictions(shown) -> list:
     inputs = (updates, t0, t_v)
     over = float(by["rcsi_open_txn"]["elapsed_s"])
     expect = n * t0.value.median * 1e-6 + t_v.value.median * 1e-9 * n * (n - 1) / 2
-    # The article gives only a lower bound ("over 4 min"), and the shared rule reads a published-only prediction's
-    # published number as a point, so a bound the prediction clears would read as a failure: the bound is compared
-    # here (named in the text below) and the row carries no point of its own.
-    consistent = (f"it predicts {expect / 60:.0f} minutes, "
-                  + ("consistent with" if expect >= over else "short of") + f" the article's \"over {over / 60:.0f} min\"")
+    # "Over four minutes", which the article later calls "4 minutes": a time, not a bare bound, so the prediction
+    # is scored against it as one (a prediction five times as long does not agree with it)
+    consistent = (f"it predicts {expect / 60:.0f} minutes, {expect / over:.1f} times the article's \"over "
+                  f"{over / 60:.0f} min\" (which the article later calls {over / 60:.0f} minutes)")
     article = [predict(
         SPEC.chapter, "each update steps over every version pinned before it, one lock request per version",
         "T = n·t₀ + t_v·n(n−1)/2", "the loop's time with a transaction held open (SQL Server 2019)", "s", "value",
-        float("nan") if expect >= over else over, f"over 4 min ({CITE}, SQL Server 2019, delayed durability)",
+        over, f"over 4 min ({CITE}, SQL Server 2019, delayed durability)",
         lambda v: v["n"] * v["t₀"] * 1e-6 + v["t_v"] * 1e-9 * v["n"] * (v["n"] - 1) / 2, inputs,
-        lacks=f"{consistent}, which gives a lower bound only; whether the lock rate of the plain RCSI test holds in "
-              "this loop (the article gave no rate for it), and the cost of the scan itself beside the lock request",
-        published_kind="at least", vary="n", domain=(0.0, np.inf, "a negative time"))]
+        lacks=f"{consistent}: whether the lock rate of the plain RCSI test holds in this loop (the article gave no "
+              "rate for it; at that rate the skips alone take this long, so the loop must pass a ghost faster than "
+              "one lock request), and the cost of the scan itself beside the lock request",
+        published_kind="value", vary="n", domain=(0.0, np.inf, "a negative time"))]
     return gate(article, machine_predictions(shown))
