@@ -16,7 +16,7 @@ from .tables import HELD, NO_PAIR, UNHELD, UNPINNED, VACUUM_CONTROL, measured_nu
 
 VERDICT_LABELS = {"slower": "time with a REPEATABLE READ holder", "unpinned": "time with a READ COMMITTED holder",
                   "steeper": "growth per update", "pile_up": "versions pinned", "grows": "table size",
-                  "unheld_ghosts": "slowdown with nothing held (÷ VACUUM)", "tf7006": "SQL Server 2022's early cleanup",
+                  "unheld_ghosts": "growth of the time per update, nothing held ÷ VACUUM", "tf7006": "SQL Server 2022's early cleanup",
                   "version_store": "2022's version store"}
 
 

@@ -80,12 +80,13 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
                  "fair lock" if reg["spreads"]["waits"].n else "The spin-then-park lock was not compared")
         found += fewer + (f" and ran {rate} as fast" if rate else "") + ("" if reliable else ", not reliably faster")
         met = _at(native_summary(measured), "fair", n["m_in_threads"], "waits_per_record")
-        if met == met and 0 < met < 0.01:  # the threads seldom met: few hand-offs, so little convoy to remove
+        if met == met and 0 < met < 0.01:  # the fair lock seldom queued: few hand-offs, so little convoy to remove
             fair = measured.runs[(measured.runs["kind"] == "fair") & (measured.runs["threads"] == n["m_in_threads"])]
             rates = fair["records_per_s"]
             convoyed = int((rates < 0.1 * rates.median()).sum())  # a convoy: the fair lock at a tenth of its usual
-            found += (f": the threads seldom met, and a convoy formed in {convoyed} of {len(rates)} repetitions"
-                      if convoyed else f": the threads seldom met, and no convoy formed in {len(rates)} repetitions")
+            seldom = f": the fair lock seldom queued ({met:.1%} of its records)"
+            found += (f"{seldom}, and a convoy formed in {convoyed} of {len(rates)} repetitions"
+                      if convoyed else f"{seldom}, and no convoy formed in {len(rates)} repetitions")
         found += "."
     else:
         found += (f"An unfair latch's throughput was {rate} a fair one's"
