@@ -225,3 +225,12 @@ def test_rule_batched_says_how_often_the_line_never_moved():
     half = mc.rule_batched(card(atomic_contended=(15, 12, 18, 10), ops_per_transfer=(1e6, 10, 1e6, 9)))
     assert "in at least a tenth of the repetitions" in tenth.says
     assert "in at least half of the repetitions" in half.says
+
+
+def test_rule_batched_says_when_its_three_numbers_cannot_all_hold():
+    """3.21 increments per 120 ns transfer is at least 37 ns an increment, not 7.71 ns: the card says so."""
+    clash = mc.rule_batched(card(atomic_contended=(7.71, 7, 9, 1), one_way_transfer=(120, 100, 130, 90),
+                                 ops_per_transfer=(3.21, 3, 4, 2)))
+    assert clash.broken and "cannot all hold at once" in clash.says and "at least 37.4 ns" in clash.says
+    fits = mc.rule_batched(card(atomic_contended=(15, 12, 18, 10), ops_per_transfer=(13, 10, 16, 9)))
+    assert "cannot all hold" not in fits.says

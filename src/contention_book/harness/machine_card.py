@@ -311,9 +311,13 @@ def rule_batched(card: Mapping) -> Rule:
             f"{num(b.median)} increments per transfer (p10–p90 {num(b.low)}–{num(b.high)})") if b
            else "increments per transfer unmeasured")
     if a.median < x.median:
+        implied = x.median / b.median if b and not never_moved and b.median > 0 else 0.0
+        clash = (f". These cannot all hold at once ({num(b.median)} increments a transfer of {num(x.median)} ns "
+                 f"is at least {num(implied)} ns an increment): the card's costs come from runs in which the two "
+                 "virtual CPUs may have sat on different cores") if implied > 2 * a.median else ""
         return Rule(name, True, f"a contended increment ({num(a.median)} ns) costs less than a one-way transfer "
-                    f"({num(x.median)} ns): the line stays with one core for a batch of increments; measured {per}",
-                    ("atomic_contended_per_transfer",))
+                    f"({num(x.median)} ns): the line stays with one core for a batch of increments; measured {per}"
+                    + clash, ("atomic_contended_per_transfer",))
     return Rule(name, False, f"holds: {num(a.median)} ns ≥ {num(x.median)} ns; {per}")
 
 

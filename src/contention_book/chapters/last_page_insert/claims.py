@@ -41,8 +41,8 @@ RULES = {
                      f"{LAB_FACTOR:g}× of the 32-core lab's gain on SQL Server with {LAB_MIN_CPUS}+ CPUs; not "
                      "testable when removing the sequential key's whole latch queue could not reach the sources' "
                      f"smallest gain (1/(1 − share) below {SMALLEST_GAIN:g}×)"),
-    C["hash_waits"]: (f"{AT}, the hash-partitioned over the sequential hot-latch share lies below 0.5; not testable "
-                      "when the sequential key had 2% or less"),
+    C["hash_waits"]: (f"{AT}, the hash-partitioned over the sequential hot-latch share lies below 0.5; weaker "
+                      "between 0.5 and 1; differs at 1 or more; not testable when the sequential key had 2% or less"),
     C["elimination"]: ("pages read (SQL Server: partitions touched) by a lookup without elimination over with it lies "
                        "above 1; size compared within 1.5× of all partitions, on SQL Server"),
     C["splits"]: "the non-sequential key's leaf density over the sequential key's lies below 1",

@@ -461,15 +461,15 @@ def _measured_numbers(g: LpiRecording) -> dict[str, Any]:
 # name -> (how it is computed from one repetition's numbers, its format, its unit)
 QUOTED: dict[str, tuple[Any, str, str]] = {
     "seq_hot_one": (lambda x: x["m_sequential_hot_share_one"], ".0%", ""),
-    "seq_hot": (lambda x: x["m_sequential_hot_share"], ".0%", ""),
+    "seq_hot": (lambda x: x["m_sequential_hot_share"], ".1%", ""),
     "seq_hot_max": (lambda x: x["m_sequential_hot_share_max"], ".0%", ""),
     "seq_hot_rise": (lambda x: x["m_sequential_hot_share"] - x["m_sequential_hot_share_one"], ".0%", ""),
     "seq_idle": (lambda x: x["m_sequential_idle_share"], ".0%", ""),
     "hash_hot": (lambda x: x["m_hash_partitioned_hot_share"], ".0%", ""),
-    "random_hot": (lambda x: x["m_random_key_hot_share"], ".0%", ""),
+    "random_hot": (lambda x: x["m_random_key_hot_share"], ".1%", ""),
     # the sequential key's share over the non-sequential control's at the same point: what the index's last leaf
     # adds, since both share the heap's end and the identity's sequence page
-    "seq_over_random": (lambda x: x["m_sequential_hot_share"] - x["m_random_key_hot_share"], ".0%", ""),
+    "seq_over_random": (lambda x: x["m_sequential_hot_share"] - x["m_random_key_hot_share"], ".1%", ""),
     "hash_hot_ratio": (lambda x: x["m_hash_partitioned_hot_share"] / x["m_sequential_hot_share"]
                        if x["m_sequential_hot_share"] else float("nan"), ".2f", "×"),
     "seq_last_page": (lambda x: x["m_sequential_last_page_share"], ".0%", ""),
