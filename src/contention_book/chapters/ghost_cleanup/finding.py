@@ -16,7 +16,7 @@ from .tables import HELD, NO_PAIR, UNHELD, UNPINNED, VACUUM_CONTROL, measured_nu
 
 VERDICT_LABELS = {"slower": "time with a REPEATABLE READ holder", "unpinned": "time with a READ COMMITTED holder",
                   "steeper": "growth per update", "pile_up": "versions pinned", "grows": "table size",
-                  "unheld_ghosts": "growth of the time per update, nothing held ÷ VACUUM", "tf7006": "SQL Server 2022's early cleanup",
+                  "unheld_ghosts": "per-update growth, nothing held ÷ VACUUM", "tf7006": "SQL Server 2022's early cleanup",
                   "version_store": "2022's version store"}
 
 
@@ -136,11 +136,11 @@ def autovacuum_text(g) -> str:
         left.append(f"{remain} of {remain + len(reps)} ({LABELS.get(variant, variant)})")
     counted = "autovacuum_during_run" in (g.by_repetition("relation") if g.relation_stats is not None else {})
     how = ("the table's autovacuum count rose during the loop" if counted else
-           "only VACUUM frees a line pointer or deletes an index page, and these runs ended with fewer line pointers "
-           "in use than row versions written, freed line pointers, or deleted index pages")
-    return (f"Autovacuum was on when this recording was made, and it reached the test table mid-loop in "
-            f"{_n(len(hit), 'run')} ({'; '.join(parts)}): {how}. With less dead data to walk past, they enter no "
-            f"time, ratio, growth or size on this page; {' and '.join(left)} remain.")
+           "these runs ended with freed line pointers, deleted index pages or fewer line pointers in use than row "
+           "versions written, which only VACUUM does")
+    return (f"Autovacuum, on for this recording, reached the test table mid-loop in "
+            f"{_n(len(hit), 'run')} ({'; '.join(parts)}): {how}. They enter no time, ratio, growth or size on "
+            f"this page; {' and '.join(left)} remain.")
 
 
 def measured_text(g) -> str:
