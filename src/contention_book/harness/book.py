@@ -84,8 +84,6 @@ def plan_lanes(seconds: dict[str, float], lanes: int) -> list[list[str]]:
     chapters in two lanes: 32); the greedy longest-first rule put the two longest chapters in different lanes,
     and left one lane idle for a quarter of the build while the other ran a third chapter.  Each lane runs
     its longest chapter first."""
-    import itertools
-
     names = sorted(seconds, key=lambda c: (-seconds[c], c))
     if not names:
         return [[] for _ in range(lanes)]
