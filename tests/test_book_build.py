@@ -177,3 +177,21 @@ def test_the_sphinx_speed_patches_still_apply_to_the_locked_versions():
     kept = utils._update_and_remove_templates(App, {}, ["sbt-sidebar-nav.html", "empty.html", "x.html"], "sidebars")
     assert kept == ["sbt-sidebar-nav.html", "x.html"]  # an empty template is still dropped
     assert "sbt-sidebar-nav.html" not in seen and seen["x.html"] == 1  # the navigation is not rendered to check it
+
+
+def test_a_label_past_the_canvas_under_constrained_layout_is_left_to_savefig():
+    """Constrained layout cannot always fit a long axis label: its ink reaches the edge and runs past it, and the
+    cut would lose the rest; one that fits is cut from the drawing."""
+    from contention_book.chapters.shared.notebook import _drawn_png
+
+    fig, plt = _figure(legend_outside=False)
+    fig.legends[0].remove()  # the label alone runs past
+    fig.set_size_inches(3, 2)
+    fig.axes[0].set_xlabel("a label much too long to fit under an axis this narrow, whatever the layout does")
+    fig.canvas.draw()
+    assert _drawn_png(fig) is None
+    fig.set_size_inches(7.6, 3.5)
+    fig.axes[0].set_xlabel("threads")
+    fig.canvas.draw()
+    assert _drawn_png(fig) is not None
+    plt.close(fig)
