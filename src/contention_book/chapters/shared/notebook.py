@@ -161,8 +161,8 @@ def _runs_past(fig, renderer) -> bool:
 
     width, height = fig.bbox.width, fig.bbox.height
     for artist in fig.findobj(lambda a: isinstance(a, (Text, Legend)) and a.get_visible()):
-        if isinstance(artist, Text) and not artist.get_text():
-            continue
+        if isinstance(artist, Text) and (not artist.get_text() or (artist.get_clip_on() and artist.get_clip_box())):
+            continue  # empty, or clipped to its axes when drawn
         box = artist.get_window_extent(renderer)
         if box.x0 < -0.5 or box.y0 < -0.5 or box.x1 > width + 0.5 or box.y1 > height + 0.5:
             return True
