@@ -44,12 +44,18 @@ def _drop_set_aside_points(view: GhostRecording) -> None:
     gone = view.tables.get("runs_set_aside")
     if gone is None or gone.empty or "repetition" not in gone:
         return
-    points = set(zip(gone["variant"], gone["repetition"]))
-    for key in ("curve", "index", "relation", "counters", "holder"):
+    points = set(zip(gone["variant"], gone["repetition"].astype(int)))
+    _drop_points(view, points, ("curve", "index", "relation", "counters", "holder"))
+
+
+def _drop_points(view, points: set, keys) -> None:
+    """Leave the (variant, repetition) ``points`` out of the view's per-repetition tables ``keys``, and take their
+    medians again from what is left."""
+    for key in keys:
         frame = view.tables.get(f"{key}_by_repetition", view.tables.get(key))
         if frame is None or "repetition" not in frame:
             continue
-        keep = frame[[(v, r) not in points for v, r in zip(frame["variant"], frame["repetition"])]]
+        keep = frame[[(v, int(r)) not in points for v, r in zip(frame["variant"], frame["repetition"])]]
         keep = keep.reset_index(drop=True)
         if f"{key}_by_repetition" in view.tables:
             view.tables[f"{key}_by_repetition"] = keep
@@ -131,17 +137,7 @@ def _set_aside_vacuumed_points(view: GhostRecording) -> None:
     view.tables["runs_vacuumed"] = runs[mask].merge(hit[["variant", "repetition", "evidence"]],
                                                     on=["variant", "repetition"]).reset_index(drop=True)
     view.tables["runs"] = runs[[not m for m in mask]].reset_index(drop=True)
-    for key in ("curve", "relation"):
-        frame = view.tables.get(f"{key}_by_repetition", view.tables.get(key))
-        if frame is None or "repetition" not in frame:
-            continue
-        keep = frame[[(v, int(r)) not in points for v, r in zip(frame["variant"], frame["repetition"])]]
-        keep = keep.reset_index(drop=True)
-        if f"{key}_by_repetition" in view.tables:
-            view.tables[f"{key}_by_repetition"] = keep
-            view.tables[key] = rec.median_over_repetitions(keep, LAYOUT[key])
-        else:
-            view.tables[key] = keep
+    _drop_points(view, points, ("curve", "relation"))
     words = "; ".join(f"{LABELS.get(v, v)}, repetition {int(r) + 1} ({e})" for v, r, e in
                       zip(hit["variant"], hit["repetition"], hit["evidence"]))
     view.recording.manifest.setdefault("notes", []).append(
