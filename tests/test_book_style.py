@@ -66,10 +66,28 @@ def test_a_legend_over_the_data_is_found():
 
 
 def test_a_legend_below_the_axes_overlaps_nothing():
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")  # the book's figures are laid out so
     _lines(ax)
     style.legend_below(ax)
     assert style.overlaps(fig) == []
+    plt.close(fig)
+
+
+def test_a_legend_or_label_past_the_canvas_is_found():
+    """Without a layout that makes room, the legend below the axes hangs off the canvas: the check says so (the
+    page would show it shrunk, and its PNG would have to be drawn twice)."""
+    fig, ax = plt.subplots(figsize=(6, 3))
+    _lines(ax)
+    style.legend_below(ax)
+    found = style.overlaps(fig)
+    assert any("a legend runs past the canvas (bottom by" in f for f in found), found
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+    ax.set_yscale("log")
+    ax.plot([1, 2, 3], [100, 200, 300])
+    assert style.overlaps(fig) == []  # tick labels kept for ticks beyond the view limits are never drawn
+    ax.set_xlabel("an axis label far too long for a canvas three inches wide, which no layout can fit")
+    assert any("runs past the canvas (left by" in f for f in style.overlaps(fig))
     plt.close(fig)
 
 

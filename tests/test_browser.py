@@ -184,7 +184,8 @@ def test_search_finds_logcache_access(site):
 
 
 def test_no_drawn_figure_has_a_legend_or_title_over_its_data(site):
-    """The chapters measure each figure as they draw it (shared.style.record_check); nothing may overlap."""
+    """The chapters measure each figure as they draw it (shared.style.record_check): nothing may overlap, and no
+    text or legend may run past its canvas (the page would shrink it, and its PNG be drawn twice)."""
     import json
 
     checks = sorted((ROOT / "book" / "chapters" / "figure-checks").glob("*.json"))

@@ -182,3 +182,16 @@ def test_usl_fits_only_levels_within_the_cpus_and_shows_residuals():
     assert fit.points == 4 and draws.shape[1] == 2
     res = usl_residuals(fit, frame[frame["n"] <= 8], "n", "x")
     assert res.startswith("1: ") and all(abs(float(r.split(": ")[1].rstrip("%"))) < 2 for r in res.split("; "))
+
+
+def test_a_details_page_defines_the_verdict_words_its_models_use():
+    """The models' section says what each verdict word it uses means, not only the Findings page."""
+    from contention_book.chapters.shared.capacity import PREDICTION_VERDICTS, VERDICT_MEANING
+    from contention_book.chapters.shared.capacity_page import intro
+
+    assert set(VERDICT_MEANING) == set(PREDICTION_VERDICTS)
+    inputs = (Input.exact("P", "P", 4, "", "published: article"),)
+    pub = Prediction("ch", "m", "G ≤ P", "gain", "×", "at most", 1.15, "+15%", Spread(4, 4, 4, 1, "exact"), inputs)
+    text = intro([predict(10.2), pub])
+    assert "*predicted*: the value lies" in text and "*published only*: every input" in text
+    assert "*missed*" not in text and "*model invalid*" not in text  # words the section does not use go unsaid

@@ -62,3 +62,16 @@ def test_the_weaker_word_is_defined_for_the_findings_page():
 
     assert WEAKER in dict(VOCABULARY) and "short of the claim" in dict(VOCABULARY)[WEAKER]
     Claim("c", "p", "m", "r", WEAKER, tested_on="PostgreSQL 15 analogue on 2 CPUs", size="not compared: x")
+
+
+def test_a_long_cell_is_cut_at_a_clause_not_mid_clause():
+    from contention_book.harness.verdict_table import short
+
+    text = ("not testable here: hash partitioning ran at 0.73× the sequential key's rate at 2 sessions; on 2 CPUs "
+            "sessions waited on the sequential key's latch in 8.6% of samples, a short queue to spread, while "
+            "routing rows to partitions costs CPU and more words follow here to pass the limit of the cell")
+    cut = short("x " + text.replace(":", ""), 40)
+    assert cut.endswith(", a short queue to spread …") or cut.endswith("samples …") or cut.endswith("sessions …"), cut
+    assert "routing rows to …" not in cut
+    one_clause = " ".join(f"w{i}" for i in range(60))
+    assert short(one_clause, 40) == " ".join(f"w{i}" for i in range(32)) + " …"  # no clause mark: cut at a word

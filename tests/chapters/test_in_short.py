@@ -34,11 +34,13 @@ def test_verdict_list_puts_each_verdict_beside_its_number_and_groups_the_unteste
         {"claim": "a", "measured": "2.0× (1.5×–2.5×) faster", "verdict": "direction reproduced"},
         {"claim": "b", "measured": "0.9× (0.8×–1.2×)", "verdict": "inconclusive: the interval straddles 1"},
         {"claim": "c", "measured": "needs SQL Server", "verdict": "not testable here: needs SQL Server"},
+        {"claim": "e", "measured": "1.21× (1.1×–1.3×) on 2 CPUs", "verdict": "not testable here: needs 4+ CPUs"},
     ])
-    text = verdict_list(rows, {"a": "A", "b": "B", "c": "C", "d": "D"}, {"b": "0.9×"})
+    text = verdict_list(rows, {"a": "A", "b": "B", "c": "C", "e": "E", "d": "D"}, {"b": "0.9×"})
     assert "A, 2.0× (1.5×–2.5×): *direction reproduced*" in text
     assert "B, 0.9×: *inconclusive*" in text
-    assert "*Not testable here*: C" in text and "*Not testable with this recording*: D" in text
+    assert "*Not testable here*: C, E." in text and "*Not testable with this recording*: D" in text
+    assert "1.21" not in text  # a ratio measured without the claim's condition is not printed as a result
 
 
 def _in_shorts():

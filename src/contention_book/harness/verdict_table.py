@@ -54,11 +54,18 @@ def head(verdict: object) -> str:
 
 
 def short(text: str, limit: int = MAX_CELL_WORDS) -> str:
-    """A long cell's first part: up to its first colon if that is short enough, else its first words."""
+    """A long cell's first part (its whole text goes to a note): up to its first colon if that is short enough,
+    else its longest run of whole clauses (ending at a semicolon or comma) that fits, so a cell never stops
+    mid-clause; only a clause longer than the cell is cut at a word."""
     first = text.split(":")[0].strip()
     if first != text.strip() and words(first) <= limit - 5:
         return first
-    return " ".join(text.split()[: limit - 8]) + " …"
+    kept = " ".join(text.split()[: limit - 8])
+    for mark in (";", ","):
+        at = kept.rfind(mark)
+        if at > 0 and words(kept[:at]) >= (limit - 8) // 2:
+            return kept[:at] + " …"
+    return kept + " …"
 
 
 class Notes:

@@ -128,6 +128,15 @@ def _color(node: FlameNode, colors: dict) -> str:
     return colors.get(node.module, "#999999")
 
 
+def legend_keys(colors: dict, boxes) -> list[tuple[str, str]]:
+    """(label, colour) for a flame graph's module legend: the named modules, then one grey "other modules" when a
+    drawn box's module has no colour of its own (both the figure and the SVG show the same legend)."""
+    keys = [(m or "(no module)", c) for m, c in colors.items()]
+    if keys and any(n.module not in colors for _, d, _, n in boxes if d and not n.merged and n.module != "(process)"):
+        keys.append(("other modules", "#999999"))
+    return keys
+
+
 def flame_figure(
     p: Profile,
     *,
@@ -189,9 +198,7 @@ def flame_figure(
     ax.set_xlabel(f"share of samples (boxes under {min_fraction:.1%} merged)")
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    handles = [Patch(color=c, label=m or "(no module)") for m, c in colors.items()]
-    if len(handles) and any(n.module not in colors for _, d, _, n in boxes if d and not n.merged and n.module != "(process)"):
-        handles.append(Patch(color="#999999", label="other modules"))
+    handles = [Patch(color=c, label=m) for m, c in legend_keys(colors, boxes)]
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=fontsize, frameon=False)
     ax.set_title(title or ("CPU samples: " + str(p.meta.get("source", ""))), fontsize=fontsize + 2, loc="left")
@@ -371,9 +378,7 @@ def flame_svg(
     label_y = axis_y + 4 + font_px * 2.4
     axis.append(f'<text x="{left + plot_w / 2:.1f}" y="{label_y:.1f}" text-anchor="middle">'
                 f'{esc(x_label or f"share of samples (boxes under {min_fraction:.1%} merged)")}</text>')
-    keys = [(m or "(no module)", c) for m, c in colors.items()]
-    if keys and any(n.module not in colors for _, d, _, n in boxes if d and not n.merged and n.module != "(process)"):
-        keys.append(("other modules", "#999999"))
+    keys = legend_keys(colors, boxes)
     per_row = 4
     col_w = plot_w / per_row
     legend = []

@@ -54,7 +54,7 @@ def plot_elapsed(table: pd.DataFrame):
 
     colours = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     fig.legend([Line2D([], [], marker="o", color=c, linestyle="none") for c in colours.values()], list(colours),
-               loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(colours), 3), frameon=False,
+               loc="outside lower center", ncol=min(len(colours), 3), frameon=False,
                fontsize="small")
     return fig
 
@@ -77,7 +77,7 @@ def plot_storage(frames: pd.DataFrame):
             ax.plot(part[col].clip(lower=0.5), y, marker=marker, linestyle="none", color=colour, label=label)
         ax.set_xscale("log")
         ax.set_xlim(left=0.4)
-        ax.set_xlabel(f"{'pages' if col == 'pages' else 'ghosts or dead tuples'} (log scale; 0 drawn at 0.5)")
+        ax.set_xlabel(f"{'pages' if col == 'pages' else 'ghosts or dead tuples'} (log; 0 drawn at 0.5)")
         ax.set_yticks(range(len(order)))
         ax.set_yticklabels(order)
         ax.set_ylim(len(order) - 0.5, -0.5)

@@ -62,7 +62,8 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
              if native else n["m_tested_on"])
     names = {CLAIMS[0]: "fewer latch waits (spin-then-park ÷ fair)" if measured.is_native else
              "fewer latch waits (unfair ÷ fair)", CLAIMS[1]: "more spins", CLAIMS[2]: "higher throughput",
-             CLAIMS[3]: "99th-percentile wait" if measured.is_native else "longest wait"}
+             CLAIMS[3]: "longer 99th-percentile wait (spin-then-park ÷ fair)" if measured.is_native
+             else "a longer maximum wait (unfair ÷ fair)"}
     claims = [str(c) for c in rows["claim"]]
     labels = {c: names[next(k for k in CLAIMS if c.startswith(k))] for c in claims}
     medians = {c: number(m).split(" (")[0] for c, m in zip(claims, rows["measured"])}

@@ -209,7 +209,7 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     axes[1].set_xscale("log")
     axes[1].set_xlabel("ns per increment (log)")
     axes[1].set_ylabel("")
-    axes[1].set_title("Published: LMAX paper, 500M increments")
+    axes[1].set_title("Published: LMAX paper")
     return fig
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .spec import LABELS
-from ..shared.style import legend_below
+from ..shared.style import legend_below, legend_under_figure
 
 
 def _empty(text: str):
@@ -53,7 +53,7 @@ def c2c_compare(table: pd.DataFrame):
     ax.set_xlabel("median one-way latency, ns")
     ax.set_ylabel("")
     ax.set_title("Cache-line transfer by distance: published machines and this one")
-    legend_below(ax)
+    legend_under_figure(fig, ax)  # centred under the figure: under the axes alone it ran past the canvas
     return fig
 
 
@@ -195,11 +195,11 @@ def stack_shares(shares: pd.DataFrame, published: pd.DataFrame, labels: dict | N
     data = pd.DataFrame(rows)
     fig, ax = plt.subplots(figsize=(9, 0.4 * len(data) + 1.2))
     sns.barplot(data=data, y="what", x="pct", hue="source", dodge=False, ax=ax, orient="h")
-    ax.set_xlabel("% of sampled CPU in the spinlock's backoff (stacks holding it)")
+    ax.set_xlabel("% of CPU samples in the spinlock's backoff")
     ax.set_ylabel("")
     for i, v in enumerate(data["pct"]):
         ax.text(v + 0.3, i, f"{v:.2f}%", va="center", fontsize=8)
-    legend_below(ax)
+    legend_under_figure(fig, ax)
     return fig
 
 

@@ -287,13 +287,6 @@ def limit_sentence(n: Mapping[str, Any], lc: pd.DataFrame) -> str:
     if not (limit == limit and ra == ra and rb == rb and limit > 0):
         return ""
     pa, pb = ra / limit, rb / limit
-    if pa <= 1 and pb <= 1:
-        head = f"Both rates are below that limit: A's is {pa:.0%} of it and B's {pb:.0%}."
-    elif pa > 1 and pb > 1:
-        head = f"Both rates are above that limit ({pa:.1f} and {pb:.1f} times it)."
-    else:
-        hi, lo = (("A", pa), ("B", pb)) if pa > pb else (("B", pb), ("A", pa))
-        head = (f"{hi[0]}'s rate is {hi[1]:.1f} times that limit and {lo[0]}'s {lo[1]:.0%} of it.")
     apart = {}
     if len(lc) and "worker_cpus" in lc:
         for v in ("writer_shared", "writer_alone"):
@@ -303,8 +296,17 @@ def limit_sentence(n: Mapping[str, Any], lc: pd.DataFrame) -> str:
     tail = (" The limit binds only hand-offs between CPUs: under MESI every acquisition by a core other than the "
             "last holder's pulls the line over, while a core that takes the lock again finds the line in its own "
             "cache.")
-    if apart.get("writer_alone") == 1 and n.get("nat_b_workers", 0) > 1:
-        tail += " In B both workers share one CPU, so passing the lock between them moves no line at all."
+    if apart.get("writer_alone") == 1 and n.get("nat_b_workers", 0) > 1:  # B moves no line: the limit is not B's
+        where = f"{pa:.0%} of that limit" if pa <= 1 else f"{pa:.1f} times that limit"
+        return (f"A's rate is {where}. B's is not held to it: both of B's workers share one CPU, so passing the "
+                "lock between them moves no line at all." + tail)
+    if pa <= 1 and pb <= 1:
+        head = f"Both rates are below that limit: A's is {pa:.0%} of it and B's {pb:.0%}."
+    elif pa > 1 and pb > 1:
+        head = f"Both rates are above that limit ({pa:.1f} and {pb:.1f} times it)."
+    else:
+        hi, lo = (("A", pa), ("B", pb)) if pa > pb else (("B", pb), ("A", pa))
+        head = (f"{hi[0]}'s rate is {hi[1]:.1f} times that limit and {lo[0]}'s {lo[1]:.0%} of it.")
     return head + tail
 
 

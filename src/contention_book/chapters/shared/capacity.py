@@ -48,6 +48,17 @@ from .spread import Spread, spread
 PREDICTION_VERDICTS = ("predicted", "predicted as a bound", "predicted as a range", "missed", "model invalid",
                        "published only", "workload bound", "model failed here", "no model")
 SCORED = ("predicted", "predicted as a bound", "predicted as a range", "missed")
+VERDICT_MEANING = {  # one clause each, said beside the models that use the word (the Findings page has the rules)
+    "predicted": "the value lies in the predicted interval",
+    "predicted as a bound": "the model can only bound the quantity, and the value is on the bound's side",
+    "predicted as a range": "the value lies in a range between two limiting cases (not a probability interval)",
+    "missed": "the value lies outside the interval, by the ratio given",
+    "model invalid": "the equation's output leaves its domain, or the run does not test the model; not scored",
+    "published only": "every input is published, so nothing measured here is tested; not scored",
+    "workload bound": "it follows from the workload's description alone; not scored",
+    "model failed here": "the model missed this machine's own measurement first; not scored",
+    "no model": "an input is missing",
+}
 KINDS = ("value", "at least", "at most", "range", "workload bound")  # what the model says of the quantity
 DRAWS = 4000
 SEED = 20261126

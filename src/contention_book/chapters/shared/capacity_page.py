@@ -32,8 +32,12 @@ def intro(preds: Sequence[Prediction | dict]) -> str:
     """The section's words: each model's equation, what it leaves out, and the verdict rule."""
     from contention_book.harness.book_pages import CAPACITY_LABEL
 
-    lines = [f"How these models are built and judged is said once for every chapter: {{ref}}`{CAPACITY_LABEL}`.", ""]
-    from .capacity import SCORED
+    from .capacity import SCORED, VERDICT_MEANING
+
+    used = {(p.verdict if isinstance(p, Prediction) else p["verdict"]).split(":")[0].split(",")[0] for p in preds}
+    words = "; ".join(f"*{w}*: {m}" for w, m in VERDICT_MEANING.items() if w in used)
+    lines = [f"How these models are built and judged is said once for every chapter: {{ref}}`{CAPACITY_LABEL}`."
+             + (f" The verdict words below: {words}." if words else ""), ""]
 
     verdicts = [(p.verdict if isinstance(p, Prediction) else p["verdict"]).split(":")[0] for p in preds]
     verdicts = [v for v in verdicts if v in SCORED]  # unscored rows (published only, failed here …) are no misses
@@ -79,7 +83,9 @@ def figure(preds: Sequence[Prediction | dict]):
                 and p.category != "model invalid"]  # a curve outside its domain (a negative time) shows nothing
     if not drawable:
         return None
-    fig, axes = plt.subplots(1, len(drawable), figsize=(3.4 * len(drawable), 2.9), squeeze=False)
+    # one panel is drawn wider than a third of the column: its legend, one entry a row, sits under it
+    fig, axes = plt.subplots(1, len(drawable), figsize=(max(3.4 * len(drawable), 4.6), 2.9 + 0.5 * (len(drawable) == 1)),
+                             squeeze=False)
     for ax, p in zip(axes[0], drawable):
         xs = _x_range(p)
         mid, low, high = sweep(p, xs)
@@ -91,8 +97,8 @@ def figure(preds: Sequence[Prediction | dict]):
                 label="the article's number" + ("" if p.published_kind == "value" else f" ({p.published_kind})"))
         symbol = next(i for i in p.inputs if i.symbol == p.vary)
         ax.set_xlabel(f"{symbol.name} ({symbol.symbol})")
-        ax.set_ylabel(p.unit)
-        ax.set_title("\n".join(textwrap.wrap(p.quantity[0].upper() + p.quantity[1:], 42)), loc="left", fontsize=8)
+        ax.set_ylabel("\n".join(textwrap.wrap(p.unit, 28)))  # a long unit wraps rather than run off the canvas
+        ax.set_title("\n".join(textwrap.wrap(p.quantity[0].upper() + p.quantity[1:], 42 if len(drawable) > 1 else 60)), loc="left", fontsize=8)
         if p.vary == "P":
             ax.xaxis.get_major_locator().set_params(integer=True)
         elif x0 >= 1e4:  # counts in the millions: few ticks, in engineering units, so the labels do not overlap
@@ -100,7 +106,7 @@ def figure(preds: Sequence[Prediction | dict]):
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
             ax.xaxis.set_major_formatter(EngFormatter(sep=" "))
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncols=3 if len(drawable) > 1 else 1, frameon=False)
     return fig
 
 

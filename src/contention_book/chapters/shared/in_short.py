@@ -4,7 +4,8 @@ Why a module: every chapter opens with the same shape (the finding, its number, 
 beside its own number), and the number must be the one the verdict table prints, never retyped.  The number is
 read from the row's ``measured`` text: the first median with its interval, "8.2× (8.0×–8.4×)" (the book's one
 interval convention, stated on the Findings page).  Claims that could not be tested are named together at the end,
-each with its number in brackets where something was measured without the condition the claim needs.
+without a number: what was measured without the condition a claim needs tests nothing, and a ratio beside it
+reads as a result (the claims table says what was measured and why it decides nothing).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def number(measured: str) -> str:
 
 def verdict_list(rows: pd.DataFrame, labels: Mapping[str, str], numbers: Mapping[str, str] | None = None) -> str:
     """"label, number: *verdict*; ..." for every row in ``labels`` (claim -> short name, in that order), then
-    "not testable here: a (number), b" for the rest.  ``numbers`` overrides the number read from a row (claim -> text;
+    "not testable here: a, b" for the rest.  ``numbers`` overrides the number read from a row (claim -> text;
     "" for none).  A claim in ``labels`` that the rows lack is named as not testable with this recording."""
     by_claim = {str(r["claim"]): r for _, r in rows.iterrows()}
     numbers = numbers or {}
@@ -42,8 +43,8 @@ def verdict_list(rows: pd.DataFrame, labels: Mapping[str, str], numbers: Mapping
         row = by_claim.get(claim)
         word = head(row["verdict"]) if row is not None else "not testable with this recording"
         n = numbers.get(claim, number(row["measured"])) if row is not None else ""
-        if word in UNTESTED:  # named with the others at the end, with what was measured where there is a number
-            untested.setdefault(word, []).append(f"{label} ({n})" if n else label)
+        if word in UNTESTED:  # named with the others at the end, without a number
+            untested.setdefault(word, []).append(label)
             continue
         judged.append(f"{label}{', ' + n if n else ''}: *{word}*")
     parts = ["; ".join(judged)] if judged else []

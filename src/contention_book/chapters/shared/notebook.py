@@ -152,23 +152,6 @@ class _Rendered:
         return self.bundle, self.metadata
 
 
-def _runs_past(fig, renderer) -> bool:
-    """Whether a text or a legend reaches past the canvas (a long axis label does, even under constrained layout):
-    what can, since the axes clip their data.  Their extents come from the drawing's text-layout cache, where
-    ``get_tightbbox`` would lay out every axis's ticks again."""
-    from matplotlib.legend import Legend
-    from matplotlib.text import Text
-
-    width, height = fig.bbox.width, fig.bbox.height
-    for artist in fig.findobj(lambda a: isinstance(a, (Text, Legend)) and a.get_visible()):
-        if isinstance(artist, Text) and (not artist.get_text() or (artist.get_clip_on() and artist.get_clip_box())):
-            continue  # empty, or clipped to its axes when drawn
-        box = artist.get_window_extent(renderer)
-        if box.x0 < -0.5 or box.y0 < -0.5 or box.x1 > width + 0.5 or box.y1 > height + 0.5:
-            return True
-    return False
-
-
 def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     """The PNG ``savefig(bbox_inches="tight")`` makes, cut from the figure's last drawing on its Agg canvas
     instead of laying it out and drawing it twice more (two thirds of a chapter's figure time): the drawn pixels
@@ -197,7 +180,7 @@ def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
     if not len(rows):
         return None
     edge = rows[0] == 0 or cols[0] == 0 or rows[-1] == buf.shape[0] - 1 or cols[-1] == buf.shape[1] - 1
-    if edge and _runs_past(fig, canvas.get_renderer()):  # savefig would draw what lies outside the canvas
+    if edge and style.past_canvas(fig, canvas.get_renderer()):  # savefig would draw what lies outside the canvas
         return None
     pad = int(round(pad_inches * dpi))
     crop = buf[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]

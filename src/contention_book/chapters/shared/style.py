@@ -150,6 +150,38 @@ def overlaps(fig) -> list[str]:
         for b in range(a + 1, len(titles)):
             if titles[a][1].overlaps(titles[b][1]):
                 found.append(f"titles of axes {titles[a][0]} and {titles[b][0]} overlap")
+    return found + past_canvas(fig, renderer)
+
+
+def past_canvas(fig, renderer) -> list[str]:
+    """Every text or legend that reaches past the canvas, as drawn (a long axis label does, even under constrained
+    layout; the axes clip their data).  Such a figure is larger on the page than it was drawn, so it shrinks
+    below the column's type size, and its PNG must be laid out and drawn again.  The extents come from the
+    drawing's text-layout cache, where ``get_tightbbox`` would lay out every axis's ticks again."""
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+
+    width, height = fig.bbox.width, fig.bbox.height
+    drawn_ticks, all_ticks = set(), set()  # an axis keeps tick objects past its view limits, and draws none of them
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in list(axis.majorTicks) + list(axis.minorTicks):
+                all_ticks.update((tick.label1, tick.label2))
+            if ax.get_visible() and axis.get_visible():
+                for tick in axis._update_ticks():  # what its draw drew (private, stable since matplotlib 3.1)
+                    drawn_ticks.update((tick.label1, tick.label2))
+    found = []
+    for artist in fig.findobj(lambda a: isinstance(a, (Text, Legend)) and a.get_visible()):
+        if isinstance(artist, Text) and (not artist.get_text() or (artist.get_clip_on() and artist.get_clip_box())):
+            continue  # empty, or clipped to its axes when drawn
+        if artist in all_ticks and artist not in drawn_ticks:
+            continue  # a tick label outside the view limits: never drawn
+        box = artist.get_window_extent(renderer)
+        over = {"left": -box.x0, "bottom": -box.y0, "right": box.x1 - width, "top": box.y1 - height}
+        sides = [f"{side} by {px:.0f} px" for side, px in over.items() if px > 0.5]
+        if sides:
+            what = f"text {artist.get_text()[:40]!r}" if isinstance(artist, Text) else "a legend"
+            found.append(f"{what} runs past the canvas ({', '.join(sides)})")
     return found
 
 
