@@ -128,6 +128,21 @@ def test_a_figure_drawing_outside_its_canvas_is_left_to_savefig():
     plt.close(fig)
 
 
+def test_a_figure_scaled_to_the_column_is_cut_from_its_drawing():
+    """fit_width scales 12 × 3.6 in to 7.6 in wide: 227.99999… px high, drawn on 228 rows.  Such a figure is
+    still cut from its drawing (two of chapter 5's figures were drawn a second time by savefig for this)."""
+    from contention_book.chapters.shared.notebook import _drawn_png
+    from contention_book.chapters.shared.style import fit_width
+
+    fig, plt = _figure(legend_outside=False)
+    fig.set_size_inches(12, 3.6)
+    fit_width(fig)
+    assert fig.bbox.height != round(fig.bbox.height)  # the case: a height that is not a whole number of pixels
+    fig.canvas.draw()
+    assert _drawn_png(fig) is not None
+    plt.close(fig)
+
+
 def test_lanes_are_planned_so_the_longest_lane_is_shortest():
     from contention_book.harness.book import LanePlan, plan_lanes
 

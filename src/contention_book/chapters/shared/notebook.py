@@ -172,8 +172,8 @@ def _drawn_png(fig, pad_inches: float = 0.1) -> bytes | None:
         return None
     buf = np.asarray(canvas.buffer_rgba())
     dpi, height_px = fig.dpi, fig.bbox.height
-    if buf.shape[:2] != (int(height_px), int(fig.bbox.width)):
-        return None  # resized since it was drawn
+    if abs(buf.shape[0] - height_px) >= 1 or abs(buf.shape[1] - fig.bbox.width) >= 1:
+        return None  # resized since it was drawn (a size of 227.99999… px is drawn on 228 rows)
     background = np.round(np.asarray(to_rgba(fig.get_facecolor())) * 255).astype(np.uint8)
     ink = (buf != background).any(axis=2)
     rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
