@@ -298,3 +298,24 @@ def test_fit_width_gives_count_axes_whole_number_ticks():
     fig.canvas.draw()
     assert all(float(t).is_integer() for t in ax.get_xticks()) and style.count_problems(fig) == []
     plt.close(fig)
+
+
+def test_log_axes_are_labelled_without_math_text():
+    """A log axis keeps matplotlib's choice of labelled ticks, written "10³" and "2×10²" in the text font."""
+    assert style.power_text(r"$\mathdefault{10^{-2}}$") == "10⁻²"
+    assert style.power_text(r"$\mathdefault{2\times10^{3}}$") == "2×10³"
+    assert style.power_text("1,000") == "1,000"
+    fig, (a, b) = plt.subplots(1, 2, figsize=(6, 2), layout="constrained")
+    a.set_yscale("log")
+    a.plot([1, 2, 3], [0.01, 10, 1e5])
+    b.set_xscale("log")
+    b.plot([200, 300, 500, 700], [1, 2, 3, 4])
+    fig.canvas.draw()
+    before = [[t.get_text() for t in ax.get_ticklabels(which="both") if t.get_text()]
+              for ax in (a.yaxis, b.xaxis)]
+    style.plain_powers(fig)
+    fig.canvas.draw()
+    after = [[t.get_text() for t in ax.get_ticklabels(which="both") if t.get_text()] for ax in (a.yaxis, b.xaxis)]
+    assert [list(map(style.power_text, labels)) for labels in before] == after
+    assert "10²" in after[0] and "3×10²" in after[1] and not any("$" in t for labels in after for t in labels)
+    plt.close(fig)
