@@ -188,3 +188,20 @@ def test_the_data_page_says_which_postgres_build_made_the_stacks():
     assert "15.18 built from Debian's source package by `make pg-named`" in own and "Debian's own package" not in own
     both = stacks_provenance([pg("15.18"), pg("15.18 (Debian 15.18-0+deb12u1)")])
     assert "make pg-named" in both and "Debian's own package (15.18 (Debian 15.18-0+deb12u1))" in both
+
+
+def test_findings_count_rows_that_predict_nothing_and_leave_them_out_of_the_table(checkout):
+    """A workload bound or a model without an input predicts nothing: Findings counts it, its chapter lists it."""
+    saved = checkout / book_pages.PREDICTIONS_DIR / "demo.json"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"quantity": "the loop time", "equation": "T = n·t", "predicted": "10 s", "published": "9 s",
+             "verdict": "predicted"},
+            {"quantity": "the gain", "equation": "G ≤ P", "predicted": "≤ 4×", "published": "+15%",
+             "verdict": "workload bound: it follows from the workload"},
+            {"quantity": "the knee", "equation": "N = C", "predicted": "—", "published": "23",
+             "verdict": "no model: an input is missing"}]
+    saved.write_text(json.dumps(rows), encoding="utf-8")
+    text = book_pages.predictions_section(book.notebooks())
+    assert "predicted 1; workload bound 1; no model 1" in text
+    table = text[text.index('id="predictions"'):]
+    assert "the loop time" in table and "the gain" not in table and "the knee" not in table

@@ -121,6 +121,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
 
 
 PREDICTIONS_DIR = VERDICTS_DIR.parent / "predictions"   # written by each chapter's capacity section
+NOT_ON_FINDINGS = ("workload bound", "no model")  # prediction rows that predict nothing: counted, not tabled
 
 # Said once, here, for every chapter (chapters.shared.spread and capacity_page link to these labels; a test
 # checks the numbers against spread's constants).
@@ -153,14 +154,24 @@ def predictions_section(notebooks: dict[str, Path]) -> str:
     if not rows:
         return ""
     cols = ("chapter", "quantity", "equation", "predicted", "published", "verdict")
+
+    def category(r) -> str:
+        return str(r.get("verdict", "")).split(":")[0].split(",")[0]  # "published only, the model fails …"
+
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[category(r)] = counts.get(category(r), 0) + 1
+    said = "; ".join(f"{w} {n}" for w, n in counts.items())
+    # a row that predicts nothing (a bound the workload implies, a model without an input) is counted, and left
+    # on its chapter's details page: here it would only pad the table
+    unshown = [w for w in NOT_ON_FINDINGS if w in counts]
+    rows = [r for r in rows if category(r) not in NOT_ON_FINDINGS]
+    if unshown:
+        said += (f" (the {' and '.join(f'*{w}*' for w in unshown)} rows predict nothing; they are listed on their "
+                 "chapters' details pages, not in the table below)")
     body = "".join("<tr>" + "".join(f"<td>{r.get(c) if c == 'chapter' else html_.escape(str(r.get(c, '—')))}</td>"
                                     for c in cols) + "</tr>" for r in rows)
     head = "".join(f"<th>{c}</th>" for c in cols)
-    counts: dict[str, int] = {}
-    for r in rows:
-        word = str(r.get("verdict", "")).split(":")[0].split(",")[0]  # the category: "published only, the model fails …"
-        counts[word] = counts.get(word, 0) + 1
-    said = "; ".join(f"{w} {n}" for w, n in counts.items())
     table = ('<div class="table-wrap"><table class="book-table text-table" id="predictions"><caption>What each '
              "chapter's model predicts for the article's machine, from costs measured on the machine that built "
              f"the book, against the number the article published</caption><thead><tr>{head}</tr></thead>"
