@@ -747,9 +747,40 @@ def test_the_writer_sentence_counts_repetitions_not_a_median():
 
 def test_the_in_short_box_says_what_was_tested_and_found_then_the_action_without_intervals():
     text = key_numbers(_reference())["lc_in_short"]
-    assert text.index("**Tested:**") < text.index("**Found:**") < text.index("**For a DBA:**") < text.index("**Verdicts")
+    opening = "**Tested:**" if "**Tested:**" in text else "**Tested instead**"
+    assert text.index(opening) < text.index("**Found:**") < text.index("**For a DBA:**") < text.index("**Verdicts")
     assert not re.search(r"\([^()]*\d[^()]*–[^()]*\)", text), "an interval in the box: it belongs in the table"
     assert "hidden schedulers" in text and "CTP" in text
+
+
+def test_the_in_short_box_says_plainly_when_the_articles_affinity_effect_was_not_tested():
+    """Review: "Tested: why taking the log writer's core out ... (2.3×)" while every affinity row was not testable.
+    The box says which claim went untested, what it needs, and what was tested instead; it says "Tested:" only
+    when an affinity row was judged."""
+    from contention_book.chapters.shared.claims import head
+    from contention_book.chapters.shared.in_short import UNTESTED
+
+    sh = _reference()
+    text = key_numbers(sh)["lc_in_short"]
+    v = claims.verdicts(sh)
+    affinity = v[v["claim"].isin([claims.CLAIM1, claims.CLAIM1 + claims.TOY, claims.CLAIM1 + claims.PG])]
+    untested = affinity["verdict"].map(head).isin(UNTESTED).all()
+    assert ("**Not tested here:**" in text) == bool(untested) and ("**Tested:**" in text) == (not untested)
+    if untested:
+        head_part = text.split("**Found:**")[0]
+        assert "SQL Server" in head_part.split("it needs", 1)[1] and f"{spec.MIN_CPUS_FOR_ALONE} or more CPUs" in head_part
+        assert "**Tested instead**" in head_part and "line transfer against a context switch" in head_part
+        assert "toy" in head_part and "why taking" not in text
+
+
+def test_the_in_short_box_names_claims_as_the_article_states_them():
+    """Review: "the toy's rate, the toy's spins, ... walwriter pinned" is internal shorthand."""
+    text = key_numbers(_reference())["lc_in_short"]
+    listed = text.split("**Verdicts", 1)[1]
+    for shorthand in ("the toy's rate", "the toy's spins", "toy's spins per second", "walwriter pinned",
+                      "cost by distance", "back-off in stacks"):
+        assert shorthand not in listed, shorthand
+    assert "free log writer core raises throughput" in listed and "pressure moves to XDESMGR" in listed
 
 
 def test_the_diagram_caption_marks_here_only_when_the_diagram_does():
@@ -783,3 +814,64 @@ def test_the_placement_query_reads_the_scheduler_status_before_any_mask_change()
     sql = (repo_root() / "workloads/logcache-spinlock/diagnose/sqlserver/03-log-writer-placement.sql").read_text()
     assert "s.status" in sql and "HIDDEN ONLINE" in sql and "the core the article took out" not in sql
     assert not problems(sql)
+
+
+def _notebook_text() -> str:
+    import json
+
+    nb = json.loads((repo_root() / "notebooks/02-logcache-spinlock.ipynb").read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_the_hand_off_limit_is_stated_for_hand_offs_between_cores_only():
+    """Review: "can then change hands at most about 29.1 million times a second, whatever else the holders do"
+    beside 1-worker rates above it.  The sentence limits hand-offs between cores, as the MESI sentence does."""
+    text = " ".join(_notebook_text().split())
+    assert "can then change hands at most" not in text and "one hot lock can change hands at most" not in text
+    assert "can pass between cores at most about {glue:text}`nat_c2c_handoffs_text` times a second" in text
+    assert "one core re-taking a lock is not held to it" in text
+    assert "only hand-offs between CPUs" in key_numbers(_reference())["nat_limit_sentence"]
+
+
+def test_the_transfer_cost_is_said_once_to_be_this_recordings_own_measurement():
+    """Review: chapters quote different transfer costs for the same two-vCPU machine; the chapter says, once, that
+    its cost is its recording's own, and on a virtual machine depends on where the hypervisor placed the vCPUs."""
+    sh = _reference()
+    n = key_numbers(sh)
+    text = _notebook_text()
+    assert text.count("{glue:text}`nat_c2c_own_sentence`") == 1
+    assert text.index("nat_c2c_own_sentence") < text.index("nat_c2c_handoffs_text")
+    sentence = n["nat_c2c_own_sentence"]
+    assert "this recording's own measurement" in sentence
+    virtual = bool(analysis.on_hypervisor(sh.measured["native"]))
+    assert ("where the hypervisor placed the two vCPUs" in sentence) == virtual
+    assert ("other chapters' recordings" in sentence) == virtual
+    assert "this recording's own measurement" in n["lc_in_short"]
+
+
+def test_the_article_is_not_credited_with_the_books_inference_about_a_preempted_holder():
+    """Review: the article says only that the log writer may be context switched in before the hand-off; a
+    descheduled holder is the book's inference, and a holder is descheduled by Windows, not by SQLOS."""
+    text = " ".join(_notebook_text().split())
+    assert "what follows is its account" not in text
+    assert "When the log writer needs the CPU, a worker must give it up" not in text
+    said, inferred = text.index("**What the article says.**"), text.index("**What the book infers.**")
+    assert said < inferred
+    assert "does not yield while it holds a spinlock" in text[inferred:] and "Windows" in text[inferred:]
+    assert "holds LOGCACHE_ACCESS" not in text[said:inferred] and "holder" not in text[said:inferred]
+
+
+def test_the_article_is_not_credited_with_a_scheduler_status():
+    text = " ".join(_notebook_text().split())
+    assert "as on the article's build" not in text
+    assert "The article does not report its log writer's scheduler status" in text
+
+
+def test_the_recordings_list_names_recordings_by_their_titles_not_their_ids():
+    sh = _reference()
+    note = lc.header_note(sh)
+    for g in (sh.published, sh.pub_c2c, *sh.measured.values()):
+        assert f"`{g.id}`" not in note, g.id
+        title = str(g.recording.manifest.get("title") or "").removeprefix("Published: ")
+        assert title[1:] in note, title
+    assert "Measured (native)" not in note and "Measured (postgres)" not in note

@@ -76,10 +76,21 @@ def load_shown(recording: str = "", stacks: str = "") -> Shown:
     return Shown(load(PUBLISHED), load(PUBLISHED_C2C), measured, groups, stacks)
 
 
+def titled(note: str, recordings) -> str:
+    """The Recordings list with each recording named by its manifest's title, not its id (a folder name a reader
+    need not know); the id stays in the Data page link.  A recording without a title keeps its id."""
+    for r in recordings:
+        title = str(r.manifest.get("title") or "").removeprefix("Published: ").strip()
+        if title:
+            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”")
+    return note
+
+
 def header_note(shown: Shown) -> str:
     measured = shown.measured
-    listed = [(f"Measured ({e})", measured[e].recording) for e in ("native", "postgres", "sqlserver") if e in measured]
-    lines = [rec.shown_note(listed, [shown.published.recording, shown.pub_c2c.recording])]
+    listed = [("Measured", measured[e].recording) for e in ("native", "postgres", "sqlserver") if e in measured]
+    published = [shown.published.recording, shown.pub_c2c.recording]
+    lines = [titled(rec.shown_note(listed, published), [r for _, r in listed] + published)]
     if "sqlserver" not in measured:
         lines.append("- No SQL Server recording: the SQL Server figures are the article's. Pass a recording made "
                      "with `ENGINE=sqlserver` as `RECORDING=` to see your own.")

@@ -278,6 +278,19 @@ def wait_text(ns: float) -> str:
     return f"{us:,.0f} µs" if us >= 1 else f"{us:.1f} µs"
 
 
+def transfer_cost_sentence(nat: LogcacheRecording) -> str:
+    """Said once, where the chapter first quotes its transfer cost: the cost is this recording's own measurement,
+    and on a virtual machine it depends on where the hypervisor put the two vCPUs, so recordings made on the same
+    machine at other times (other chapters') measured other values.  On bare metal: only the first part."""
+    own = "That transfer cost is this recording's own measurement."
+    if not on_hypervisor(nat):
+        return own
+    return (own + " On a virtual machine it depends on where the hypervisor placed the two vCPUs at that moment "
+            "(on two hyperthreads of one host core, on two cores, or on two sockets), and that placement can change "
+            "from one run to the next: other chapters' recordings, made on the same kind of machine, measured "
+            "other values.")
+
+
 def limit_sentence(n: Mapping[str, Any], lc: pd.DataFrame) -> str:
     """The toy's two rates against the one-transfer-per-hand-off limit, computed: where each rate sits against it,
     and which hand-offs move the line (under MESI, any acquisition by a core other than the last holder's does;
@@ -634,6 +647,7 @@ def table_numbers(shown) -> dict[str, Any]:
                 f"at its start and {at['end']['costs']['one_way_transfer']['median']:.0f} ns at its end: the CPUs were "
                 "placed differently during the run, so on this machine a transfer's cost is not one "
                 "number)")
+    n["nat_c2c_own_sentence"] = transfer_cost_sentence(nat) if nat is not None and len(pairs) else ""
     h = n["nat_c2c_handoffs_per_s"]
     n["nat_c2c_handoffs_text"] = (f"{h / 1e6:.1f} million" if h >= 1e6 else f"{float(f'{h:.2g}'):,.0f}") \
         if h == h else "an unknown number of"
