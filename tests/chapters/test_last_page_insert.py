@@ -547,3 +547,11 @@ def test_waited_page_query_counts_only_an_index_leaf_as_a_last_page():
         assert not problems(text if text.rstrip().endswith(";") else text + ";")
     assert "VIEW DATABASE STATE" in sql and "VIEW DATABASE PERFORMANCE STATE" in sql
     assert "Needs VIEW SERVER STATE." not in sql
+
+
+def test_the_postgres_runner_records_the_session_override_of_synchronous_commit():
+    """Review: the server default (on) is what pg_settings shows; the workload sets synchronous_commit off in every
+    session, and future manifests say so beside the server's value."""
+    from contention_book.chapters.last_page_insert import run_postgres
+
+    assert run_postgres.session_settings() == {"synchronous_commit (sessions)": "off"}
