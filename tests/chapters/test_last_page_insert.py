@@ -515,7 +515,7 @@ def test_reference_page_numbers_are_the_recordings_own_as_reviewed():
     n = L.key_numbers(sh)
     per = T.per_repetition(g)
     leaf = np.median([x["m_sequential_hot_share"] - x["m_random_key_hot_share"] for x in per])
-    assert f"about {leaf:.1%} of samples" in n["lpi_in_short"] and "**Verdicts" not in n["lpi_in_short"]
+    assert f"an estimated {leaf:.1%} of samples" in n["lpi_in_short"] and "**Verdicts" not in n["lpi_in_short"]
     assert "neither fix paid off" in n["lpi_in_short"] and n["q_random_vs_seq_text"] in n["lpi_in_short"]
     assert f"{n['m_leaf_wait_us']:.1f} µs of waiting at the leaf per row" in n["m_queue_text"]
     assert n["m_leaf_wait_us"] < n["m_sequential_wait_us"]
@@ -530,3 +530,28 @@ def test_reference_page_numbers_are_the_recordings_own_as_reviewed():
     assert "at 8 sessions (oversubscribed)" in T.lwlock_sleeps_text(g)
     wide = T.throughput_wide(g)
     assert any(v != round(v, 2) for v in wide.filter(like="p99").stack())  # rounded once, by the shown table
+
+
+def test_waited_page_query_counts_only_an_index_leaf_as_a_last_page():
+    """Review: a heap page or an allocation page (PFS, GAM, SGAM, IAM) has no next page either; only an index's
+    leaf that holds rows is a last page.  sys.dm_db_page_info needs a database permission, not VIEW SERVER STATE."""
+    from pathlib import Path
+
+    sql = (Path(__file__).resolve().parents[2] / "workloads" / "last-page-insert" / "diagnose" / "sqlserver"
+           / "02-waited-page-to-index.sql").read_text()
+    harness, _ = pages.page_info_query([(7, 1, 5)])
+    for text in (sql, harness):
+        case = text[text.index("CASE WHEN"):text.index("AS is_last_page")]
+        assert "pi.index_id > 0" in case and "pi.page_type_desc IN (N'DATA_PAGE', N'INDEX_PAGE')" in case
+        assert "pi.page_level = 0" in case and "pi.next_page_page_id = 0" in case
+        assert not problems(text if text.rstrip().endswith(";") else text + ";")
+    assert "VIEW DATABASE STATE" in sql and "VIEW DATABASE PERFORMANCE STATE" in sql
+    assert "Needs VIEW SERVER STATE." not in sql
+
+
+def test_the_postgres_runner_records_the_session_override_of_synchronous_commit():
+    """Review: the server default (on) is what pg_settings shows; the workload sets synchronous_commit off in every
+    session, and future manifests say so beside the server's value."""
+    from contention_book.chapters.last_page_insert import run_postgres
+
+    assert run_postgres.session_settings() == {"synchronous_commit (sessions)": "off"}

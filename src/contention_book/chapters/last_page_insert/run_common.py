@@ -102,7 +102,8 @@ def _values(pages: Sequence[tuple[int, int, int]]) -> tuple[str, list[int]]:
 
 
 def page_info_query(pages: Sequence[tuple[int, int, int]]) -> tuple[str, list[int]]:
-    """SQL Server 2019+: sys.dm_db_page_info per page; a leaf with no right neighbour is the last page.
+    """SQL Server 2019+: sys.dm_db_page_info per page; an index's leaf (index_id above 0, a DATA_PAGE or
+    INDEX_PAGE) with no right neighbour is the last page (heap and allocation pages have no right neighbour either).
 
     Run it in the database that owns the pages (the names come from that
     database's catalog views).
@@ -111,7 +112,8 @@ def page_info_query(pages: Sequence[tuple[int, int, int]]) -> tuple[str, list[in
     sql = (
         "SELECT r.database_id, r.file_id, r.page_id, s.name AS schema_name, o.name AS object_name, "
         "i.name AS index_name, p.partition_number, pi.page_level, pi.next_page_page_id, "
-        "CASE WHEN pi.page_level = 0 AND pi.next_page_page_id = 0 THEN 1 ELSE 0 END AS is_last_page\n"
+        "CASE WHEN pi.index_id > 0 AND pi.page_type_desc IN (N'DATA_PAGE', N'INDEX_PAGE') AND pi.page_level = 0 "
+        "AND pi.next_page_page_id = 0 THEN 1 ELSE 0 END AS is_last_page\n"
         f"FROM (VALUES {rows}) AS r (database_id, file_id, page_id)\n"
         "CROSS APPLY sys.dm_db_page_info(r.database_id, r.file_id, r.page_id, 'DETAILED') AS pi\n"
         "LEFT JOIN sys.partitions AS p ON p.partition_id = pi.partition_id\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -215,6 +216,18 @@ class PostgresRun:
             self.read_cost(conn, variant)
 
 
+def session_settings() -> dict[str, str]:
+    """The settings the workload's session script (``session.sql``) sets in every inserting session, keyed as the
+    manifests of the other chapters key a session override: ``{"synchronous_commit (sessions)": "off"}``."""
+    out = {}
+    for batch in workloads.load(CHAPTER, "postgres", "session"):
+        for line in batch.splitlines():
+            m = re.match(r"\s*SET\s+(\w+)\s*(?:=|TO)\s*'?([\w.]+)'?\s*;?\s*$", line, re.IGNORECASE)
+            if m:
+                out[f"{m.group(1).lower()} (sessions)"] = m.group(2)
+    return out
+
+
 def run_postgres(ctx) -> None:
     """Every variant at every session count on PostgreSQL, into ``ctx.writer``."""
     p, writer = ctx.params, ctx.writer
@@ -222,6 +235,9 @@ def run_postgres(ctx) -> None:
         settings = dict(conn.cursor().execute(
             "SELECT name, setting FROM pg_settings WHERE name IN ('shared_buffers', 'block_size', "
             "'synchronous_commit', 'max_connections', 'wal_level')").fetchall())
+    # the server's settings above are its defaults; the workload's session script overrides some of them in every
+    # inserting session (synchronous_commit = off): the manifest names both, as the other chapters' runners do
+    settings.update(session_settings())
     writer.update(engine={"settings": settings})
     run = PostgresRun(ctx.target, ctx.database, writer, sessions=p["sessions"],
                       rows_per_session=p["rows_per_session"] or 0, max_seconds=p["duration_s"],

@@ -68,9 +68,9 @@ def call_text(g: LpiRecording) -> str:
     """How each driver call inserted its rows, in words, for the prose."""
     r = rows_per_call(g)
     if r == 1:
-        return ("Each driver call is one INSERT of one row, its own transaction, so every row costs a client "
+        return ("Each call the client makes is one INSERT of one row, its own transaction, so every row costs a client "
                 "round trip")
-    return (f"Each driver call runs a server-side loop that inserts {r} rows, each its own "
+    return (f"Each call the client makes runs a server-side loop that inserts {r} rows, each its own "
             "transaction, so the sessions stay inside the server between rows instead of waiting for a "
             "client round trip per row")
 
@@ -465,7 +465,7 @@ QUOTED: dict[str, tuple[Any, str, str]] = {
     "seq_hot_max": (lambda x: x["m_sequential_hot_share_max"], ".0%", ""),
     "seq_hot_rise": (lambda x: x["m_sequential_hot_share"] - x["m_sequential_hot_share_one"], ".0%", ""),
     "seq_idle": (lambda x: x["m_sequential_idle_share"], ".0%", ""),
-    "hash_hot": (lambda x: x["m_hash_partitioned_hot_share"], ".0%", ""),
+    "hash_hot": (lambda x: x["m_hash_partitioned_hot_share"], ".1%", ""),
     "random_hot": (lambda x: x["m_random_key_hot_share"], ".1%", ""),
     # the sequential key's share over the non-sequential control's at the same point: what the index's last leaf
     # adds, since both share the heap's end and the identity's sequence page
@@ -549,6 +549,32 @@ def _ok(x) -> bool:
 PROCARRAY = "LWLock:ProcArray"
 
 
+def sampler_text(g: LpiRecording, q: dict[str, Spread]) -> str:
+    """One sentence under the claims table: the wait sampler's own footprint at one session (``LWLock:ProcArray``,
+    partly commits waiting for the sampler), set beside the buffer-lock share the verdicts read, so that share is
+    read with the caveat.  Empty when the recording shows no such footprint (under 5% of samples)."""
+    w = g.by_repetition("waits") if hasattr(g, "by_repetition") else None
+    runs = g.runs
+    if g.engine != "postgres" or w is None or runs is None or "repetition" not in w or not q["seq_hot"].n:
+        return ""
+    one = int(runs["sessions"].min())
+    part = w[(w["variant"] == "sequential") & (w["sessions"] == one)]
+    if part.empty:
+        return ""
+    tot = part.groupby("repetition")["samples"].sum()
+    pa = part[part["wait"] == PROCARRAY].groupby("repetition")["samples"].sum().reindex(tot.index, fill_value=0)
+    share = float((pa / tot).median())
+    if share < 0.05:
+        return ""
+    nd = deciding(g)
+    return (f"A caveat for the shares of samples above: with {sessions_label(g, one)} the wait sampler's own "
+            f"footprint is of the same size, `LWLock:ProcArray` in {share:.0%} of the sequential key's samples, "
+            "partly commits that wait for the sampler while it reads the wait events (details page, “What a small "
+            f"machine can and cannot show”), so the {q_text(q, 'seq_hot', False)} on `{hot_wait(g)}` at "
+            f"{sessions_label(g, nd) if nd is not None else 'the deciding point'} is read as a sampled share with "
+            "an observer effect of that order, not as an exact cost.")
+
+
 def procarray_text(g: LpiRecording) -> str:
     """What the sequential key's one-session ``LWLock:ProcArray`` share is, told from the recording: the share per
     repetition next to the rate per repetition.  pg_wait_sampling's collector reads every backend's wait event
@@ -598,7 +624,8 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
     share and ratio in them is a :data:`QUOTED` median, the number the verdict rows print."""
     hot = hot_wait(g)
     per_row = "round trip included" if n["m_rows_per_call"] == 1 else "inside the server-side loop"
-    out = {"m_call_text": call_text(g) + ".", "m_procarray_text": Prose(procarray_text(g))}
+    out = {"m_call_text": call_text(g) + ".", "m_procarray_text": Prose(procarray_text(g)),
+           "m_sampler_text": sampler_text(g, q)}
     nd = n["m_nd"]
     if not _ok(nd):
         out["m_queue_text"] = (f"Every point of this recording ran more sessions than its {g.cpus} CPUs, so none "
@@ -610,7 +637,9 @@ def prose_texts(g: LpiRecording, n: dict[str, Any], q: dict[str, Spread]) -> dic
                else "of the sessions' time went to waiting for")
             + f" {hot}. Not all of that is the last leaf: the non-sequential key, which shares the heap's end and "
             f"the identity's sequence page but not the leaf, showed {q_text(q, 'random_hot', False)} at the same "
-            + (f"point, so about {q_text(q, 'seq_over_random', False)} of samples (the difference, repetition by "
+            + (f"point. PostgreSQL does not say which buffer a waiter waits for, so the leaf's share is an estimate: "
+               f"an estimated {q_text(q, 'seq_over_random', False)} of samples ({q_text(q, 'seq_hot', False)} on "
+               f"{hot} less the control's {q_text(q, 'random_hot', False)}, the difference taken repetition by "
                f"repetition) were the leaf's. That is {n['m_leaf_queue']:.2f} sessions waiting on average; at "
                f"{n['m_sequential_tp']:,.0f} rows/s it means about {n['m_leaf_wait_us']:.1f} µs of waiting at the "
                "leaf per row."
