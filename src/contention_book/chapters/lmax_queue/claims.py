@@ -21,7 +21,7 @@ import pandas as pd
 from ..shared.claims import Claim, Size, both, above, judge, missing_point, rule_above, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
-from .tables import finding, key_numbers, regime_sessions
+from .tables import PER_COUNTER, counter_costs, finding, key_numbers, regime_sessions
 from ..shared.memo import per_view
 
 LEAD, FALSE_SHARING, ATOMIC, HOT, DURABILITY, CEILING, V2 = 1.5, 1.5, 5.0, 0.9, 1.2, 10.0, 1.5
@@ -44,7 +44,7 @@ RULES = {
     C["ring_1p"]: rule_above(LEAD, "ring / locked queue rate, 1 producer"),
     C["ring_np"]: rule_above(LEAD, "ring / locked rate, most producers that fit"),
     C["false_sharing"]: rule_above(FALSE_SHARING, "adjacent / padded ns per increment"),
-    C["atomic"]: rule_above(ATOMIC, "shared atomic / private ns per increment"),
+    C["atomic"]: rule_above(ATOMIC, "shared atomic / private ns per increment of the counter"),
     C["no_growth"]: (f"holds when the ring's HOT share lies above {HOT:g} and the naive queue's dead rows at the end, "
                      "in the repetitions no autovacuum reached, above 0, over repetitions; differs when either lies "
                      "on the other side"),
@@ -181,16 +181,18 @@ def verdicts(shown) -> pd.DataFrame:
         ring_np = (f"{fit} producers: {s.text('.1f', '×')}", above(s, LEAD) if s.n else
                    missing_point(f"the ring and the locked queue at {fit} producers"))
     add("ring_np", f"3 producers: {n['lmax_3p1c_x']:.1f}×", *ring_np)
-    fs = native.false_sharing
-    s = ratio_spread(fs, "ns_per_increment", "adjacent", "padded", variant="layout")
+    fs = counter_costs(native)  # ns per increment of one counter, the shared one's over both threads' increments
+    s = ratio_spread(fs, PER_COUNTER, "adjacent", "padded", variant="layout")
     add("false_sharing", "the paper pads cursors to 64-byte lines for this reason, and prints no ratio",
         f"adjacent {n['fs_adjacent_ns']:.2f} ns vs padded {n['fs_padded_ns']:.2f} ns per increment "
         f"({s.text('.1f', '×')})", above(s, FALSE_SHARING), why="the paper printed no false-sharing figure")
-    s = ratio_spread(fs, "ns_per_increment", "shared_atomic", "single", variant="layout")
-    add("atomic", f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS",
-        f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared ({s.text(',.0f', '×')})",
+    s = ratio_spread(fs, PER_COUNTER, "shared_atomic", "single", variant="layout")
+    add("atomic", f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS, "
+                  "per increment of the counter",
+        f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared by 2 threads, per increment of "
+        f"the counter ({s.text(',.0f', '×')})",
         above(s, ATOMIC), why="nanoseconds of the paper's CPU against this machine's; an atomic add, not a CAS loop"
-        + per_thread_words(native, n["fs_shared_atomic_ns"]))
+        + card_words(native))
     reg = n["db_regime_n"]
     reg = None if reg is None or (isinstance(reg, float) and math.isnan(reg)) else int(reg)
     if db.engine == "postgres":
@@ -258,26 +260,20 @@ def verdicts(shown) -> pd.DataFrame:
     return table(rows)
 
 
-def per_thread_words(native, shared_ns: float) -> str:
-    """Why the shared counter's time is not the machine card's contended increment: the false-sharing test divides
-    the wall time by one thread's increments, the card by both threads' (so the first is twice the second for the
-    same speed); and the card's figure pools its start and end, which differ when the placement moved."""
+def card_words(native) -> str:
+    """The machine card's contended increment beside the shared counter's, counted the same way (wall time over
+    both threads' increments); with its start and end when the placement moved between them.  "" without a card."""
     from contention_book.harness import machine_card
 
     from ..shared.capacity import card_of
 
     card, _ = card_of(native)
-    if card is None or shared_ns != shared_ns:
-        return ""
-    phases = {k: card.get("phases", {}).get(k, {}).get("costs", {}).get("atomic_contended") for k in ("start", "end")}
-    pooled = machine_card.cost(card, "atomic_contended")
+    pooled = machine_card.cost(card, "atomic_contended") if card is not None else None
     if pooled is None:
         return ""
-    text = (f"; {shared_ns:.1f} ns is the wall time over one thread's increments, {shared_ns / 2:.1f} ns per "
-            f"increment of either thread, which is how the machine card counts its contended increment "
-            f"({pooled.median:.2f} ns")
+    phases = {k: card.get("phases", {}).get(k, {}).get("costs", {}).get("atomic_contended") for k in ("start", "end")}
+    text = f"; the machine card's contended increment, counted the same way, took {pooled.median:.2f} ns"
     if all(phases.values()) and machine_card.placement_moved(card):
-        text += (f": {phases['start']['median']:.2f} ns at the card's start and {phases['end']['median']:.2f} ns at "
-                 "its end, the placement having moved between them")
-    return text + ")"
-
+        text += (f" ({phases['start']['median']:.2f} ns at its start, {phases['end']['median']:.2f} ns at its end: "
+                 "the placement moved between them)")
+    return text
