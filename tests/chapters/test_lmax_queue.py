@@ -277,6 +277,37 @@ def test_scaling_takes_medians_and_best_finds_the_peak():
     assert np.isnan(analysis.best(t, "locked")[0])
 
 
+def test_keeping_up_is_decided_within_each_repetition():
+    """Delivered ÷ pushed is taken inside each repetition, then the median: medians of pushed and of delivered
+    come from different repetitions and can say the opposite."""
+    pushed = [100.0, 200.0, 300.0, 400.0, 500.0]
+    runs = pd.DataFrame({"variant": "ring", "sessions": 1, "consumers": 1, "repetition": range(5),
+                         "throughput": pushed, "dequeue_per_s": [90.0, 180.0, 300.0, 360.0, 450.0]})
+    share = analysis.delivered_share(runs, "ring", 1)
+    assert share.median == pytest.approx(0.9)      # the medians' ratio, 300 / 300, would say 1: kept up
+    assert not analysis.keeps_up(share)
+    g = fake_recording("postgres", runs.to_dict("list"))
+    g.recording.host, g.recording.parameters, g.recording.id = {"logical_cpus": 2}, {}, "fake"
+    assert g.recording.kind == "measured" and not analysis.delivery(g)["keeps up"].any()
+
+
+def test_the_reference_ring_keeps_up_repetition_by_repetition():
+    """The reference's ring at one producer: its median pushed (10,547/s) and median delivered (9,668/s) came
+    from different repetitions; within each repetition its consumer took a median 97% of what was pushed."""
+    db = recordings.load("measured-postgres-reference")
+    table = analysis.delivery(db)
+    row = table[(table["design"] == "ring") & (table["producers (and consumers)"] == 1)].iloc[0]
+    assert row["keeps up"] and row["delivered ÷ pushed"].startswith("0.97")
+    n = tables.confound_numbers(db, 1)
+    assert "so it kept up" in n["db_ring_keeps_up_words"] and "behind" not in n["db_ring_keeps_up_words"]
+    # the queue table's pushed ÷ delivered, per repetition then the median (the medians' ratio is 4.49)
+    r = db.runs[(db.runs["variant"] == "naive") & (db.runs["sessions"] == 1)]
+    assert n["db_naive_over_consumed"] == pytest.approx((r["throughput"] / r["dequeue_per_s"]).median())
+    assert n["db_naive_over_consumed_text"].startswith("4.9")
+    keep = tables.delivery_numbers(db, tables.scaling(db))["db_keepup_sentence"]
+    assert keep.startswith("In 8 of 20 points")
+
+
 def test_spinlock_shares_and_wait_summaries():
     g = fake_recording("sqlserver", {"variant": ["imoltp_v2"], "sessions": [8], "throughput": [1.0]},
                        spinlocks=pd.DataFrame({"variant": ["imoltp_v2"] * 2, "sessions": [8, 8],

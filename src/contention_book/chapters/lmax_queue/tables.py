@@ -84,16 +84,43 @@ def scaling(g: LmaxRecording) -> pd.DataFrame:
     return agg
 
 
+KEEPS_UP = 0.95  # a point whose consumers took off at least this share of what its producers pushed kept up
+
+
+def delivered_shares(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with consumers, each with ``delivered_share``: what its consumers took off over what its producers
+    pushed in the same repetition (pushed and delivered are never taken from different repetitions)."""
+    if "dequeue_per_s" not in runs:
+        return runs.iloc[0:0].assign(delivered_share=pd.Series(dtype=float))
+    with_consumers = runs["consumers"] > 0 if "consumers" in runs else pd.Series(True, index=runs.index)
+    r = runs[with_consumers & (runs["throughput"] > 0)]
+    return r.assign(delivered_share=r["dequeue_per_s"].astype(float) / r["throughput"].astype(float))
+
+
+def delivered_share(runs: pd.DataFrame, variant: str, sessions: int | None):
+    """The spread over repetitions of one point's delivered ÷ pushed (:func:`delivered_shares`)."""
+    r = delivered_shares(runs)
+    return spread(r.loc[(r["variant"] == variant) & (r["sessions"] == sessions), "delivered_share"])
+
+
+def keeps_up(share) -> bool:
+    """A point keeps up when the median over repetitions of its delivered ÷ pushed reaches :data:`KEEPS_UP`."""
+    return bool(share.n) and share.median >= KEEPS_UP
+
+
 def delivery(g: LmaxRecording) -> pd.DataFrame:
-    """What each design delivered with consumers running: pushed and popped per second, the p99 age of a
-    message when taken off, the backlog at the end and the messages lost (medians and intervals)."""
+    """What each design delivered with consumers running: pushed and popped per second, delivered ÷ pushed
+    (repetition by repetition, then the median and its interval, which decides whether it kept up), the age of a
+    message when taken off and the backlog at the end (medians)."""
     if "dequeue_per_s" not in g.runs or not (g.runs.get("consumers", pd.Series([0])) > 0).any():
         return pd.DataFrame()
     t = scaling(g)
     t = t[t["consumers"] > 0] if "consumers" in t else t
     cols = ["design", "sessions", "throughput", "dequeue_per_s", "age_p50_ms", "age_p99_ms", "backlog"]
     out = t[[c for c in cols if c in t]].copy()
-    out["keeps up"] = t["dequeue_per_s"] >= 0.95 * t["throughput"]
+    shares = [delivered_share(g.runs, v, n) for v, n in zip(t["variant"], t["sessions"])]
+    out["delivered ÷ pushed"] = [s.text(".2f") for s in shares]
+    out["keeps up"] = [keeps_up(s) for s in shares]
     out["threads fit the CPUs"] = [not oversubscribed(g, n) for n in t["sessions"]]
     return out.rename(columns={"sessions": "producers (and consumers)", "throughput": "pushed per s",
                                "dequeue_per_s": "delivered per s", "age_p50_ms": "age when taken, p50 (ms)",
@@ -141,7 +168,7 @@ def paced_sentence(g: LmaxRecording) -> str:
                 "load; a run with `paced_share` above 0 (the default) adds one.")
     rate = t["scheduled per s"].iloc[0]
     by = t.set_index("variant")
-    kept = [r["design"] for _, r in t.iterrows() if r["delivered per s"].median >= 0.95 * rate]
+    kept = [r["design"] for _, r in t.iterrows() if r["delivered per s"].median >= KEEPS_UP * rate]
     ages = ", ".join(f"{r['design']} {r['age when taken, p50 (ms)'].median:.1f} ms "
                      f"(p99 {r['age when taken, p99 (ms)'].median:.1f} ms)" for _, r in t.iterrows())
     kept_words = ("every design kept up" if len(kept) == len(t) else
@@ -414,11 +441,13 @@ def delivery_numbers(db: LmaxRecording, d: pd.DataFrame) -> dict[str, Any]:
         n[f"db_{v}_age_p99_maxn"] = float(top.get("age_p99_ms", NAN))
         n[f"db_{v}_lost_maxn"] = float(top.get("lost", NAN))
     if popped:
-        behind = d[(d["consumers"] > 0) & (d["dequeue_per_s"] < 0.95 * d["throughput"])]
+        points = d[d["consumers"] > 0]
+        behind = [not keeps_up(delivered_share(db.runs, v, s)) for v, s in zip(points["variant"], points["sessions"])]
         n["db_keepup_sentence"] = (
-            "Every design's consumers kept up with its producers." if behind.empty else
-            f"In {len(behind)} of {len(d)} points the consumers took off less than 95% of what the producers "
-            "pushed, so those designs did not keep up on this machine: their push rates are not rates a "
+            "Every design's consumers kept up with its producers." if not any(behind) else
+            f"In {sum(behind)} of {len(points)} points the consumers took off less than {KEEPS_UP:.0%} of what the "
+            "producers pushed (the median over repetitions of delivered ÷ pushed, each repetition's own), so those "
+            "designs did not keep up on this machine: their push rates are not rates a "
             "steady queue could sustain, and the backlog and the age of a message on arrival grew through the run.")
     else:
         n["db_keepup_sentence"] = "This recording ran no consumers, so it cannot say whether a design keeps up."
@@ -470,12 +499,19 @@ def confound_numbers(db: LmaxRecording, reg: int | None) -> dict[str, Any]:
         return float(part[col].median()) if col in part and len(part) else NAN
 
     n["db_ring_push_reg"] = med("ring", "throughput")
-    behind = 1 - med("ring", "dequeue_per_s") / n["db_ring_push_reg"]
+    # each repetition's delivered over its own pushed, then the median: never one repetition's over another's
+    share = delivered_share(runs, "ring", reg) if reg is not None else spread([])
+    took = f"and its consumer took {med('ring', 'dequeue_per_s'):,.0f} (medians over repetitions)"
     n["db_ring_keeps_up_words"] = (
-        f"and its consumer took {med('ring', 'dequeue_per_s'):,.0f}: the ring fell {behind:.0%} behind its producer"
-        if behind >= 0.01 else f"and its consumer took {med('ring', 'dequeue_per_s'):,.0f}, all of it"
-        if behind == behind else "")
-    n["db_naive_over_consumed"] = med("naive", "throughput") / med("naive", "dequeue_per_s")
+        "" if not share.n else
+        f"{took}; within each repetition its consumer took a median {share.text('.0%')} of what its producer "
+        "pushed, " + ("so it kept up" if keeps_up(share) else "so it fell behind")
+        if share.median < 0.995 else f"{took}: all of it, repetition by repetition")
+    q = delivered_shares(runs)
+    q = q[q["variant"] == "naive"]
+    over = spread(1 / q["delivered_share"]) if len(q) else spread([])
+    n["db_naive_over_consumed"] = over.median if over.n else NAN
+    n["db_naive_over_consumed_text"] = over.text(".1f") if over.n else "an unknown number of"
     full = runs.loc[runs["variant"] == "ring", "full_polls"] if "full_polls" in runs else pd.Series(dtype=float)
     n["db_ring_full_words"] = (
         f"its producer never found the ring full ({int(full.sum())} full-ring polls), and the ring ended a run "
