@@ -277,6 +277,23 @@ def test_scaling_takes_medians_and_best_finds_the_peak():
     assert np.isnan(analysis.best(t, "locked")[0])
 
 
+def test_an_interval_that_contains_1_is_inconclusive_not_differs():
+    """The chapter's rule: differs only when the whole interval lies at or below 1 (no effect); an interval that
+    contains 1 is inconclusive, and says which of 1 and the threshold it straddles."""
+    from contention_book.chapters.shared.spread import Spread
+
+    at = lambda lo, hi: Spread((lo + hi) / 2, lo, hi, 5, "bootstrap 95%")  # noqa: E731
+    assert claims.ratio_above(at(0.9, 1.1), 1.5) == "inconclusive: the interval 0.9–1.1 straddles 1"
+    assert claims.ratio_above(at(0.898, 1.27), 1.2) == "inconclusive: the interval 0.898–1.27 straddles 1 and 1.2"
+    assert claims.ratio_above(at(1.1, 1.3), 1.5) == "weaker"       # between 1 and the threshold
+    assert claims.ratio_above(at(1.2, 1.8), 1.5) == "inconclusive: the interval 1.2–1.8 straddles 1.5"
+    assert claims.ratio_above(at(0.5, 1.0), 1.5) == "differs"       # at or below 1, the whole of it
+    assert claims.ratio_above(at(1.6, 2.0), 1.5) == "agrees"
+    rule = claims.rule_above(1.2, "the ratio")
+    assert "differs when the whole interval lies at or below 1;" in rule and "inconclusive when it contains 1 or 1.2" in rule
+    assert "reaches" not in rule
+
+
 def test_keeping_up_is_decided_within_each_repetition():
     """Delivered ÷ pushed is taken inside each repetition, then the median: medians of pushed and of delivered
     come from different repetitions and can say the opposite."""

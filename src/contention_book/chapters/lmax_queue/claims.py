@@ -1,8 +1,9 @@
 """The article's and the LMAX paper's claims against the recordings shown: rows of data, each with its rule.
 
 Measured directions come from ratios paired by repetition (variants ran
-interleaved) and :func:`shared.claims.above`; :func:`shared.claims.judge`
-adds the size half.  No size here is compared: the sources ran Java on a
+interleaved) and :func:`ratio_above`, whose rule :func:`rule_above` words: an
+interval that contains 1 is inconclusive, and only one wholly at or below 1
+differs; :func:`shared.claims.judge` adds the size half.  No size here is compared: the sources ran Java on a
 dedicated server and SQL Server on 40 logical CPUs, this book C models and a
 PostgreSQL analogue on a small machine, so every row says why not.
 
@@ -18,11 +19,34 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from ..shared.claims import Claim, Size, both, above, judge, missing_point, rule_above, table, tested_on
+from ..shared.claims import MIN_REPETITIONS, NO_EFFECT, Claim, Size, both, above, judge, missing_point, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
 from .tables import PER_COUNTER, counter_costs, finding, key_numbers, regime_sessions
 from ..shared.memo import per_view
+
+def rule_above(threshold: float, what: str) -> str:
+    """The words of :func:`ratio_above`'s rule (a ratio of two variants, its threshold above 1)."""
+    return (f"Holds when the interval of {what} lies above {threshold:g}; weaker between "
+            f"{NO_EFFECT:g} and {threshold:g}; differs when the whole interval lies at or below {NO_EFFECT:g}; "
+            f"inconclusive when it contains {NO_EFFECT:g} or {threshold:g}.")
+
+
+def ratio_above(s, threshold: float) -> str:
+    """The direction of a claim that a ratio of two variants exceeds ``threshold`` (above 1, no effect), by the
+    rule :func:`rule_above` states: an interval that contains 1 says neither that the claim holds nor that it
+    points the other way, so it is inconclusive, not *differs*."""
+    if s.n < MIN_REPETITIONS:
+        return above(s, threshold)  # nothing measured, or too few repetitions: the shared wording
+    if s.lies_above(threshold):
+        return "agrees"
+    if s.lies_above(NO_EFFECT) and s.lies_below(threshold):
+        return "weaker"
+    if s.high <= NO_EFFECT:
+        return "differs"
+    contained = " and ".join(f"{v:g}" for v in (NO_EFFECT, threshold) if s.low <= v <= s.high)
+    return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {contained}"
+
 
 LEAD, FALSE_SHARING, ATOMIC, HOT, DURABILITY, CEILING, V2 = 1.5, 1.5, 5.0, 0.9, 1.2, 10.0, 1.5
 KNEE_MIN_CPUS = 8  # with fewer logical CPUs "half of them" is one or two sessions: no knee to find
@@ -44,7 +68,7 @@ RULES = {
     C["ring_1p"]: rule_above(LEAD, "ring / locked queue rate, 1 producer"),
     C["ring_np"]: rule_above(LEAD, "ring / locked rate, most producers that fit"),
     C["false_sharing"]: rule_above(FALSE_SHARING, "adjacent / padded ns per increment"),
-    C["atomic"]: rule_above(ATOMIC, "shared atomic / private ns per increment of the counter"),
+    C["atomic"]: rule_above(ATOMIC, "shared atomic / private ns per counter increment"),
     C["no_growth"]: (f"holds when the ring's HOT share lies above {HOT:g} and the naive queue's dead rows at the end, "
                      "in the repetitions no autovacuum reached, above 0, over repetitions; differs when either lies "
                      "on the other side"),
@@ -169,7 +193,7 @@ def verdicts(shown) -> pd.DataFrame:
     s = ratio_spread(nat, "throughput", "ring", "locked", where={"sessions": 1})
     add("ring_1p", f"Disruptor {n['lmax_1p1c_x']:.1f}× ArrayBlockingQueue",
         f"ring {s.text('.1f', '×')} the mutex + condition-variable queue" if s.n else "no point at 1 producer",
-        above(s, LEAD) if s.n else missing_point("the ring and the locked queue at 1 producer"),
+        ratio_above(s, LEAD) if s.n else missing_point("the ring and the locked queue at 1 producer"),
         why="a C ring against a C mutex queue; the paper timed Java's Disruptor and ArrayBlockingQueue on its "
             "own server")
     fit = n["nat_regime_p"]
@@ -178,20 +202,20 @@ def verdicts(shown) -> pd.DataFrame:
                    "not testable here: several producers and a consumer need 3+ logical CPUs")
     else:
         s = ratio_spread(nat, "throughput", "ring", "locked", where={"sessions": fit})
-        ring_np = (f"{fit} producers: {s.text('.1f', '×')}", above(s, LEAD) if s.n else
+        ring_np = (f"{fit} producers: {s.text('.1f', '×')}", ratio_above(s, LEAD) if s.n else
                    missing_point(f"the ring and the locked queue at {fit} producers"))
     add("ring_np", f"3 producers: {n['lmax_3p1c_x']:.1f}×", *ring_np)
     fs = counter_costs(native)  # ns per increment of one counter, the shared one's over both threads' increments
     s = ratio_spread(fs, PER_COUNTER, "adjacent", "padded", variant="layout")
     add("false_sharing", "the paper pads cursors to 64-byte lines for this reason, and prints no ratio",
         f"adjacent {n['fs_adjacent_ns']:.2f} ns vs padded {n['fs_padded_ns']:.2f} ns per increment "
-        f"({s.text('.1f', '×')})", above(s, FALSE_SHARING), why="the paper printed no false-sharing figure")
+        f"({s.text('.1f', '×')})", ratio_above(s, FALSE_SHARING), why="the paper printed no false-sharing figure")
     s = ratio_spread(fs, PER_COUNTER, "shared_atomic", "single", variant="layout")
     add("atomic", f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS, "
                   "per increment of the counter",
         f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared by 2 threads, per increment of "
         f"the counter ({s.text(',.0f', '×')})",
-        above(s, ATOMIC), why="nanoseconds of the paper's CPU against this machine's; an atomic add, not a CAS loop"
+        ratio_above(s, ATOMIC), why="nanoseconds of the paper's CPU against this machine's; an atomic add, not a CAS loop"
         + card_words(native))
     reg = n["db_regime_n"]
     reg = None if reg is None or (isinstance(reg, float) and math.isnan(reg)) else int(reg)
@@ -213,7 +237,7 @@ def verdicts(shown) -> pd.DataFrame:
             s = ratio_spread(runs, "dequeue_per_s", fast, slow, where={"sessions": reg})
             add(key, published, (words.format(s=s.text('.2f', '×')) + f", delivered, at {_sessions(reg)}") if s.n
                 else f"needs {fast} and {slow} at {_sessions(reg)}",
-                above(s, DURABILITY) if s.n else missing_point(f"{fast} and {slow} at {_sessions(reg)}"),
+                ratio_above(s, DURABILITY) if s.n else missing_point(f"{fast} and {slow} at {_sessions(reg)}"),
                 why="the article printed no rate with and without delayed durability" if key == "delayed" else
                 "the article printed no rate for a non-durable table")
     sql = db.engine == "sqlserver"
@@ -228,7 +252,7 @@ def verdicts(shown) -> pd.DataFrame:
         best = db.runs.groupby(["variant", "repetition"], as_index=False)["throughput"].max()
         s = ratio_spread(best, "throughput", "imoltp_v2", "imoltp_v1")
         add("v2", v2_published, f"v2's best {s.text('.2f', '×')} v1's" if s.n else "needs v1 and v2",
-            above(s, V2) if s.n else missing_point("v1 and v2 (imoltp_v1, imoltp_v2) in the same repetitions"),
+            ratio_above(s, V2) if s.n else missing_point("v1 and v2 (imoltp_v1, imoltp_v2) in the same repetitions"),
             why="the article printed 'nearly doubles' from a graph, not a number")
     else:
         add("v2", v2_published, "needs a SQL Server recording", "not testable here: needs SQL Server")
@@ -254,7 +278,7 @@ def verdicts(shown) -> pd.DataFrame:
         "not paired: each C repetition over the database design's median, since the two recordings did not run "
         "interleaved)"
         if s.n else "no database design delivered within the CPUs",
-        above(s, CEILING) if s.n else missing_point("a database design's delivered rate within the CPUs"),
+        ratio_above(s, CEILING) if s.n else missing_point("a database design's delivered rate within the CPUs"),
         why="the article's ratio sets delivered messages against pushes alone, on other machines",
         on_what=f"{on['native']} and {on['db']}")
     return table(rows)
