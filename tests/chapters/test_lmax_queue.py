@@ -294,6 +294,19 @@ def test_an_interval_that_contains_1_is_inconclusive_not_differs():
     assert "reaches" not in rule
 
 
+def test_an_interval_end_beside_a_threshold_gets_the_digits_to_tell_them_apart():
+    from contention_book.chapters.shared.spread import Spread
+
+    s = Spread(3.36, 1.5123, 3.61, 5, "bootstrap 95%")
+    assert s.text(".1f", "×") == "3.4× (1.5–3.6)"                    # reads as if it touched 1.5
+    assert claims.near(s, ".1f", 1.5) == "3.36× (1.51–3.61)"
+    assert claims.near(s, ".1f", 5.0) == "3.4× (1.5–3.6)"            # nothing near 5: as before
+    assert claims.near(Spread(26.0, 16.0, 30.0, 5, "bootstrap 95%"), ",.0f", 5.0) == "26× (16–30)"
+    # the reference's ring against the locked queue, whose interval starts just above the 1.5 it must clear
+    row = claims.verdicts(recordings.load_shown()).set_index("claim")["measured"][claims.C["ring_1p"]]
+    assert "1.5–" not in row and "(1.5" in row
+
+
 def test_keeping_up_is_decided_within_each_repetition():
     """Delivered ÷ pushed is taken inside each repetition, then the median: medians of pushed and of delivered
     come from different repetitions and can say the opposite."""

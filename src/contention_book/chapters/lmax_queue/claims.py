@@ -15,6 +15,7 @@ shown on the page, labelled oversubscribed, and decide nothing.
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import pandas as pd
@@ -24,6 +25,21 @@ from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
 from .tables import PER_COUNTER, counter_costs, finding, key_numbers, regime_sessions
 from ..shared.memo import per_view
+
+def near(s, fmt: str, *thresholds: float, unit: str = "×") -> str:
+    """``s.text(fmt, unit)`` with as many more decimals (up to three more) as it takes for no end of the interval,
+    nor the median, to print as a threshold it is not: 1.51 is shown as 1.51, not 1.5, beside a threshold of 1.5,
+    so a pass does not look as if it touched the threshold."""
+    m = re.fullmatch(r"(,?)\.(\d+)f", fmt)
+    if not m or not s.n:
+        return s.text(fmt, unit)
+    comma, digits = m.group(1), int(m.group(2))
+    for extra in range(4):
+        f = f"{comma}.{digits + extra}f"
+        if all(f"{v:{f}}" != f"{t:{f}}" or v == t for v in (s.median, s.low, s.high) for t in thresholds):
+            return s.text(f, unit)
+    return s.text(f, unit)
+
 
 def rule_above(threshold: float, what: str) -> str:
     """The words of :func:`ratio_above`'s rule (a ratio of two variants, its threshold above 1)."""
@@ -192,7 +208,7 @@ def verdicts(shown) -> pd.DataFrame:
     nat = native.runs
     s = ratio_spread(nat, "throughput", "ring", "locked", where={"sessions": 1})
     add("ring_1p", f"Disruptor {n['lmax_1p1c_x']:.1f}× ArrayBlockingQueue",
-        f"ring {s.text('.1f', '×')} the mutex + condition-variable queue" if s.n else "no point at 1 producer",
+        f"ring {near(s, '.1f', LEAD)} the mutex + condition-variable queue" if s.n else "no point at 1 producer",
         ratio_above(s, LEAD) if s.n else missing_point("the ring and the locked queue at 1 producer"),
         why="a C ring against a C mutex queue; the paper timed Java's Disruptor and ArrayBlockingQueue on its "
             "own server")
@@ -202,19 +218,19 @@ def verdicts(shown) -> pd.DataFrame:
                    "not testable here: several producers and a consumer need 3+ logical CPUs")
     else:
         s = ratio_spread(nat, "throughput", "ring", "locked", where={"sessions": fit})
-        ring_np = (f"{fit} producers: {s.text('.1f', '×')}", ratio_above(s, LEAD) if s.n else
+        ring_np = (f"{fit} producers: {near(s, '.1f', LEAD)}", ratio_above(s, LEAD) if s.n else
                    missing_point(f"the ring and the locked queue at {fit} producers"))
     add("ring_np", f"3 producers: {n['lmax_3p1c_x']:.1f}×", *ring_np)
     fs = counter_costs(native)  # ns per increment of one counter, the shared one's over both threads' increments
     s = ratio_spread(fs, PER_COUNTER, "adjacent", "padded", variant="layout")
     add("false_sharing", "the paper pads cursors to 64-byte lines for this reason, and prints no ratio",
         f"adjacent {n['fs_adjacent_ns']:.2f} ns vs padded {n['fs_padded_ns']:.2f} ns per increment "
-        f"({s.text('.1f', '×')})", ratio_above(s, FALSE_SHARING), why="the paper printed no false-sharing figure")
+        f"({near(s, '.1f', FALSE_SHARING)})", ratio_above(s, FALSE_SHARING), why="the paper printed no false-sharing figure")
     s = ratio_spread(fs, PER_COUNTER, "shared_atomic", "single", variant="layout")
     add("atomic", f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS, "
                   "per increment of the counter",
         f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared by 2 threads, per increment of "
-        f"the counter ({s.text(',.0f', '×')})",
+        f"the counter ({near(s, ',.0f', ATOMIC)})",
         ratio_above(s, ATOMIC), why="nanoseconds of the paper's CPU against this machine's; an atomic add, not a CAS loop"
         + card_words(native))
     reg = n["db_regime_n"]
@@ -235,7 +251,7 @@ def verdicts(shown) -> pd.DataFrame:
                     missing_point("a point whose producers and consumers fit the logical CPUs"))
                 continue
             s = ratio_spread(runs, "dequeue_per_s", fast, slow, where={"sessions": reg})
-            add(key, published, (words.format(s=s.text('.2f', '×')) + f", delivered, at {_sessions(reg)}") if s.n
+            add(key, published, (words.format(s=near(s, '.2f', DURABILITY)) + f", delivered, at {_sessions(reg)}") if s.n
                 else f"needs {fast} and {slow} at {_sessions(reg)}",
                 ratio_above(s, DURABILITY) if s.n else missing_point(f"{fast} and {slow} at {_sessions(reg)}"),
                 why="the article printed no rate with and without delayed durability" if key == "delayed" else
@@ -251,7 +267,7 @@ def verdicts(shown) -> pd.DataFrame:
     if sql:
         best = db.runs.groupby(["variant", "repetition"], as_index=False)["throughput"].max()
         s = ratio_spread(best, "throughput", "imoltp_v2", "imoltp_v1")
-        add("v2", v2_published, f"v2's best {s.text('.2f', '×')} v1's" if s.n else "needs v1 and v2",
+        add("v2", v2_published, f"v2's best {near(s, '.2f', V2)} v1's" if s.n else "needs v1 and v2",
             ratio_above(s, V2) if s.n else missing_point("v1 and v2 (imoltp_v1, imoltp_v2) in the same repetitions"),
             why="the article printed 'nearly doubles' from a graph, not a number")
     else:
@@ -274,7 +290,7 @@ def verdicts(shown) -> pd.DataFrame:
     add("ceiling", f"Disruptor {n['lmax_1p1c_disruptor']:,.0f}/s delivered vs v3 {n['pub_v3_msgs']:,.0f}/s pushed "
                    "with no consumer",
         f"native ring {n['nat_ring_1p']:,.0f}/s vs {n['db_best_delivered_design']}, "
-        f"{best:,.0f}/s, both delivered, at {_sessions(int(n['db_best_delivered_n']))} ({s.text(',.0f', '×')}; "
+        f"{best:,.0f}/s, both delivered, at {_sessions(int(n['db_best_delivered_n']))} ({near(s, ',.0f', CEILING)}; "
         "not paired: each C repetition over the database design's median, since the two recordings did not run "
         "interleaved)"
         if s.n else "no database design delivered within the CPUs",
