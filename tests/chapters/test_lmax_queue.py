@@ -307,6 +307,13 @@ def test_an_interval_end_beside_a_threshold_gets_the_digits_to_tell_them_apart()
     assert "1.5–" not in row and "(1.5" in row
 
 
+def test_the_ring_tables_come_in_one_order_in_every_group():
+    db = recordings.load("measured-postgres-reference")
+    r = tables.relation_summary(db)
+    orders = {tuple(g["table"]) for _, g in r.groupby(["variant", "sessions"], sort=False) if g["table"].nunique() > 1}
+    assert orders == {("ring slots", "producers' cursor", "consumers' cursor")}
+
+
 def test_keeping_up_is_decided_within_each_repetition():
     """Delivered ÷ pushed is taken inside each repetition, then the median: medians of pushed and of delivered
     come from different repetitions and can say the opposite."""

@@ -394,8 +394,9 @@ def one_session_note(d: pd.DataFrame, label_of) -> str:
 
 
 MAIN_RELATIONS = ("lmax_ring", "lmax_queue")  # the slots or the queue rows; the others are the ring's cursors
-RELATION_NAMES = {"lmax_ring": "ring slots", "lmax_ring_read": "consumers' cursor",
-                  "lmax_ring_write": "producers' cursor", "lmax_queue": "queue table"}
+# in the order every design's rows are shown: the slots, then the producers' cursor, then the consumers'
+RELATION_NAMES = {"lmax_ring": "ring slots", "lmax_ring_write": "producers' cursor",
+                  "lmax_ring_read": "consumers' cursor", "lmax_queue": "queue table"}
 
 
 def relation_summary(g: LmaxRecording, main_only: bool = False) -> pd.DataFrame:
@@ -411,6 +412,11 @@ def relation_summary(g: LmaxRecording, main_only: bool = False) -> pd.DataFrame:
     if "hot_share" not in r:
         upd = r["n_tup_upd"].astype(float)
         r["hot_share"] = (r["n_tup_hot_upd"] / upd).where(upd > 0)
+    if "relation" in r:  # one order within every design and point: designs as recorded, producers, then tables
+        rank = {name: i for i, name in enumerate(RELATION_NAMES)}
+        design_at = {v: i for i, v in enumerate(pd.unique(r["variant"]))}
+        r = r.assign(_d=r["variant"].map(design_at), _t=r["relation"].map(rank).fillna(len(rank)))
+        r = r.sort_values(["_d", "sessions", "_t", "relation"], kind="stable").drop(columns=["_d", "_t"])
     return r
 
 
