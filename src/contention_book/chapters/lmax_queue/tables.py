@@ -85,6 +85,7 @@ def scaling(g: LmaxRecording) -> pd.DataFrame:
 
 
 KEEPS_UP = 0.95  # a point whose consumers took off at least this share of what its producers pushed kept up
+KEEPS_UP_COLUMN = "keeps up: delivered ÷ pushed"
 
 
 def delivered_shares(runs: pd.DataFrame) -> pd.DataFrame:
@@ -119,9 +120,10 @@ def delivery(g: LmaxRecording) -> pd.DataFrame:
     cols = ["design", "sessions", "throughput", "dequeue_per_s", "age_p50_ms", "age_p99_ms", "backlog"]
     out = t[[c for c in cols if c in t]].copy()
     shares = [delivered_share(g.runs, v, n) for v, n in zip(t["variant"], t["sessions"])]
-    out["delivered ÷ pushed"] = [s.text(".2f") for s in shares]
-    out["keeps up"] = [keeps_up(s) for s in shares]
-    out["threads fit the CPUs"] = [not oversubscribed(g, n) for n in t["sessions"]]
+    out[KEEPS_UP_COLUMN] = [f"{'yes' if keeps_up(s) else 'no'}: {s.text('.2f')}" for s in shares]
+    # a point whose threads outnumber the CPUs is marked beside its producer count (a column of its own would
+    # make the table too wide for the page)
+    out["sessions"] = [f"{int(n)} (more threads than CPUs)" if oversubscribed(g, n) else int(n) for n in t["sessions"]]
     return out.rename(columns={"sessions": "producers (and consumers)", "throughput": "pushed per s",
                                "dequeue_per_s": "delivered per s", "age_p50_ms": "age when taken, p50 (ms)",
                                "age_p99_ms": "age when taken, p99 (ms)", "backlog": "backlog at the end"})
