@@ -277,6 +277,74 @@ def test_scaling_takes_medians_and_best_finds_the_peak():
     assert np.isnan(analysis.best(t, "locked")[0])
 
 
+def test_an_interval_that_contains_1_is_inconclusive_not_differs():
+    """The chapter's rule: differs only when the whole interval lies at or below 1 (no effect); an interval that
+    contains 1 is inconclusive, and says which of 1 and the threshold it straddles."""
+    from contention_book.chapters.shared.spread import Spread
+
+    at = lambda lo, hi: Spread((lo + hi) / 2, lo, hi, 5, "bootstrap 95%")  # noqa: E731
+    assert claims.ratio_above(at(0.9, 1.1), 1.5) == "inconclusive: the interval 0.9–1.1 straddles 1"
+    assert claims.ratio_above(at(0.898, 1.27), 1.2) == "inconclusive: the interval 0.898–1.27 straddles 1 and 1.2"
+    assert claims.ratio_above(at(1.1, 1.3), 1.5) == "weaker"       # between 1 and the threshold
+    assert claims.ratio_above(at(1.2, 1.8), 1.5) == "inconclusive: the interval 1.2–1.8 straddles 1.5"
+    assert claims.ratio_above(at(0.5, 1.0), 1.5) == "differs"       # at or below 1, the whole of it
+    assert claims.ratio_above(at(1.6, 2.0), 1.5) == "agrees"
+    rule = claims.rule_above(1.2, "the ratio")
+    assert "differs when the whole interval lies at or below 1;" in rule and "inconclusive when it contains 1 or 1.2" in rule
+    assert "reaches" not in rule
+
+
+def test_an_interval_end_beside_a_threshold_gets_the_digits_to_tell_them_apart():
+    from contention_book.chapters.shared.spread import Spread
+
+    s = Spread(3.36, 1.5123, 3.61, 5, "bootstrap 95%")
+    assert s.text(".1f", "×") == "3.4× (1.5–3.6)"                    # reads as if it touched 1.5
+    assert claims.near(s, ".1f", 1.5) == "3.36× (1.51–3.61)"
+    assert claims.near(s, ".1f", 5.0) == "3.4× (1.5–3.6)"            # nothing near 5: as before
+    assert claims.near(Spread(26.0, 16.0, 30.0, 5, "bootstrap 95%"), ",.0f", 5.0) == "26× (16–30)"
+    # the reference's ring against the locked queue, whose interval starts just above the 1.5 it must clear
+    row = claims.verdicts(recordings.load_shown()).set_index("claim")["measured"][claims.C["ring_1p"]]
+    assert "1.5–" not in row and "(1.5" in row
+
+
+def test_the_ring_tables_come_in_one_order_in_every_group():
+    db = recordings.load("measured-postgres-reference")
+    r = tables.relation_summary(db)
+    orders = {tuple(g["table"]) for _, g in r.groupby(["variant", "sessions"], sort=False) if g["table"].nunique() > 1}
+    assert orders == {("ring slots", "producers' cursor", "consumers' cursor")}
+
+
+def test_keeping_up_is_decided_within_each_repetition():
+    """Delivered ÷ pushed is taken inside each repetition, then the median: medians of pushed and of delivered
+    come from different repetitions and can say the opposite."""
+    pushed = [100.0, 200.0, 300.0, 400.0, 500.0]
+    runs = pd.DataFrame({"variant": "ring", "sessions": 1, "consumers": 1, "repetition": range(5),
+                         "throughput": pushed, "dequeue_per_s": [90.0, 180.0, 300.0, 360.0, 450.0]})
+    share = analysis.delivered_share(runs, "ring", 1)
+    assert share.median == pytest.approx(0.9)      # the medians' ratio, 300 / 300, would say 1: kept up
+    assert not analysis.keeps_up(share)
+    g = fake_recording("postgres", runs.to_dict("list"))
+    g.recording.host, g.recording.parameters, g.recording.id = {"logical_cpus": 2}, {}, "fake"
+    assert analysis.delivery(g)[analysis.KEEPS_UP_COLUMN].iloc[0] == "no: 0.90 (0.90–1.00)"
+
+
+def test_the_reference_ring_keeps_up_repetition_by_repetition():
+    """The reference's ring at one producer: its median pushed (10,547/s) and median delivered (9,668/s) came
+    from different repetitions; within each repetition its consumer took a median 97% of what was pushed."""
+    db = recordings.load("measured-postgres-reference")
+    table = analysis.delivery(db)
+    row = table[(table["design"] == "ring") & (table["producers (and consumers)"] == 1)].iloc[0]
+    assert row[tables.KEEPS_UP_COLUMN].startswith("yes: 0.97")
+    n = tables.confound_numbers(db, 1)
+    assert "so it kept up" in n["db_ring_keeps_up_words"] and "behind" not in n["db_ring_keeps_up_words"]
+    # the queue table's pushed ÷ delivered, per repetition then the median (the medians' ratio is 4.49)
+    r = db.runs[(db.runs["variant"] == "naive") & (db.runs["sessions"] == 1)]
+    assert n["db_naive_over_consumed"] == pytest.approx((r["throughput"] / r["dequeue_per_s"]).median())
+    assert n["db_naive_over_consumed_text"].startswith("4.9")
+    keep = tables.delivery_numbers(db, tables.scaling(db))["db_keepup_sentence"]
+    assert keep.startswith("In 8 of 20 points")
+
+
 def test_spinlock_shares_and_wait_summaries():
     g = fake_recording("sqlserver", {"variant": ["imoltp_v2"], "sessions": [8], "throughput": [1.0]},
                        spinlocks=pd.DataFrame({"variant": ["imoltp_v2"] * 2, "sessions": [8, 8],

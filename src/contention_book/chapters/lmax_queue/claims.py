@@ -1,8 +1,9 @@
 """The article's and the LMAX paper's claims against the recordings shown: rows of data, each with its rule.
 
 Measured directions come from ratios paired by repetition (variants ran
-interleaved) and :func:`shared.claims.above`; :func:`shared.claims.judge`
-adds the size half.  No size here is compared: the sources ran Java on a
+interleaved) and :func:`ratio_above`, whose rule :func:`rule_above` words: an
+interval that contains 1 is inconclusive, and only one wholly at or below 1
+differs; :func:`shared.claims.judge` adds the size half.  No size here is compared: the sources ran Java on a
 dedicated server and SQL Server on 40 logical CPUs, this book C models and a
 PostgreSQL analogue on a small machine, so every row says why not.
 
@@ -14,15 +15,54 @@ shown on the page, labelled oversubscribed, and decide nothing.
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import pandas as pd
 
-from ..shared.claims import Claim, Size, both, above, judge, missing_point, rule_above, table, tested_on
+from ..shared.claims import MIN_REPETITIONS, NO_EFFECT, Claim, Size, both, above, judge, missing_point, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
-from .tables import finding, key_numbers, regime_sessions
+from .tables import PER_COUNTER, counter_costs, finding, key_numbers, regime_sessions
 from ..shared.memo import per_view
+
+def near(s, fmt: str, *thresholds: float, unit: str = "×") -> str:
+    """``s.text(fmt, unit)`` with as many more decimals (up to three more) as it takes for no end of the interval,
+    nor the median, to print as a threshold it is not: 1.51 is shown as 1.51, not 1.5, beside a threshold of 1.5,
+    so a pass does not look as if it touched the threshold."""
+    m = re.fullmatch(r"(,?)\.(\d+)f", fmt)
+    if not m or not s.n:
+        return s.text(fmt, unit)
+    comma, digits = m.group(1), int(m.group(2))
+    for extra in range(4):
+        f = f"{comma}.{digits + extra}f"
+        if all(f"{v:{f}}" != f"{t:{f}}" or v == t for v in (s.median, s.low, s.high) for t in thresholds):
+            return s.text(f, unit)
+    return s.text(f, unit)
+
+
+def rule_above(threshold: float, what: str) -> str:
+    """The words of :func:`ratio_above`'s rule (a ratio of two variants, its threshold above 1)."""
+    return (f"Holds when the interval of {what} lies above {threshold:g}; weaker between "
+            f"{NO_EFFECT:g} and {threshold:g}; differs when the whole interval lies at or below {NO_EFFECT:g}; "
+            f"inconclusive when it contains {NO_EFFECT:g} or {threshold:g}.")
+
+
+def ratio_above(s, threshold: float) -> str:
+    """The direction of a claim that a ratio of two variants exceeds ``threshold`` (above 1, no effect), by the
+    rule :func:`rule_above` states: an interval that contains 1 says neither that the claim holds nor that it
+    points the other way, so it is inconclusive, not *differs*."""
+    if s.n < MIN_REPETITIONS:
+        return above(s, threshold)  # nothing measured, or too few repetitions: the shared wording
+    if s.lies_above(threshold):
+        return "agrees"
+    if s.lies_above(NO_EFFECT) and s.lies_below(threshold):
+        return "weaker"
+    if s.high <= NO_EFFECT:
+        return "differs"
+    contained = " and ".join(f"{v:g}" for v in (NO_EFFECT, threshold) if s.low <= v <= s.high)
+    return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {contained}"
+
 
 LEAD, FALSE_SHARING, ATOMIC, HOT, DURABILITY, CEILING, V2 = 1.5, 1.5, 5.0, 0.9, 1.2, 10.0, 1.5
 KNEE_MIN_CPUS = 8  # with fewer logical CPUs "half of them" is one or two sessions: no knee to find
@@ -34,7 +74,7 @@ C = {
     "no_growth": "A ring of fixed slots updated in place does not grow; an insert/delete queue leaves dead rows",
     "delayed": "Taking durability off the commit path helps the ring (delayed durability)",
     "non_durable": "A non-durable table helps the ring beyond that (SCHEMA_ONLY; here UNLOGGED)",
-    "v1_knee": "v1 (interpreted loop) stops scaling at about half the logical CPUs",
+    "v1_knee": "v1 (interpreted loop) falls away from linear scaling at 23 threads",
     "v2": "v2 (slot taken inside the native push) nearly doubles v1",
     "v3": "v3 (whole loop native, one transaction) pushes 200,000 msgs/s on one thread",
     "spinlock": "Latch-free is not spinlock-free: the article suspects CMED_HASH_SET (metadata cache) last",
@@ -44,7 +84,7 @@ RULES = {
     C["ring_1p"]: rule_above(LEAD, "ring / locked queue rate, 1 producer"),
     C["ring_np"]: rule_above(LEAD, "ring / locked rate, most producers that fit"),
     C["false_sharing"]: rule_above(FALSE_SHARING, "adjacent / padded ns per increment"),
-    C["atomic"]: rule_above(ATOMIC, "shared atomic / private ns per increment"),
+    C["atomic"]: rule_above(ATOMIC, "shared atomic / private ns per counter increment"),
     C["no_growth"]: (f"holds when the ring's HOT share lies above {HOT:g} and the naive queue's dead rows at the end, "
                      "in the repetitions no autovacuum reached, above 0, over repetitions; differs when either lies "
                      "on the other side"),
@@ -120,7 +160,8 @@ def growth_verdict(db, n: int | None) -> tuple[str, str]:
 
 
 def knee_verdict(db) -> tuple[str, str]:
-    """Where v1 stops scaling, against the article's 'about half the logical CPUs' (measured text, direction)."""
+    """Where v1 stops scaling, against the article's knee (23 threads on 40 logical CPUs, 20 cores, where it says
+    v1 does not scale well beyond half the logical processors): measured text, direction."""
     cpus = int(db.recording.host.get("logical_cpus") or 0) if db.recording.host else 0
     v1 = db.runs[db.runs["variant"] == "imoltp_v1"]
     if v1.empty:
@@ -168,8 +209,8 @@ def verdicts(shown) -> pd.DataFrame:
     nat = native.runs
     s = ratio_spread(nat, "throughput", "ring", "locked", where={"sessions": 1})
     add("ring_1p", f"Disruptor {n['lmax_1p1c_x']:.1f}× ArrayBlockingQueue",
-        f"ring {s.text('.1f', '×')} the mutex + condition-variable queue" if s.n else "no point at 1 producer",
-        above(s, LEAD) if s.n else missing_point("the ring and the locked queue at 1 producer"),
+        f"ring {near(s, '.1f', LEAD)} the mutex + condition-variable queue" if s.n else "no point at 1 producer",
+        ratio_above(s, LEAD) if s.n else missing_point("the ring and the locked queue at 1 producer"),
         why="a C ring against a C mutex queue; the paper timed Java's Disruptor and ArrayBlockingQueue on its "
             "own server")
     fit = n["nat_regime_p"]
@@ -178,19 +219,21 @@ def verdicts(shown) -> pd.DataFrame:
                    "not testable here: several producers and a consumer need 3+ logical CPUs")
     else:
         s = ratio_spread(nat, "throughput", "ring", "locked", where={"sessions": fit})
-        ring_np = (f"{fit} producers: {s.text('.1f', '×')}", above(s, LEAD) if s.n else
+        ring_np = (f"{fit} producers: {near(s, '.1f', LEAD)}", ratio_above(s, LEAD) if s.n else
                    missing_point(f"the ring and the locked queue at {fit} producers"))
     add("ring_np", f"3 producers: {n['lmax_3p1c_x']:.1f}×", *ring_np)
-    fs = native.false_sharing
-    s = ratio_spread(fs, "ns_per_increment", "adjacent", "padded", variant="layout")
+    fs = counter_costs(native)  # ns per increment of one counter, the shared one's over both threads' increments
+    s = ratio_spread(fs, PER_COUNTER, "adjacent", "padded", variant="layout")
     add("false_sharing", "the paper pads cursors to 64-byte lines for this reason, and prints no ratio",
         f"adjacent {n['fs_adjacent_ns']:.2f} ns vs padded {n['fs_padded_ns']:.2f} ns per increment "
-        f"({s.text('.1f', '×')})", above(s, FALSE_SHARING), why="the paper printed no false-sharing figure")
-    s = ratio_spread(fs, "ns_per_increment", "shared_atomic", "single", variant="layout")
-    add("atomic", f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS",
-        f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared ({s.text(',.0f', '×')})",
-        above(s, ATOMIC), why="nanoseconds of the paper's CPU against this machine's; an atomic add, not a CAS loop"
-        + per_thread_words(native, n["fs_shared_atomic_ns"]))
+        f"({near(s, '.1f', FALSE_SHARING)})", ratio_above(s, FALSE_SHARING), why="the paper printed no false-sharing figure")
+    s = ratio_spread(fs, PER_COUNTER, "shared_atomic", "single", variant="layout")
+    add("atomic", f"{n['lmax_inc_single_ns']:.1f} ns alone vs {n['lmax_inc_cas2_ns']:.0f} ns for 2 threads with CAS, "
+                  "per increment of the counter",
+        f"{n['fs_single_ns']:.2f} ns alone vs {n['fs_shared_atomic_ns']:.1f} ns shared by 2 threads, per increment of "
+        f"the counter ({near(s, ',.0f', ATOMIC)})",
+        ratio_above(s, ATOMIC), why="nanoseconds of the paper's CPU against this machine's; an atomic add, not a CAS loop"
+        + card_words(native))
     reg = n["db_regime_n"]
     reg = None if reg is None or (isinstance(reg, float) and math.isnan(reg)) else int(reg)
     if db.engine == "postgres":
@@ -209,14 +252,15 @@ def verdicts(shown) -> pd.DataFrame:
                     missing_point("a point whose producers and consumers fit the logical CPUs"))
                 continue
             s = ratio_spread(runs, "dequeue_per_s", fast, slow, where={"sessions": reg})
-            add(key, published, (words.format(s=s.text('.2f', '×')) + f", delivered, at {_sessions(reg)}") if s.n
+            add(key, published, (words.format(s=near(s, '.2f', DURABILITY)) + f", delivered, at {_sessions(reg)}") if s.n
                 else f"needs {fast} and {slow} at {_sessions(reg)}",
-                above(s, DURABILITY) if s.n else missing_point(f"{fast} and {slow} at {_sessions(reg)}"),
+                ratio_above(s, DURABILITY) if s.n else missing_point(f"{fast} and {slow} at {_sessions(reg)}"),
                 why="the article printed no rate with and without delayed durability" if key == "delayed" else
                 "the article printed no rate for a non-durable table")
     sql = db.engine == "sqlserver"
-    knee = f"{n['pub_knee_threads']:.0f} threads of {n['pub_logical_cpus']} logical CPUs"
-    add("v1_knee", f"knee at {knee}", *(knee_verdict(db) if sql else
+    knee = (f"{n['pub_knee_threads']:.0f} threads, on {n['pub_logical_cpus']} logical CPUs ({n['pub_cores']} cores, "
+            "hyper-threaded)")
+    add("v1_knee", f"falls away from the perfect-scaling line at {knee}", *(knee_verdict(db) if sql else
                                         ("needs a SQL Server recording with many cores",
                                          "not testable here: needs SQL Server")),
         why="the knee is where this server's sessions stop scaling; no size to compare")
@@ -225,8 +269,8 @@ def verdicts(shown) -> pd.DataFrame:
     if sql:
         best = db.runs.groupby(["variant", "repetition"], as_index=False)["throughput"].max()
         s = ratio_spread(best, "throughput", "imoltp_v2", "imoltp_v1")
-        add("v2", v2_published, f"v2's best {s.text('.2f', '×')} v1's" if s.n else "needs v1 and v2",
-            above(s, V2) if s.n else missing_point("v1 and v2 (imoltp_v1, imoltp_v2) in the same repetitions"),
+        add("v2", v2_published, f"v2's best {near(s, '.2f', V2)} v1's" if s.n else "needs v1 and v2",
+            ratio_above(s, V2) if s.n else missing_point("v1 and v2 (imoltp_v1, imoltp_v2) in the same repetitions"),
             why="the article printed 'nearly doubles' from a graph, not a number")
     else:
         add("v2", v2_published, "needs a SQL Server recording", "not testable here: needs SQL Server")
@@ -248,36 +292,30 @@ def verdicts(shown) -> pd.DataFrame:
     add("ceiling", f"Disruptor {n['lmax_1p1c_disruptor']:,.0f}/s delivered vs v3 {n['pub_v3_msgs']:,.0f}/s pushed "
                    "with no consumer",
         f"native ring {n['nat_ring_1p']:,.0f}/s vs {n['db_best_delivered_design']}, "
-        f"{best:,.0f}/s, both delivered, at {_sessions(int(n['db_best_delivered_n']))} ({s.text(',.0f', '×')}; "
+        f"{best:,.0f}/s, both delivered, at {_sessions(int(n['db_best_delivered_n']))} ({near(s, ',.0f', CEILING)}; "
         "not paired: each C repetition over the database design's median, since the two recordings did not run "
         "interleaved)"
         if s.n else "no database design delivered within the CPUs",
-        above(s, CEILING) if s.n else missing_point("a database design's delivered rate within the CPUs"),
+        ratio_above(s, CEILING) if s.n else missing_point("a database design's delivered rate within the CPUs"),
         why="the article's ratio sets delivered messages against pushes alone, on other machines",
         on_what=f"{on['native']} and {on['db']}")
     return table(rows)
 
 
-def per_thread_words(native, shared_ns: float) -> str:
-    """Why the shared counter's time is not the machine card's contended increment: the false-sharing test divides
-    the wall time by one thread's increments, the card by both threads' (so the first is twice the second for the
-    same speed); and the card's figure pools its start and end, which differ when the placement moved."""
+def card_words(native) -> str:
+    """The machine card's contended increment beside the shared counter's, counted the same way (wall time over
+    both threads' increments); with its start and end when the placement moved between them.  "" without a card."""
     from contention_book.harness import machine_card
 
     from ..shared.capacity import card_of
 
     card, _ = card_of(native)
-    if card is None or shared_ns != shared_ns:
-        return ""
-    phases = {k: card.get("phases", {}).get(k, {}).get("costs", {}).get("atomic_contended") for k in ("start", "end")}
-    pooled = machine_card.cost(card, "atomic_contended")
+    pooled = machine_card.cost(card, "atomic_contended") if card is not None else None
     if pooled is None:
         return ""
-    text = (f"; {shared_ns:.1f} ns is the wall time over one thread's increments, {shared_ns / 2:.1f} ns per "
-            f"increment of either thread, which is how the machine card counts its contended increment "
-            f"({pooled.median:.2f} ns")
+    phases = {k: card.get("phases", {}).get(k, {}).get("costs", {}).get("atomic_contended") for k in ("start", "end")}
+    text = f"; the machine card's contended increment, counted the same way, took {pooled.median:.2f} ns"
     if all(phases.values()) and machine_card.placement_moved(card):
-        text += (f": {phases['start']['median']:.2f} ns at the card's start and {phases['end']['median']:.2f} ns at "
-                 "its end, the placement having moved between them")
-    return text + ")"
-
+        text += (f" ({phases['start']['median']:.2f} ns at its start, {phases['end']['median']:.2f} ns at its end: "
+                 "the placement moved between them)")
+    return text

@@ -197,12 +197,13 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     fs["layout"] = fs["layout"].map(lambda x: names.get(x, x))
     inc = analysis.paper_increments(lmax)
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-    sns.stripplot(data=native.false_sharing.assign(layout=native.false_sharing["layout"].map(lambda x: names.get(x, x))),
-                  y="layout", x="ns_per_increment", ax=axes[0], color="tab:blue", alpha=0.5, size=4)
-    sns.scatterplot(data=fs, y="layout", x="ns_per_increment", ax=axes[0], color="black", marker="|", s=300,
+    runs = analysis.counter_costs(native)
+    sns.stripplot(data=runs.assign(layout=runs["layout"].map(lambda x: names.get(x, x))),
+                  y="layout", x=analysis.PER_COUNTER, ax=axes[0], color="tab:blue", alpha=0.5, size=4)
+    sns.scatterplot(data=fs, y="layout", x=analysis.PER_COUNTER, ax=axes[0], color="black", marker="|", s=300,
                     legend=False)
     axes[0].set_xscale("log")
-    axes[0].set_xlabel("ns per increment (log)")
+    axes[0].set_xlabel("ns per increment of one counter (log)")
     axes[0].set_ylabel("")
     axes[0].set_title(f"Measured: {native.label}")
     sns.scatterplot(data=inc, y="method", x="ns_per_increment", ax=axes[1], color="tab:grey", marker="D", s=60)
