@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from contention_book.chapters.shared.claims import WEAKER, Claim, Size, above, below, judge
+from contention_book.chapters.shared.claims import WEAKER, Claim, Size, above, below, judge, rule_above
 from contention_book.chapters.shared.spread import spread
 
 
@@ -54,7 +54,12 @@ def test_a_ratio_short_of_the_threshold_on_the_articles_side_is_weaker_not_diffe
     assert below(fewer, 0.5) == "weaker" and below(spread([1.1, 1.2, 1.15, 1.3, 1.2]), 0.5) == "differs"
     assert below(fewer, 0.5, ratio=False) == "differs"  # a share has no "no effect" point to be weaker against
     assert above(spread([1.3, 1.4, 1.35, 1.5, 1.45]), 1.2) == "agrees"
-    assert above(spread([0.9, 1.1, 1.0, 1.05, 0.95]), 1.2) == "differs"  # straddles 1: no direction shown
+    # straddles 1: no direction shown, so inconclusive; differs is kept for an interval wholly at or below 1
+    assert above(spread([0.9, 1.1, 1.0, 1.05, 0.95]), 1.2).startswith("inconclusive: the interval") \
+        and "straddles 1" in above(spread([0.9, 1.1, 1.0, 1.05, 0.95]), 1.2)
+    assert below(spread([0.95, 1.1, 1.0, 1.05, 0.97]), 0.5).startswith("inconclusive")
+    assert below(spread([1.0, 1.1, 1.05, 1.02, 1.08]), 0.5) == "differs"  # wholly at or above 1: the other way
+    assert "differs when it lies wholly at or below 1" in rule_above(1.2)
 
 
 def test_the_weaker_word_is_defined_for_the_findings_page():

@@ -171,9 +171,10 @@ def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> s
     fewer than :data:`MIN_REPETITIONS` repetitions says so itself)."""
     if weaker:
         low, high = sorted((NO_EFFECT, threshold))
-        beyond = "less" if side == "above" else "more"
-        return (f"Holds when the interval of {what} over repetitions lies {side} {threshold:g}; weaker between "
-                f"{low:g} and {high:g}; differs when it reaches {NO_EFFECT:g} or {beyond}; else inconclusive.")
+        beyond = "below" if side == "above" else "above"
+        return (f"Holds when the interval of {what} over repetitions lies {side} {threshold:g}; weaker when it "
+                f"lies between {low:g} and {high:g}; differs when it lies wholly at or {beyond} {NO_EFFECT:g}; "
+                f"inconclusive when it contains {NO_EFFECT:g} or {threshold:g}.")
     return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, "
             f"differs when it lies {other} {threshold:g}, and is inconclusive when it straddles {threshold:g}.")
 
@@ -188,14 +189,20 @@ def rule_below(threshold: float, what: str = "the ratio", ratio: bool = True) ->
     return _rule(what, "below", "above", threshold, ratio and threshold < NO_EFFECT)
 
 
-def _decide(s, inside: bool, outside: bool, threshold: float, short: bool = False) -> str:
-    """``short``: the interval lies beyond the threshold but on the article's side of :data:`NO_EFFECT`."""
+def _decide(s, inside: bool, outside: bool, threshold: float, short: bool = False,
+            no_effect_inside: bool = False) -> str:
+    """``short``: the interval lies beyond the threshold but on the article's side of :data:`NO_EFFECT`.
+    ``no_effect_inside``: a ratio's interval beyond the threshold that contains :data:`NO_EFFECT`: neither the
+    article's direction nor the other is shown, so it is inconclusive, not *differs* (which is kept for an
+    interval wholly on the other side of no effect)."""
     if s.n == 0:
         return "not testable with this recording: nothing measured at the deciding point"
     if s.n < MIN_REPETITIONS:
         return f"inconclusive: {s.n} repetition{'s' if s.n != 1 else ''}, the rule needs {MIN_REPETITIONS}"
     if inside:
         return "agrees"
+    if outside and no_effect_inside:
+        return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {NO_EFFECT:g}"
     if outside:
         return "weaker" if short else "differs"
     return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {threshold:g}"
@@ -204,15 +211,20 @@ def _decide(s, inside: bool, outside: bool, threshold: float, short: bool = Fals
 def above(s, threshold: float, ratio: bool = True) -> str:
     """The direction of a claim that a quantity exceeds ``threshold``, from its :class:`spread.Spread`.
     ``ratio``: the quantity is a ratio of two variants, so an interval between 1 and a threshold above 1 moved
-    the article's way, weaker than it claims (a share or a difference has no such point: ``ratio=False``)."""
-    short = ratio and threshold > NO_EFFECT and s.lies_above(NO_EFFECT)
-    return _decide(s, s.lies_above(threshold), s.lies_below(threshold), threshold, short)
+    the article's way, weaker than it claims, and one that contains 1 shows no direction (a share or a
+    difference has no such point: ``ratio=False``)."""
+    ratio = ratio and threshold > NO_EFFECT
+    short = ratio and s.lies_above(NO_EFFECT)
+    straddles = ratio and not s.lies_above(NO_EFFECT) and not s.lies_below(NO_EFFECT) and s.high > NO_EFFECT
+    return _decide(s, s.lies_above(threshold), s.lies_below(threshold), threshold, short, straddles)
 
 
 def below(s, threshold: float, ratio: bool = True) -> str:
     """The direction of a claim that a quantity stays under ``threshold`` (``ratio`` as for :func:`above`)."""
-    short = ratio and threshold < NO_EFFECT and s.lies_below(NO_EFFECT)
-    return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold, short)
+    ratio = ratio and threshold < NO_EFFECT
+    short = ratio and s.lies_below(NO_EFFECT)
+    straddles = ratio and not s.lies_below(NO_EFFECT) and not s.lies_above(NO_EFFECT) and s.low < NO_EFFECT
+    return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold, short, straddles)
 
 
 def both(*directions: str) -> str:
