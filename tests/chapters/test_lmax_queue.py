@@ -290,7 +290,7 @@ def test_an_interval_that_contains_1_is_inconclusive_not_differs():
     assert claims.ratio_above(at(0.5, 1.0), 1.5) == "differs"       # at or below 1, the whole of it
     assert claims.ratio_above(at(1.6, 2.0), 1.5) == "agrees"
     rule = claims.rule_above(1.2, "the ratio")
-    assert "differs when the whole interval lies at or below 1;" in rule and "inconclusive when it contains 1 or 1.2" in rule
+    assert "differs when it lies wholly at or below 1;" in rule and "inconclusive when it contains 1 or 1.2" in rule
     assert "reaches" not in rule
 
 

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from ..shared.claims import MIN_REPETITIONS, NO_EFFECT, Claim, Size, both, above, judge, missing_point, table, tested_on
+from ..shared.claims import Claim, Size, above, both, judge, missing_point, rule_above, table, tested_on
 from ..shared.spread import ratio_spread, spread
 from .spec import SPINLOCKS_FIRST
 from .tables import PER_COUNTER, counter_costs, finding, key_numbers, regime_sessions
@@ -41,27 +41,10 @@ def near(s, fmt: str, *thresholds: float, unit: str = "×") -> str:
     return s.text(f, unit)
 
 
-def rule_above(threshold: float, what: str) -> str:
-    """The words of :func:`ratio_above`'s rule (a ratio of two variants, its threshold above 1)."""
-    return (f"Holds when the interval of {what} lies above {threshold:g}; weaker between "
-            f"{NO_EFFECT:g} and {threshold:g}; differs when the whole interval lies at or below {NO_EFFECT:g}; "
-            f"inconclusive when it contains {NO_EFFECT:g} or {threshold:g}.")
-
-
 def ratio_above(s, threshold: float) -> str:
-    """The direction of a claim that a ratio of two variants exceeds ``threshold`` (above 1, no effect), by the
-    rule :func:`rule_above` states: an interval that contains 1 says neither that the claim holds nor that it
-    points the other way, so it is inconclusive, not *differs*."""
-    if s.n < MIN_REPETITIONS:
-        return above(s, threshold)  # nothing measured, or too few repetitions: the shared wording
-    if s.lies_above(threshold):
-        return "agrees"
-    if s.lies_above(NO_EFFECT) and s.lies_below(threshold):
-        return "weaker"
-    if s.high <= NO_EFFECT:
-        return "differs"
-    contained = " and ".join(f"{v:g}" for v in (NO_EFFECT, threshold) if s.low <= v <= s.high)
-    return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {contained}"
+    """The direction of a claim that a ratio of two variants exceeds ``threshold``: the book's shared rule
+    (:func:`shared.claims.above`), in which an interval that contains 1 is inconclusive, not *differs*."""
+    return above(s, threshold)
 
 
 LEAD, FALSE_SHARING, ATOMIC, HOT, DURABILITY, CEILING, V2 = 1.5, 1.5, 5.0, 0.9, 1.2, 10.0, 1.5

@@ -172,9 +172,9 @@ def _rule(what: str, side: str, other: str, threshold: float, weaker: bool) -> s
     if weaker:
         low, high = sorted((NO_EFFECT, threshold))
         beyond = "below" if side == "above" else "above"
-        return (f"Holds when the interval of {what} over repetitions lies {side} {threshold:g}; weaker when it "
-                f"lies between {low:g} and {high:g}; differs when it lies wholly at or {beyond} {NO_EFFECT:g}; "
-                f"inconclusive when it contains {NO_EFFECT:g} or {threshold:g}.")
+        return (f"Holds when the interval of {what} lies {side} {threshold:g}; weaker between {low:g} and {high:g}; "
+                f"differs when it lies wholly at or {beyond} {NO_EFFECT:g}; inconclusive when it contains "
+                f"{NO_EFFECT:g} or {threshold:g}.")
     return (f"The direction holds when the interval over repetitions of {what} lies {side} {threshold:g}, "
             f"differs when it lies {other} {threshold:g}, and is inconclusive when it straddles {threshold:g}.")
 
@@ -190,7 +190,7 @@ def rule_below(threshold: float, what: str = "the ratio", ratio: bool = True) ->
 
 
 def _decide(s, inside: bool, outside: bool, threshold: float, short: bool = False,
-            no_effect_inside: bool = False) -> str:
+            no_effect_inside: bool = False, ratio: bool = False) -> str:
     """``short``: the interval lies beyond the threshold but on the article's side of :data:`NO_EFFECT`.
     ``no_effect_inside``: a ratio's interval beyond the threshold that contains :data:`NO_EFFECT`: neither the
     article's direction nor the other is shown, so it is inconclusive, not *differs* (which is kept for an
@@ -205,7 +205,10 @@ def _decide(s, inside: bool, outside: bool, threshold: float, short: bool = Fals
         return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {NO_EFFECT:g}"
     if outside:
         return "weaker" if short else "differs"
-    return f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles {threshold:g}"
+    both_ = ratio and s.low <= NO_EFFECT <= s.high  # a ratio's interval that also holds no effect says so
+    return (f"inconclusive: the interval {s.low:.3g}–{s.high:.3g} straddles "
+            + (f"{NO_EFFECT:g} and {threshold:g}" if both_ and threshold > NO_EFFECT else
+               f"{threshold:g} and {NO_EFFECT:g}" if both_ else f"{threshold:g}"))
 
 
 def above(s, threshold: float, ratio: bool = True) -> str:
@@ -216,7 +219,7 @@ def above(s, threshold: float, ratio: bool = True) -> str:
     ratio = ratio and threshold > NO_EFFECT
     short = ratio and s.lies_above(NO_EFFECT)
     straddles = ratio and not s.lies_above(NO_EFFECT) and not s.lies_below(NO_EFFECT) and s.high > NO_EFFECT
-    return _decide(s, s.lies_above(threshold), s.lies_below(threshold), threshold, short, straddles)
+    return _decide(s, s.lies_above(threshold), s.lies_below(threshold), threshold, short, straddles, ratio)
 
 
 def below(s, threshold: float, ratio: bool = True) -> str:
@@ -224,7 +227,7 @@ def below(s, threshold: float, ratio: bool = True) -> str:
     ratio = ratio and threshold < NO_EFFECT
     short = ratio and s.lies_below(NO_EFFECT)
     straddles = ratio and not s.lies_below(NO_EFFECT) and not s.lies_above(NO_EFFECT) and s.low < NO_EFFECT
-    return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold, short, straddles)
+    return _decide(s, s.lies_below(threshold), s.lies_above(threshold), threshold, short, straddles, ratio)
 
 
 def both(*directions: str) -> str:
