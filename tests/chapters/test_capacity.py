@@ -155,6 +155,33 @@ def test_all_published_inputs_are_published_only_and_a_workload_bound_is_not_sco
     assert wl.category == "workload bound" and wl.category not in SCORED
 
 
+def test_measured_inputs_that_barely_move_a_prediction_leave_it_published_only():
+    """A model whose measured inputs move its value by under 1% (each zeroed, or at its interval's ends) rests on
+    published numbers: a verdict on it would claim a test of this machine that did not happen, so it is published
+    only, not missed; the same model with a measured input that matters is scored."""
+    from contention_book.chapters.shared.capacity import measured_share, predict as propagated
+
+    def model(xfer):
+        inputs = (Input.exact("T", "T", 5.5, "s", "published: article"),
+                  Input.exact("W", "W", 271_609, "", "published: article"),
+                  Input.exact("w", "w", 9_740, "ns", "published: article"),
+                  Input.interval("x", "x", xfer, xfer * 0.9, xfer * 1.1, "ns", "measured: here"))
+        return propagated("ch", "m", "U = T − W·(w − x)", "time", "s", "value", 4.5, "around 4.5 s",
+                       lambda v: v["T"] - v["W"] * (v["w"] - v["x"]) * 1e-9, inputs, published_low=4.45,
+                       published_high=4.55)
+
+    tiny = model(14.5)                      # 271,609 × 14.5 ns ≈ 0.004 s of 2.86 s
+    share, shift = measured_share(tiny)
+    assert share < 0.01 and abs(shift - 271_609 * 14.5e-9) < 1e-9   # zeroed, it moves most: by W · x
+    assert tiny.category == "published only" and tiny.category not in SCORED
+    assert tiny.verdict.startswith("published only, the model fails on its source")
+    assert "the measured input (x) moves the prediction by at most" in tiny.verdict
+    big = model(6_000)                      # 271,609 × 6 µs ≈ 1.6 s: this machine's number decides it
+    assert measured_share(big)[0] > 0.01 and big.category == "predicted"
+    # a model without a measured input, or without its equation, is judged as before
+    assert measured_share(predict(10.2)) is None and predict(10.2).verdict == "predicted"
+
+
 def test_a_range_is_shown_as_a_range():
     inputs = (Input.exact("C", "C", 20, "", "measured: here"), Input.exact("L", "L", 40, "", "measured: here"))
     r = range_prediction("ch", "m", "C ≤ N ≤ L", "knee", "threads", 23, "23", 20, 40, inputs, "")
