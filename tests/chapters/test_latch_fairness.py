@@ -323,3 +323,23 @@ def test_the_longest_wait_is_judged_only_above_the_preemption_floor():
     assert preemption_floor(summary(16.2), 2) == (16.2, 12.3)
     assert preemption_floor(summary(6.2), 2) == (6.2, 12.3)  # at least half of 12.3 (6.15)
     assert preemption_floor(summary(6.0), 2) is None
+
+
+def _notebook_markdown() -> str:
+    """The chapter notebook's prose, its markdown cells joined, lines unwrapped."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "01-latch-fairness.ipynb").read_text())
+    return " ".join("".join(c["source"]).replace("\n", " ") for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_prose_says_what_the_article_says_of_spins_and_of_the_index_builds():
+    """Review of chapter 1: the article says the zero spin count *implies* a fair latch does not spin; and it dates
+    parallel index builds to SQL Server 2000 but the contended parallel index-building plans to SQL Server 2008."""
+    text = _notebook_markdown()
+    assert "a fair latch does not spin, it waits" not in text
+    assert "which implies a fair latch does not spin: it waits" in text
+    assert "Parallel index builds, which SQL Server 2000 introduced, were the first to have this pattern" not in text
+    assert "SQL Server 2000's parallel index builds" in text
+    assert "the parallel index-building plans that SQL Server 2008 added" in text
