@@ -133,3 +133,15 @@ def test_published_in_process_recordings_name_their_language():
     assert engine_words({"kind": "published", "engine": {"name": "native", "version": "Java (the paper's JVM)"}}) \
         == "Java (the paper's JVM)"
     assert engine_words({"kind": "measured", "engine": {"name": "native", "version": "cc 12.2"}}) == "C programs"
+
+
+def test_the_latch_chapter_opening_names_the_tail_claim_then_what_was_measured(in_shorts):
+    """Review of chapter 1: the tail's label names the article's claim (shorter), and its number the measured
+    direction, from the claims table's own median."""
+    text, rows = in_shorts["latch-fairness"]
+    row = rows[rows["claim"].str.startswith("The unfair latch's wait tail")].iloc[0]
+    median = number(row["measured"]).split(" (")[0]
+    ratio = float(median.rstrip("×")) if "/" not in median else 1 / float(median.split("/")[1])
+    assert "shorter wait tail (the article's claim), measured " in text
+    assert (f"measured {median} longer" if ratio > 1 else "measured shorter") in text
+    assert "longer 99th-percentile wait" not in text
