@@ -182,6 +182,21 @@ def test_measured_inputs_that_barely_move_a_prediction_leave_it_published_only()
     assert measured_share(predict(10.2)) is None and predict(10.2).verdict == "predicted"
 
 
+def test_an_interval_that_prints_as_one_value_is_left_out():
+    """Review of chapter 3: "1,272 s (95% 1,272–1,272)" when every input is published (one with a spread too small to
+    show).  The value is printed alone, and the verdict names the one value, not a span of it to itself."""
+    from contention_book.chapters.shared.capacity import predict as propagated
+    inputs = (Input.exact("n", "n", 123_455, "", "published: article"),
+              Input.interval("t0", "t0", 16.2, 12.15, 20.25, "µs", "published: article"),  # ≈ 2 s ± 25%
+              Input.exact("tv", "tv", 1e9 / 6e6, "ns", "published: article"))  # 6 million a second
+    p = propagated("ch", "m", "T = n·t0 + tv·n(n−1)/2", "time", "s", "value", 240.0, "over 4 min",
+                   lambda v: v["n"] * v["t0"] * 1e-6 + v["tv"] * 1e-9 * v["n"] * (v["n"] - 1) / 2, inputs)
+    assert p.predicted.high > p.predicted.low                     # a width, but one that does not show
+    assert p.row()["predicted"] == "1,272 s (from published numbers alone)"
+    assert "1,272–1,272" not in p.verdict and "is 0.189× the predicted 1,272 s" in p.verdict
+    assert predict(10.2).row()["predicted"] == "10 s (95% 9.22–10.8)"   # a width that shows is kept
+
+
 def test_a_range_is_shown_as_a_range():
     inputs = (Input.exact("C", "C", 20, "", "measured: here"), Input.exact("L", "L", 40, "", "measured: here"))
     r = range_prediction("ch", "m", "C ≤ N ≤ L", "knee", "threads", 23, "23", 20, 40, inputs, "")

@@ -137,7 +137,7 @@ class Prediction:
         else:
             mark = {"value": "", "at least": "≥ ", "at most": "≤ "}[self.kind]
             shown = f"{mark}{_fmt(p.median)} {self.unit}"
-            if p.high > p.low:
+            if p.high > p.low and _fmt(p.low) != _fmt(p.high):  # a width that shows: never "(95% 1,272–1,272)"
                 shown += f" (95% {_fmt(p.low)}–{_fmt(p.high)})"
             elif _published_only(self):
                 shown += " (from published numbers alone)"
@@ -161,6 +161,11 @@ def _fmt(v: float) -> str:
     if a >= 1:
         return f"{v:.3g}"
     return f"{v:.2g}"
+
+
+def _span(lo: float, hi: float) -> str:
+    """An interval as the pages print it: "2.82–2.9", or the one value when its ends print alike ("1,272")."""
+    return _fmt(lo) if _fmt(lo) == _fmt(hi) else f"{_fmt(lo)}–{_fmt(hi)}"
 
 
 def ratio(a: float, b: float) -> str:
@@ -215,6 +220,8 @@ def _outside(p: Prediction) -> str:
     if p.kind == "at least" and pub < lo:
         return f"the published {_fmt(pub)} {p.unit} is below the bound of {_fmt(lo)} {p.unit} ({ratio(pub, lo)}×)"
     if p.kind in ("value", "range") and not lo <= pub <= hi:
+        if _fmt(lo) == _fmt(hi):
+            return f"the published {_fmt(pub)} {p.unit} is {ratio(pub, lo)}× the predicted {_fmt(lo)} {p.unit}"
         return f"the published {_fmt(pub)} {p.unit} lies outside {_fmt(lo)}–{_fmt(hi)} {p.unit}"
     return ""
 
@@ -255,7 +262,7 @@ def judge_prediction(p: Prediction) -> str:
 
     def miss(ref: float) -> str:
         side = "above" if plo > hi else "below"
-        shown = f"{shown_pub} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)}"
+        shown = f"{shown_pub} lies {side} the predicted {_span(lo, hi)}"
         if ref > 0 and np.isfinite(ref):
             return f"missed: {shown} ({ratio(pub, ref)}× the prediction)"
         return f"missed: {shown}"
@@ -273,18 +280,18 @@ def judge_prediction(p: Prediction) -> str:
     if p.published_kind == "at least":  # "over 4 minutes": the interval must reach it; a miss is "at least"
         if hi >= plo:
             return "predicted"
-        return (f"missed: the published value is over {_fmt(pub)}, above the predicted {_fmt(lo)}–{_fmt(hi)} "
+        return (f"missed: the published value is over {_fmt(pub)}, above the predicted {_span(lo, hi)} "
                 f"(at least {ratio(pub, s.median)}× the prediction)")
     if p.published_kind == "at most":
         if lo <= phi:
             return "predicted"
-        return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_fmt(lo)}–{_fmt(hi)} "
+        return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_span(lo, hi)} "
                 f"(at most {ratio(pub, s.median)}× the prediction)")
     if lo <= pub <= hi:
         return "predicted"
     if phi >= lo and plo <= hi:  # only the value's own spread reaches the interval: still a miss, said so
         side = "above" if pub > hi else "below"
-        return (f"missed: the value {_fmt(pub)} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)} "
+        return (f"missed: the value {_fmt(pub)} lies {side} the predicted {_span(lo, hi)} "
                 f"({ratio(pub, s.median)}× the prediction); only its spread {_fmt(plo)}–{_fmt(phi)} reaches it")
     return miss(s.median)
 
