@@ -508,3 +508,26 @@ def test_runs_set_aside_are_spoken_of_only_when_the_data_set_some_aside():
     assert measured.startswith(f"{tables.NO_PAIR} with both runs") and "autovacuum" not in measured
     text = finding.controls_text(unpaired)
     assert "No repetition holds both that run and the one with nothing held" in text and "autovacuum" not in text
+
+
+def test_growth_sentence_says_the_growth_is_each_repetitions_not_the_ratio_of_the_medians_shown():
+    """Review of chapter 3: "from 167.0 µs … to 2418.8 µs (a growth of 12.8× …)" read as 2,418.8 / 167 = 14.5×; the
+    growth is the median of each repetition's own growth, and the sentence says so, with thousands separators."""
+    import json
+    from pathlib import Path
+
+    from contention_book.chapters.ghost_cleanup import finding
+    g = recordings.load_shown("").measured
+    n = tables.measured_numbers(g)
+    text = finding.growth_text(g)
+    per = tables.growth_by_repetition(g.curve)
+    held = per[per["variant"] == tables.HELD[g.engine]]["growth"]
+    assert n["m_held_growth_text"].startswith(f"{held.median():.1f}×")
+    assert f"{n['m_held_last_us']:,.1f} µs in the last" in text and "," in f"{n['m_held_last_us']:,.1f}"
+    assert f"the growth, taken in each repetition (its last tenth over its first), had a median of " \
+           f"{n['m_held_growth_text']}" in text
+    assert "(a growth of" not in text
+    assert abs(n["m_held_last_us"] / n["m_held_first_us"] - held.median()) > 0.05   # why the sentence must say which
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "03-ghost-cleanup.ipynb").read_text())
+    code = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "is not the ratio of the two medians above it" in code and "growth (×), each repetition's own" in code

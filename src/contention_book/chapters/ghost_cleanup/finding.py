@@ -172,11 +172,15 @@ def growth_text(g) -> str:
     if not _has(n, "m_held_growth", "m_base_growth"):
         return ("This recording cannot test the cost model: it needs per-chunk timings (at least three chunks) of "
                 f"both *{LABELS[HELD[g.engine]]}* and *{LABELS[UNHELD[g.engine]]}*.")
+    # The growth is each repetition's last tenth over its own first tenth, then the median over repetitions: not the
+    # ratio of the two medians printed beside it, and the sentence says which.
     return (f"The figure below is the model's test. The loop ran in timed chunks. With the horizon held, the time "
-            f"per update went from {n['m_held_first_us']:.1f} µs in the first chunks to {n['m_held_last_us']:.1f} µs "
-            f"in the last (a growth of {n['m_held_growth_text']}), and a straight line fits that growth with a median "
-            f"R² of {n['m_held_r2']:.2f}. With nothing held it went from {n['m_base_first_us']:.1f} to "
-            f"{n['m_base_last_us']:.1f} µs ({n['m_base_growth_text']}). Linear growth per update means quadratic "
+            f"per update rose from a median of {n['m_held_first_us']:,.1f} µs in the first tenth of the chunks to "
+            f"{n['m_held_last_us']:,.1f} µs in the last; the growth, taken in each repetition (its last tenth over its "
+            f"first), had a median of {n['m_held_growth_text']}, and a straight line fits that growth with a median "
+            f"R² of {n['m_held_r2']:.2f}. With nothing held the medians were {n['m_base_first_us']:,.1f} and "
+            f"{n['m_base_last_us']:,.1f} µs, and the growth, taken the same way, {n['m_base_growth_text']}. Linear "
+            "growth per update means quadratic "
             "growth in total. The control grows too, so growth alone proves nothing: the test is whether holding "
             f"the horizon makes it steeper, and per repetition the held run's growth was {n['m_growth_ratio_text']} "
             "the control's.")
