@@ -537,7 +537,7 @@ def test_latch_sensitivity_ranges_say_how_they_are_computed_and_each_row_has_one
     v = costs["t_wake"].value          # the draws' interval lies inside the equation at the cost's p10 and p90
     assert 271_609 * v.low * 1e-9 < s.low and s.high < 271_609 * v.high * 1e-9
     words = model.sensitivity_words(shown)
-    assert f"so the rule says {row['rule says']}" in words and f"so {row['rule says ']}" in words
+    assert f"the rule says *{row['rule says']}* of the first and *{row['rule says ']}* of the second" in words
     assert row["rule says"].startswith("missed") and row["rule says "].startswith("model invalid")
 
 

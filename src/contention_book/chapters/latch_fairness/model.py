@@ -333,9 +333,10 @@ def sensitivity_words(shown, costs: dict | None = None) -> str:
             f"This machine's futex wake-up ({_us(wake.value.median)}) times an OS wake-up of a thread asleep on the "
             f"other CPU; the article's fair run leaves room for at most {_us(most)} per hand-off "
             f"({p['pub_fair_s']:g} s over {p['pub_fair_latch_waits']:,.0f} waits)"
-            + (f", less than the wake-up measured here, so priced at it the fair bound, {wfair.predicted.median:.3g} s, "
-               f"exceeds the whole run, so the rule says {_short(wfair)}, and the unfair time would be negative, so "
-               f"{_short(wunfair)}; sensitivity rows only, not scored." if wake.value.median > most
+            + (f", less than the wake-up measured here. Priced at it, the fair bound ({wfair.predicted.median:.3g} s) "
+               f"exceeds the whole run, and the unfair time would be negative: the rule says *{_short(wfair)}* of the "
+               f"first and *{_short(wunfair)}* of the second, in sensitivity rows only, not scored."
+               if wake.value.median > most
                else ", so it is shown as a sensitivity only."))
     if "switch" in tried and "signal" in tried:
         cs, _f, at_cs = tried["switch"]
