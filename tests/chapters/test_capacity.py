@@ -155,6 +155,48 @@ def test_all_published_inputs_are_published_only_and_a_workload_bound_is_not_sco
     assert wl.category == "workload bound" and wl.category not in SCORED
 
 
+def test_measured_inputs_that_barely_move_a_prediction_leave_it_published_only():
+    """A model whose measured inputs move its value by under 1% (each zeroed, or at its interval's ends) rests on
+    published numbers: a verdict on it would claim a test of this machine that did not happen, so it is published
+    only, not missed; the same model with a measured input that matters is scored."""
+    from contention_book.chapters.shared.capacity import measured_share, predict as propagated
+
+    def model(xfer):
+        inputs = (Input.exact("T", "T", 5.5, "s", "published: article"),
+                  Input.exact("W", "W", 271_609, "", "published: article"),
+                  Input.exact("w", "w", 9_740, "ns", "published: article"),
+                  Input.interval("x", "x", xfer, xfer * 0.9, xfer * 1.1, "ns", "measured: here"))
+        return propagated("ch", "m", "U = T − W·(w − x)", "time", "s", "value", 4.5, "around 4.5 s",
+                       lambda v: v["T"] - v["W"] * (v["w"] - v["x"]) * 1e-9, inputs, published_low=4.45,
+                       published_high=4.55)
+
+    tiny = model(14.5)                      # 271,609 × 14.5 ns ≈ 0.004 s of 2.86 s
+    share, shift = measured_share(tiny)
+    assert share < 0.01 and abs(shift - 271_609 * 14.5e-9) < 1e-9   # zeroed, it moves most: by W · x
+    assert tiny.category == "published only" and tiny.category not in SCORED
+    assert tiny.verdict.startswith("published only, the model fails on its source")
+    assert "the measured input (x) moves the prediction by at most" in tiny.verdict
+    big = model(6_000)                      # 271,609 × 6 µs ≈ 1.6 s: this machine's number decides it
+    assert measured_share(big)[0] > 0.01 and big.category == "predicted"
+    # a model without a measured input, or without its equation, is judged as before
+    assert measured_share(predict(10.2)) is None and predict(10.2).verdict == "predicted"
+
+
+def test_an_interval_that_prints_as_one_value_is_left_out():
+    """Review of chapter 3: "1,272 s (95% 1,272–1,272)" when every input is published (one with a spread too small to
+    show).  The value is printed alone, and the verdict names the one value, not a span of it to itself."""
+    from contention_book.chapters.shared.capacity import predict as propagated
+    inputs = (Input.exact("n", "n", 123_455, "", "published: article"),
+              Input.interval("t0", "t0", 16.2, 12.15, 20.25, "µs", "published: article"),  # ≈ 2 s ± 25%
+              Input.exact("tv", "tv", 1e9 / 6e6, "ns", "published: article"))  # 6 million a second
+    p = propagated("ch", "m", "T = n·t0 + tv·n(n−1)/2", "time", "s", "value", 240.0, "over 4 min",
+                   lambda v: v["n"] * v["t0"] * 1e-6 + v["tv"] * 1e-9 * v["n"] * (v["n"] - 1) / 2, inputs)
+    assert p.predicted.high > p.predicted.low                     # a width, but one that does not show
+    assert p.row()["predicted"] == "1,272 s (from published numbers alone)"
+    assert "1,272–1,272" not in p.verdict and "is 0.189× the predicted 1,272 s" in p.verdict
+    assert predict(10.2).row()["predicted"] == "10 s (95% 9.22–10.8)"   # a width that shows is kept
+
+
 def test_a_range_is_shown_as_a_range():
     inputs = (Input.exact("C", "C", 20, "", "measured: here"), Input.exact("L", "L", 40, "", "measured: here"))
     r = range_prediction("ch", "m", "C ≤ N ≤ L", "knee", "threads", 23, "23", 20, 40, inputs, "")

@@ -453,3 +453,81 @@ def test_the_read_committed_ratio_is_not_printed_without_a_clean_pair():
     text = finding.controls_text(raw)
     assert "no paired ratio" in text and "repetitions 3 and 5" in text and "repetitions 1, 2 and 4" in text
     assert "baseline" not in text and "idle_read_committed" not in text
+
+
+def _raw_reference():
+    return recordings.rec.load_view(spec.CHAPTER, ghost.DEFAULT_MEASURED, spec.LAYOUT, recordings.GhostRecording)
+
+
+def _vacuumed(raw, hits):
+    """``raw`` as an older recording (no autovacuum counts) whose ``hits`` (variant -> repetitions) VACUUM reached
+    (line pointers freed), set aside as the loader does."""
+    rel = raw.by_repetition("relation").drop(columns=["autovacuum_during_run"])
+    for variant, reps in hits.items():
+        mark = (rel["variant"] == variant) & rel["repetition"].isin(reps) & (rel["phase"] == "after_run") \
+            & (rel["relation"] == recordings.HEAP)
+        rel.loc[mark, "lp_unused"] = 500
+    raw.tables["relation_by_repetition"] = rel
+    recordings._set_aside_vacuumed_points(raw)
+    return raw
+
+
+def test_runs_set_aside_are_spoken_of_only_when_the_data_set_some_aside():
+    """Review of chapter 3's details: "(in the 5 runs autovacuum did not reach) … and in the runs set aside autovacuum
+    did" was printed for a recording made with autovacuum off on the test table, which set no run aside.  Every text
+    that speaks of runs autovacuum reached, or of runs set aside, asks the data first."""
+    from dataclasses import replace
+
+    from contention_book.chapters.ghost_cleanup import finding
+    shown = recordings.load_shown("")
+    g = shown.measured
+    assert tables.set_aside(g) == 0 and tables.autovacuum_kept_off(g, "baseline")
+    note = tables.growth_note(g)
+    assert "set aside" not in note and "did not reach" not in note
+    assert "Its dead versions did not go: at the end" in note
+    assert "only VACUUM removes both, and with autovacuum off on the test table none ran" in note
+    assert "autovacuum" not in finding.controls_text(g).lower().replace("autovacuum off", "")
+    # the same recording with one unheld run reached by VACUUM: that run is set aside and the words say so
+    hit = _vacuumed(_raw_reference(), {"baseline": (2,)})
+    assert tables.set_aside(hit, "baseline") == 1
+    note = tables.growth_note(hit)
+    assert "(in the 4 runs autovacuum did not reach; the one run it reached is set aside)" in note
+    assert "only VACUUM removes both, and in the runs set aside autovacuum did" in note
+    # no clean pair: autovacuum is named where it set runs aside, and not where the pairs are missing for another reason
+    gone = _vacuumed(_raw_reference(), {"baseline": (2, 4), "idle_read_committed": (0, 1, 3)})
+    measured = claims.verdicts(replace(shown, measured=gone)).set_index("claim").loc[claims.CLAIMS["unpinned"],
+                                                                                     "measured"]
+    assert measured.startswith(f"{tables.NO_PAIR} in which autovacuum reached neither run")
+    unpaired = _raw_reference()
+    runs = unpaired.runs
+    drop = ((runs["variant"] == "baseline") & runs["repetition"].isin((2, 4))) | \
+        ((runs["variant"] == "idle_read_committed") & runs["repetition"].isin((0, 1, 3)))
+    unpaired.tables["runs"] = runs[~drop].reset_index(drop=True)
+    measured = claims.verdicts(replace(shown, measured=unpaired)).set_index("claim").loc[claims.CLAIMS["unpinned"],
+                                                                                         "measured"]
+    assert measured.startswith(f"{tables.NO_PAIR} with both runs") and "autovacuum" not in measured
+    text = finding.controls_text(unpaired)
+    assert "No repetition holds both that run and the one with nothing held" in text and "autovacuum" not in text
+
+
+def test_growth_sentence_says_the_growth_is_each_repetitions_not_the_ratio_of_the_medians_shown():
+    """Review of chapter 3: "from 167.0 µs … to 2418.8 µs (a growth of 12.8× …)" read as 2,418.8 / 167 = 14.5×; the
+    growth is the median of each repetition's own growth, and the sentence says so, with thousands separators."""
+    import json
+    from pathlib import Path
+
+    from contention_book.chapters.ghost_cleanup import finding
+    g = recordings.load_shown("").measured
+    n = tables.measured_numbers(g)
+    text = finding.growth_text(g)
+    per = tables.growth_by_repetition(g.curve)
+    held = per[per["variant"] == tables.HELD[g.engine]]["growth"]
+    assert n["m_held_growth_text"].startswith(f"{held.median():.1f}×")
+    assert f"{n['m_held_last_us']:,.1f} µs in the last" in text and "," in f"{n['m_held_last_us']:,.1f}"
+    assert f"the growth, taken in each repetition (its last tenth over its first), had a median of " \
+           f"{n['m_held_growth_text']}" in text
+    assert "(a growth of" not in text
+    assert abs(n["m_held_last_us"] / n["m_held_first_us"] - held.median()) > 0.05   # why the sentence must say which
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "03-ghost-cleanup.ipynb").read_text())
+    code = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "is not the ratio of the two medians above it" in code and "growth (×), each repetition's own" in code

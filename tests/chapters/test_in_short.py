@@ -166,3 +166,15 @@ def test_the_hash_designs_share_is_printed_at_the_sequential_keys_precision(in_s
     _, rows = in_shorts["last-page-insert"]
     row = rows[rows["claim"] == last_page_insert.claims.C["hash_waits"]].iloc[0]
     assert re.search(r"\d+\.\d% -> \d+\.\d% of samples", row["measured"]), row["measured"]
+
+
+def test_the_latch_chapter_opening_names_the_tail_claim_then_what_was_measured(in_shorts):
+    """Review of chapter 1: the tail's label names the article's claim (shorter), and its number the measured
+    direction, from the claims table's own median."""
+    text, rows = in_shorts["latch-fairness"]
+    row = rows[rows["claim"].str.startswith("The unfair latch's wait tail")].iloc[0]
+    median = number(row["measured"]).split(" (")[0]
+    ratio = float(median.rstrip("×")) if "/" not in median else 1 / float(median.split("/")[1])
+    assert "shorter wait tail (the article's claim), measured " in text
+    assert (f"measured {median} longer" if ratio > 1 else "measured shorter") in text
+    assert "longer 99th-percentile wait" not in text

@@ -323,3 +323,41 @@ def test_the_longest_wait_is_judged_only_above_the_preemption_floor():
     assert preemption_floor(summary(16.2), 2) == (16.2, 12.3)
     assert preemption_floor(summary(6.2), 2) == (6.2, 12.3)  # at least half of 12.3 (6.15)
     assert preemption_floor(summary(6.0), 2) is None
+
+
+def _notebook_markdown() -> str:
+    """The chapter notebook's prose, its markdown cells joined, lines unwrapped."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "01-latch-fairness.ipynb").read_text())
+    return " ".join("".join(c["source"]).replace("\n", " ") for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_prose_says_what_the_article_says_of_spins_and_of_the_index_builds():
+    """Review of chapter 1: the article says the zero spin count *implies* a fair latch does not spin; and it dates
+    parallel index builds to SQL Server 2000 but the contended parallel index-building plans to SQL Server 2008."""
+    text = _notebook_markdown()
+    assert "a fair latch does not spin, it waits" not in text
+    assert "which implies a fair latch does not spin: it waits" in text
+    assert "Parallel index builds, which SQL Server 2000 introduced, were the first to have this pattern" not in text
+    assert "SQL Server 2000's parallel index builds" in text
+    assert "the parallel index-building plans that SQL Server 2008 added" in text
+
+
+def test_in_short_names_the_tail_claims_direction_and_what_was_measured(tmp_path):
+    """Review of chapter 1: the opening listed "longer 99th-percentile wait …, 15×: inconclusive" under a claim that
+    reads "the unfair latch's wait tail is shorter".  The label names the claim's direction; the number says what was
+    measured, its direction computed from the median, either way round."""
+    from contention_book.chapters.latch_fairness.finding import tail_measured
+
+    shorter = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(tmp_path, sweep(), "a")))["in_short"]
+    assert "shorter wait tail (the article's claim), measured shorter at the 99th percentile, 0.008× " \
+           "(spin-then-park ÷ fair): *direction reproduced*" in shorter
+    longer = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(tmp_path, sweep(unfair_p99_ns=1e6),
+                                                                             "c")))["in_short"]
+    assert "shorter wait tail (the article's claim), measured 20× longer at the 99th percentile " \
+           "(spin-then-park ÷ fair): *differs*" in longer
+    assert "longer 99th-percentile wait" not in shorter + longer
+    assert tail_measured("1/120", True) == "measured shorter at the 99th percentile, 1/120 (spin-then-park ÷ fair)"
+    assert tail_measured("1.5×", False) == "measured 1.5× longer at the longest wait (unfair ÷ fair)"

@@ -13,7 +13,7 @@ from ..shared.claims import Claim, Size, above, below, judge, missing_point, rul
 from ..shared.spread import ratio_spread, spread
 from .spec import LABELS
 from .tables import (HELD, NO_PAIR, UNHELD, UNPINNED, VACUUM_CONTROL, _timed_runs, growth_by_repetition, growth_ratio,
-                     storage_by_repetition, storage_long)
+                     set_aside, storage_by_repetition, storage_long)
 from ..shared.memo import per_view
 
 SLOWER, SAME, STEEPER, PILE_UP, GROWS, GHOSTS = 1.2, 1.2, 1.5, 10.0, 1.2, 1.5
@@ -136,8 +136,10 @@ def verdicts(shown) -> pd.DataFrame:
         seen = ""
         if _has(runs, unpinned, base):
             s = ratio_spread(runs, "elapsed_s", unpinned, base)
+            why = (" in which autovacuum reached neither run" if set_aside(g, unpinned, base) else
+                   " with both runs")  # runs set aside only where the recording set some aside
             seen = (f"{s.text('.2f', '×')} the time ({pair(unpinned, base)}): " if s.n else
-                    f"{NO_PAIR} in which autovacuum reached neither run ({pair(unpinned, base)}), so no ratio: ")
+                    f"{NO_PAIR}{why} ({pair(unpinned, base)}), so no ratio: ")
         out.not_here("unpinned", seen + "PostgreSQL's READ COMMITTED never pinned versions, so it shows 2022's "
                      "behaviour but cannot show the change from 2019", "needs SQL Server 2019 and 2022")
     elif unpinned is None or (g.engine == "sqlserver" and major < 16):

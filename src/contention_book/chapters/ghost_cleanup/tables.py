@@ -16,9 +16,29 @@ HELD = {"postgres": "open_snapshot", "sqlserver": "rcsi_open_txn"}    # the open
 UNHELD = {"postgres": "baseline", "sqlserver": "rcsi"}                # the same row versioning, nothing held
 UNPINNED = {"postgres": "idle_read_committed", "sqlserver": "rcsi_open_txn"}  # open, but pins nothing (2022 RCSI)
 VACUUM_CONTROL = {"postgres": "vacuum_each_chunk"}                    # nothing held, dead entries removed as it goes
-# How a measured text starts when no repetition is left with both runs of a paired ratio (recordings set aside the
-# runs autovacuum reached): the verdict and the opening say so instead of printing a ratio.
+# How a measured text starts when no repetition is left with both runs of a paired ratio (a recording may set aside
+# the runs autovacuum reached, :func:`set_aside`): the verdict and the opening say so instead of printing a ratio.
 NO_PAIR = "no repetition left"
+
+
+def set_aside(g: GhostRecording, *variants: str) -> int:
+    """How many runs (of ``variants``, or of any) the loader set aside because autovacuum reached the test table
+    mid-loop (``recordings._set_aside_vacuumed_points``): 0 in a recording made with autovacuum off the table.
+    Every text that speaks of runs set aside, or of runs autovacuum did or did not reach, asks this first."""
+    hit = g.tables.get("runs_vacuumed")
+    if hit is None or hit.empty:
+        return 0
+    return int(len(hit[hit["variant"].isin(variants)]) if variants else len(hit))
+
+
+def autovacuum_kept_off(g: GhostRecording, variant: str) -> bool:
+    """Whether every run of ``variant`` recorded its test table's autovacuum_enabled option as off."""
+    rel = g.by_repetition("relation") if g.relation_stats is not None else None
+    if rel is None or "autovacuum_enabled" not in rel:
+        return False
+    part = rel[(rel["variant"] == variant) & (rel["relation"] == "ghost_test") & (rel["phase"] == "after_run")]
+    flags = pd.to_numeric(part["autovacuum_enabled"], errors="coerce").dropna()
+    return bool(len(flags)) and bool((flags == 0).all())
 
 
 def _timed_runs(g: GhostRecording) -> pd.DataFrame:
@@ -265,12 +285,18 @@ def growth_note(g: GhostRecording) -> str:
             return text + ("This recording did not count line pointers and index entries, so it cannot say where "
                            "the unheld run's dead versions were.")
         kept = g.runs.loc[g.runs["variant"] == UNHELD[g.engine], "repetition"].nunique()
-        text += (f"Its dead versions did not go (in the {kept} runs autovacuum did not reach): at the end the heap held {lp['base_lp_dead']:,.0f} dead line "
+        aside = set_aside(g, UNHELD[g.engine])
+        which = (f" (in the {kept} runs autovacuum did not reach; the {_runs(aside)} it reached "
+                 f"{'are' if aside != 1 else 'is'} set aside)" if aside else "")
+        vacuum = ("only VACUUM removes both, and in the runs set aside autovacuum did" if aside else
+                  "only VACUUM removes both, and with autovacuum off on the test table none ran"
+                  if autovacuum_kept_off(g, UNHELD[g.engine]) else "only VACUUM removes both")
+        text += (f"Its dead versions did not go{which}: at the end the heap held {lp['base_lp_dead']:,.0f} dead line "
                  f"pointers on {lp['base_heap_pages']:,.0f} pages (up to {lp['base_lp_max']:,.0f} on one page), and "
                  f"the index held {lp['base_entries_dead']:,.0f} entries pointing at them, for one live row. "
                  "A key update is never a heap-only (HOT) update, so each one adds an index entry. Pruning frees a "
                  "dead tuple's storage but must leave its line pointer while an index entry still points there; "
-                 "only VACUUM removes both, and in the runs set aside autovacuum did. That is PostgreSQL's ghost. ")
+                 f"{vacuum}. That is PostgreSQL's ghost. ")
         if not np.isnan(n.get("m_vacuum_growth", np.nan)):
             text += (f"With `VACUUM` after every chunk the table stayed at {n['m_vacuum_after_run_pages']:,.0f} "
                      f"pages and time per update grew {n['m_vacuum_growth']:.1f}×.")
@@ -278,6 +304,10 @@ def growth_note(g: GhostRecording) -> str:
         text += ("Here the cleanup task runs, but it removes ghosts only after each transaction ends, and the "
                  "next update has already started by then.")
     return text
+
+
+def _runs(n: int) -> str:
+    return "one run" if n == 1 else f"{n} runs"
 
 
 def line_pointer_numbers(g: GhostRecording) -> dict[str, float]:

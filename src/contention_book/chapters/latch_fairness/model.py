@@ -10,9 +10,13 @@ other CPU runs again) times a hand-off.  The article's machine is another
 matter: a SQLOS hand-off signals a worker that SQLOS schedules, not an idle
 virtual CPU of a KVM guest, and the article measured its own cost: the
 LATCH_EX signal wait per wait (from the signal to running again).  The
-article's models are priced on that and scored; the card's futex wake-up
-and its context switch (the floor: two threads on one CPU, no idle CPU
-woken) are sensitivity rows only, not scored.
+article's models are priced on that.  Every input but this machine's line
+transfer is then the article's, and the transfer moves the unfair time by
+well under 1% of it, so the shared verdict rule calls both *published only*
+(capacity.measured_share) and scores neither: they test the article's own
+arithmetic, not this machine.  The card's futex wake-up and its context
+switch (the floor: two threads on one CPU, no idle CPU woken) are
+sensitivity rows only, not scored.
 
 On this machine first: with two threads, a record handed to a sleeper puts
 a wake-up on the lock's path, so the fair lock's rate is
@@ -36,8 +40,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..shared.capacity import (NO_CARD, Input, Prediction, card_input, card_of, gate, measured_from, measured_value,
-                               no_model, precision, predict)
+from ..shared.capacity import (NO_CARD, Input, Prediction, card_input, card_of, gate, measured_from, measured_share,
+                               measured_value, no_model, precision, predict, ratio)
 from ..shared.spread import spread
 from .spec import SPEC
 from .tables import published_numbers
@@ -225,7 +229,7 @@ def signal_wait(published) -> Input | None:
 
 SENSITIVITY_COLUMNS = ["hand-off cost", "per hand-off", "fair run, T_fair ≥ W · t_wake", "rule says",
                        "unfair run, T_unfair = T_fair − W · (t_wake − t_xfer)", "rule says "]
-SIGNAL_LABEL = "the article's LATCH_EX signal wait per wait (the scored models' input)"
+SIGNAL_LABEL = "the article's LATCH_EX signal wait per wait (the Findings models' input)"
 WAKE_LABEL = "futex wake-up on the other CPU, this machine (sensitivity)"
 SWITCH_LABEL = "context switch on one CPU, this machine (the floor; sensitivity)"
 
@@ -237,21 +241,24 @@ def _short(pred: Prediction) -> str:
         return "model invalid: W · t_wake > T_fair" if pred.invalid else "model invalid"
     if pred.category == "missed" and pred.predicted.median > 0:
         return f"missed ({pred.published / pred.predicted.median:.3g}× the prediction)"
+    if pred.verdict.startswith("published only, the model fails on its source") and pred.predicted.median > 0:
+        return f"published only; fails on its source ({pred.published / pred.predicted.median:.3g}× it)"
     return pred.category
 
 
 def _cell(pred: Prediction, scored: bool = False) -> str:
-    """The predicted column of the sensitivity table: never a negative time; a scored prediction as the Findings
-    page shows it, the others with their interval named for what it is (propagated from a cost's p10-p90, not a
-    confidence interval of repeated runs)."""
+    """The predicted column of the sensitivity table: never a negative time; a Findings prediction as the Findings
+    page shows it, the others with their interval named for what it is: the 2.5-97.5 percentiles of the equation
+    over draws of the cost from a triangular distribution between its p10 and p90 (capacity.propagate), so narrower
+    than the equation at the cost's p10 and p90 themselves, and not a confidence interval of repeated runs."""
     if pred.category == "model invalid" and not pred.predicted.median > 0:
         return "none (model invalid)"
     shown = pred.row()["predicted"]
-    return shown if scored else shown.replace("(95% ", "(from the cost's p10–p90: ")
+    return shown if scored else shown.replace("(95% ", "(95% of draws, the cost triangular over its p10–p90: ")
 
 
 def _options(shown, costs: dict) -> list[tuple[str, str, Input]]:
-    """(key, label, cost) of each hand-off cost the sensitivity tries, where the recordings have it; the scored
+    """(key, label, cost) of each hand-off cost the sensitivity tries, where the recordings have it; the Findings
     one first."""
     got = [("signal", SIGNAL_LABEL, signal_wait(shown.published)),
            ("wake", WAKE_LABEL if signal_wait(shown.published) is not None else
@@ -314,23 +321,22 @@ def sensitivity_words(shown, costs: dict | None = None) -> str:
         sig, fair, unfair = tried["signal"]
         x, pub = unfair.predicted.median, p["pub_unfair_s"]
         words.append(
-            f"The scored models take the article's own LATCH_EX signal wait, from a waiter being signalled to it "
+            f"The Findings models take the article's own LATCH_EX signal wait, from a waiter being signalled to it "
             f"running: {_us(sig.value.median)} a wait (over {_latch_ex_waits(shown.published):,.0f} LATCH_EX waits, "
             f"against the latch's {p['pub_fair_latch_waits']:,.0f}), measured where the hand-offs happened. Priced "
             f"at that, the fair run spent at least {fair.predicted.median:.3g} s of its {p['pub_fair_s']:g} s "
             f"handing off (every input published, so not scored), and the unfair model gives {x:.3g} s against the "
-            f"article's {pub:g} s, {_short(unfair)}"
-            + (": barging saved less time than the idle hand-offs it removed, so something else set the unfair "
-               "run's pace." if unfair.category == "missed" and x < pub else
-               ": barging saved more than the hand-offs' idle time." if unfair.category == "missed" else "."))
+            f"article's {pub:g} s" + _unfair_words(unfair, x, pub))
     if "wake" in tried:
         wake, wfair, wunfair = tried["wake"]
         words.append(
             f"This machine's futex wake-up ({_us(wake.value.median)}) times an OS wake-up of a thread asleep on the "
             f"other CPU; the article's fair run leaves room for at most {_us(most)} per hand-off "
             f"({p['pub_fair_s']:g} s over {p['pub_fair_latch_waits']:,.0f} waits)"
-            + (", less than the wake-up measured here, so priced at it the fair bound exceeds the whole run and the "
-               "unfair time would be negative: model invalid, a sensitivity row only." if wake.value.median > most
+            + (f", less than the wake-up measured here. Priced at it, the fair bound ({wfair.predicted.median:.3g} s) "
+               f"exceeds the whole run, and the unfair time would be negative: the rule says *{_short(wfair)}* of the "
+               f"first and *{_short(wunfair)}* of the second, in sensitivity rows only, not scored."
+               if wake.value.median > most
                else ", so it is shown as a sensitivity only."))
     if "switch" in tried and "signal" in tried:
         cs, _f, at_cs = tried["switch"]
@@ -344,6 +350,25 @@ def sensitivity_words(shown, costs: dict | None = None) -> str:
                  "Only the wake-up's predictions are scored; for the other costs the table gives what the verdict "
                  "rule would say.")
     return " ".join(words)
+
+
+def _unfair_words(unfair: Prediction, x: float, pub: float) -> str:
+    """The end of the sentence on the Findings unfair model: its verdict, in the rule's own terms, and what a miss
+    or a failure on its source means for barging."""
+    side = (": barging saved less time than the idle hand-offs it removed, so something else set the unfair run's "
+            "pace." if x < pub else ": barging saved more than the hand-offs' idle time.")
+    if unfair.category == "missed":
+        return f", {_short(unfair)}" + side
+    if unfair.category == "published only":
+        share = measured_share(unfair)
+        moved = (f"; its one input measured here, the line transfer t_xfer, moves it by {share[1]:.2g} s, under 1% "
+                 "of it, so it too is published only: nothing measured here is tested" if share is not None else
+                 "; every input is published, so it too is published only: nothing measured here is tested")
+        if unfair.verdict.startswith("published only, the model fails on its source"):
+            return (f"{moved}. The article's {pub:g} s is {ratio(pub, x)}× it, so the model fails on its own "
+                    "source" + side)
+        return moved + "."
+    return f", {_short(unfair)}."
 
 
 def usl_fits(shown):

@@ -26,7 +26,10 @@ The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the co
   and the value lies in it;
 - *missed*: outside, with the computed ratio value/prediction;
 - *model invalid*: the equation's output leaves its domain (a negative time, a rate above its ceiling);
-- *published only*: every input is published, so nothing measured here is tested: not scored; when the
+- *published only*: every input is published, so nothing measured here is tested: not scored; so is a model whose
+  measured inputs move its value by less than :data:`NEGLIGIBLE` of it (each measured input zeroed, or at either
+  end of its interval, the others at their medians: :func:`measured_share`), since its prediction is then built
+  from published numbers and a verdict on it would claim a test of this machine that did not happen; when the
   source's own outcome breaks what its own inputs allow, the verdict says the model fails there ("published
   only, the model fails on its source"): it leaves out something the article's machine did;
 - *workload bound*: a bound that follows from the workload's own description: not a prediction, not scored;
@@ -54,7 +57,8 @@ VERDICT_MEANING = {  # one clause each, said beside the models that use the word
     "predicted as a range": "the value lies in a range between two limiting cases (not a probability interval)",
     "missed": "the value lies outside the interval, by the ratio given",
     "model invalid": "the equation's output leaves its domain, or the run does not test the model; not scored",
-    "published only": "every input is published, so nothing measured here is tested; not scored",
+    "published only": "every input is published (or the measured ones move it by under 1%), so nothing measured "
+                      "here is tested; not scored",
     "workload bound": "it follows from the workload's description alone; not scored",
     "model failed here": "the model missed this machine's own measurement first; not scored",
     "no model": "an input is missing",
@@ -62,6 +66,7 @@ VERDICT_MEANING = {  # one clause each, said beside the models that use the word
 KINDS = ("value", "at least", "at most", "range", "workload bound")  # what the model says of the quantity
 DRAWS = 4000
 SEED = 20261126
+NEGLIGIBLE = 0.01  # measured inputs that move a prediction by less than this share of it test nothing measured here
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ class Prediction:
         else:
             mark = {"value": "", "at least": "≥ ", "at most": "≤ "}[self.kind]
             shown = f"{mark}{_fmt(p.median)} {self.unit}"
-            if p.high > p.low:
+            if p.high > p.low and _fmt(p.low) != _fmt(p.high):  # a width that shows: never "(95% 1,272–1,272)"
                 shown += f" (95% {_fmt(p.low)}–{_fmt(p.high)})"
             elif _published_only(self):
                 shown += " (from published numbers alone)"
@@ -158,6 +163,11 @@ def _fmt(v: float) -> str:
     return f"{v:.2g}"
 
 
+def _span(lo: float, hi: float) -> str:
+    """An interval as the pages print it: "2.82–2.9", or the one value when its ends print alike ("1,272")."""
+    return _fmt(lo) if _fmt(lo) == _fmt(hi) else f"{_fmt(lo)}–{_fmt(hi)}"
+
+
 def ratio(a: float, b: float) -> str:
     """a/b to three significant digits, as every ratio on the pages is shown (5.5/5.63 → "0.977")."""
     return f"{a / b:.3g}"
@@ -165,6 +175,38 @@ def ratio(a: float, b: float) -> str:
 
 def _published_only(p: Prediction) -> bool:
     return bool(p.inputs) and all(i.source.startswith("published") for i in p.inputs)
+
+
+def measured_share(p: Prediction) -> tuple[float, float] | None:
+    """(share, shift): how far the measured inputs move the prediction's value, as a share of it and in its unit.
+    The equation is evaluated at the inputs' medians, then with each measured input zeroed and at either end of its
+    interval (the others at their medians), and with every measured input zeroed at once; the largest move counts.
+    None when it cannot be said: no equation, no measured input, or a value of zero or not finite."""
+    measured = [i for i in p.inputs if not i.source.startswith("published")]
+    if p.f is None or not measured or not p.inputs:
+        return None
+    base = {i.symbol: np.asarray([i.value.median], dtype=float) for i in p.inputs}
+
+    def at(changes: Mapping[str, float]) -> float:
+        with np.errstate(all="ignore"):
+            out = np.asarray(p.f({**base, **{k: np.asarray([v], dtype=float) for k, v in changes.items()}}),
+                             dtype=float).ravel()
+        return float(out[0]) if out.size else np.nan
+
+    mid = at({})
+    if not np.isfinite(mid) or mid == 0:
+        return None
+    tries = [{i.symbol: x} for i in measured for x in (0.0, i.value.low, i.value.high)]
+    tries.append({i.symbol: 0.0 for i in measured})
+    moves = [abs(at(t) - mid) for t in tries]
+    shift = float(np.inf) if any(not np.isfinite(m) for m in moves) else float(max(moves))
+    return shift / abs(mid), shift
+
+
+def _measured_negligible(p: Prediction) -> tuple[float, float] | None:
+    """:func:`measured_share` when it is below :data:`NEGLIGIBLE` (the prediction rests on published numbers)."""
+    got = measured_share(p)
+    return got if got is not None and got[0] < NEGLIGIBLE else None
 
 
 def _outside(p: Prediction) -> str:
@@ -178,6 +220,8 @@ def _outside(p: Prediction) -> str:
     if p.kind == "at least" and pub < lo:
         return f"the published {_fmt(pub)} {p.unit} is below the bound of {_fmt(lo)} {p.unit} ({ratio(pub, lo)}×)"
     if p.kind in ("value", "range") and not lo <= pub <= hi:
+        if _fmt(lo) == _fmt(hi):
+            return f"the published {_fmt(pub)} {p.unit} is {ratio(pub, lo)}× the predicted {_fmt(lo)} {p.unit}"
         return f"the published {_fmt(pub)} {p.unit} lies outside {_fmt(lo)}–{_fmt(hi)} {p.unit}"
     return ""
 
@@ -195,12 +239,20 @@ def judge_prediction(p: Prediction) -> str:
             return f"model invalid: the equation gives {_fmt(s.median)} {p.unit}, {why}"
     if p.kind == "workload bound":
         return "workload bound: it follows from the workload's description alone, so it predicts nothing measured"
-    if _published_only(p):
+    negligible = None if _published_only(p) else _measured_negligible(p)
+    if _published_only(p) or negligible:
+        why = "every input is published, so nothing measured here is tested"
+        if negligible:
+            names = ", ".join(i.symbol for i in p.inputs if not i.source.startswith("published"))
+            share, shift = negligible
+            why = (f"the measured input{'s' if ', ' in names else ''} ({names}) move{'' if ', ' in names else 's'} "
+                   f"the prediction by at most {_fmt(shift)} {p.unit} of {_fmt(s.median)} {p.unit} "
+                   f"({share:.2%}), so it is built from published numbers and nothing measured here is tested")
         broken = _outside(p)
         if broken:
             return (f"published only, the model fails on its source: {broken}, so the model leaves out something the "
-                    "source's machine did; every input is published, so nothing measured here is tested")
-        return "published only: every input is published, so nothing measured here is tested"
+                    f"source's machine did; {why}")
+        return f"published only: {why}"
     if p.failed_here:
         return f"model failed here: {p.failed_here}"
     lo, hi = s.low, s.high
@@ -210,7 +262,7 @@ def judge_prediction(p: Prediction) -> str:
 
     def miss(ref: float) -> str:
         side = "above" if plo > hi else "below"
-        shown = f"{shown_pub} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)}"
+        shown = f"{shown_pub} lies {side} the predicted {_span(lo, hi)}"
         if ref > 0 and np.isfinite(ref):
             return f"missed: {shown} ({ratio(pub, ref)}× the prediction)"
         return f"missed: {shown}"
@@ -228,18 +280,18 @@ def judge_prediction(p: Prediction) -> str:
     if p.published_kind == "at least":  # "over 4 minutes": the interval must reach it; a miss is "at least"
         if hi >= plo:
             return "predicted"
-        return (f"missed: the published value is over {_fmt(pub)}, above the predicted {_fmt(lo)}–{_fmt(hi)} "
+        return (f"missed: the published value is over {_fmt(pub)}, above the predicted {_span(lo, hi)} "
                 f"(at least {ratio(pub, s.median)}× the prediction)")
     if p.published_kind == "at most":
         if lo <= phi:
             return "predicted"
-        return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_fmt(lo)}–{_fmt(hi)} "
+        return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_span(lo, hi)} "
                 f"(at most {ratio(pub, s.median)}× the prediction)")
     if lo <= pub <= hi:
         return "predicted"
     if phi >= lo and plo <= hi:  # only the value's own spread reaches the interval: still a miss, said so
         side = "above" if pub > hi else "below"
-        return (f"missed: the value {_fmt(pub)} lies {side} the predicted {_fmt(lo)}–{_fmt(hi)} "
+        return (f"missed: the value {_fmt(pub)} lies {side} the predicted {_span(lo, hi)} "
                 f"({ratio(pub, s.median)}× the prediction); only its spread {_fmt(plo)}–{_fmt(phi)} reaches it")
     return miss(s.median)
 
