@@ -47,3 +47,19 @@ def test_without_pending_pages_the_extension_changes_nothing(tmp_path):
     proc = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "A stand-in." in (tmp_path / "out" / "late.html").read_text()
+
+
+def test_the_gated_child_writes_on_every_cpu_once_reading_is_done(monkeypatch):
+    """Reading stays serial (the gate waits for each chapter); once every page is read the chapters are done, and
+    the pages are written by two processes where there are two CPUs (Sphinx decides that after env-updated)."""
+    from types import SimpleNamespace
+
+    from contention_book.harness import sphinx_gate
+
+    app = SimpleNamespace(parallel=1)
+    monkeypatch.setattr(sphinx_gate.os, "cpu_count", lambda: 2)
+    sphinx_gate._write_in_parallel(app, None)
+    assert app.parallel == 2
+    monkeypatch.setattr(sphinx_gate.os, "cpu_count", lambda: 1)
+    sphinx_gate._write_in_parallel(app, None)
+    assert app.parallel == 1

@@ -23,6 +23,7 @@ import threading
 
 PENDING_ENV = "CONTENTION_BOOK_PENDING_DOCS"  # the documents still to come, comma-separated, in expected order
 NICE = 10  # the child's priority while kernels run: it takes a CPU a kernel leaves free, not one it needs
+WRITERS = 2  # Sphinx's own process resolves each page while the others write (parallel - 1 of them)
 
 
 class _Gate:
@@ -55,6 +56,13 @@ def _wait(app, env, docname: str) -> None:  # noqa: ARG001
         _gate.wait(docname)
 
 
+def _write_in_parallel(app, env) -> None:  # noqa: ARG001 - emitted once every document is read
+    """Write the pages on every CPU: by now the chapters have all executed, so the CPUs are Sphinx's.  Set only
+    after reading, which stays serial (a gated read waits for each chapter in turn)."""
+    app.parallel = max(1, min(WRITERS, os.cpu_count() or 1))
+
+
+
 def setup(app):
     global _gate
     pending = [d for d in os.environ.get(PENDING_ENV, "").split(",") if d]
@@ -62,6 +70,8 @@ def setup(app):
     app.connect("env-get-outdated", _outdated)
     app.connect("env-before-read-docs", _order)
     app.connect("env-purge-doc", _wait)  # emitted just before each document is read
+    if _gate:
+        app.connect("env-updated", _write_in_parallel)
     return {"parallel_read_safe": False, "parallel_write_safe": True}
 
 
