@@ -62,7 +62,6 @@ def _write_in_parallel(app, env) -> None:  # noqa: ARG001 - emitted once every d
     app.parallel = max(1, min(WRITERS, os.cpu_count() or 1))
 
 
-
 def setup(app):
     global _gate
     pending = [d for d in os.environ.get(PENDING_ENV, "").split(",") if d]
