@@ -292,14 +292,14 @@ def transfer_cost_sentence(nat: LogcacheRecording) -> str:
 
 
 def limit_sentence(n: Mapping[str, Any], lc: pd.DataFrame) -> str:
-    """The toy's two rates against the one-transfer-per-hand-off limit, computed: where each rate sits against it,
-    and which hand-offs move the line (under MESI, any acquisition by a core other than the last holder's does;
-    workers that share one CPU move none between them)."""
+    """Why records per second are not set against the one-transfer-per-hand-off limit: the limit binds hand-offs
+    between CPUs (under MESI, an acquisition by a core other than the last holder's pulls the line over), while a
+    record is one acquisition, and the computed collisions per record (acquisitions that found the lock taken) say
+    how few acquisitions waited for another holder.  Workers that share one CPU move no line between them."""
     limit = n.get("nat_c2c_handoffs_per_s", NAN)
-    ra, rb = n.get("nat_a_throughput", NAN), n.get("nat_b_throughput", NAN)
-    if not (limit == limit and ra == ra and rb == rb and limit > 0):
+    ca, cb = n.get("nat_a_collisions_per_record", NAN), n.get("nat_b_collisions_per_record", NAN)
+    if not (limit == limit and limit > 0 and ca == ca):
         return ""
-    pa, pb = ra / limit, rb / limit
     apart = {}
     if len(lc) and "worker_cpus" in lc:
         for v in ("writer_shared", "writer_alone"):
@@ -308,18 +308,19 @@ def limit_sentence(n: Mapping[str, Any], lc: pd.DataFrame) -> str:
                 apart[v] = len(set(str(at["worker_cpus"].iloc[0]).split()))
     tail = (" The limit binds only hand-offs between CPUs: under MESI every acquisition by a core other than the "
             "last holder's pulls the line over, while a core that takes the lock again finds the line in its own "
-            "cache.")
-    if apart.get("writer_alone") == 1 and n.get("nat_b_workers", 0) > 1:  # B moves no line: the limit is not B's
-        where = f"{pa:.0%} of that limit" if pa <= 1 else f"{pa:.1f} times that limit"
-        return (f"A's rate is {where}. B's is not held to it: both of B's workers share one CPU, so passing the "
-                "lock between them moves no line at all." + tail)
-    if pa <= 1 and pb <= 1:
-        head = f"Both rates are below that limit: A's is {pa:.0%} of it and B's {pb:.0%}."
-    elif pa > 1 and pb > 1:
-        head = f"Both rates are above that limit ({pa:.1f} and {pb:.1f} times it)."
+            "cache. So records per second, which count every acquisition, are not set against that limit.")
+    b_alone = apart.get("writer_alone") == 1 and n.get("nat_b_workers", 0) > 1
+    both = cb == cb and not b_alone
+    counts = (f"A's workers collided (found the lock taken) {ca:.4f} times per record"
+              + (f" and B's {cb:.4f}" if both else ""))
+    worst = max(ca, cb) if both else ca
+    if worst < 0.5:
+        head = (f"{counts}: nearly every acquisition found the lock free, as a worker re-taking the lock it has "
+                "just released on the same core does, with no other holder to hand over from.")
     else:
-        hi, lo = (("A", pa), ("B", pb)) if pa > pb else (("B", pb), ("A", pa))
-        head = (f"{hi[0]}'s rate is {hi[1]:.1f} times that limit and {lo[0]}'s {lo[1]:.0%} of it.")
+        head = f"{counts}: most acquisitions found the lock taken and waited for a hand-off."
+    if b_alone:
+        head += " Both of B's workers share one CPU, so passing the lock between them moves no line at all."
     return head + tail
 
 
@@ -393,6 +394,24 @@ def pg_wait_table(pg: LogcacheRecording, backend_type: str = "client backend", t
     t = w[w["wait"].isin(keep)].pivot_table(index=["variant", "sessions"], columns="wait", values="share",
                                             aggfunc="sum", fill_value=0.0)
     return (t * 100).round(1)
+
+
+def wal_bytes_text(wal: pd.DataFrame | None) -> str:
+    """WAL bytes per insert in the default variant, named by its points as the WAL table shows them: the one value
+    when all round alike, else the range from the fewest sessions to the most (e.g. "177 bytes of WAL at 1
+    session to 192 at 8")."""
+    if wal is None or wal.empty:
+        return "an unrecorded number of bytes of WAL"
+    d = wal[wal["variant"] == "default"] if (wal["variant"] == "default").any() else wal
+    d = d.sort_values("sessions")
+    per = d["wal_bytes"] / d["rows"]
+    lo_s, hi_s = int(d["sessions"].iloc[0]), int(d["sessions"].iloc[-1])
+    if round(per.min()) == round(per.max()):
+        return f"about {per.iloc[0]:,.0f} bytes of WAL at every point of the default variant"
+    if per.is_monotonic_increasing or per.is_monotonic_decreasing:
+        return (f"{per.iloc[0]:,.0f} bytes of WAL at {lo_s} session{'s' if lo_s != 1 else ''} to {per.iloc[-1]:,.0f} "
+                f"at {hi_s} (default variant)")
+    return f"between {per.min():,.0f} and {per.max():,.0f} bytes of WAL at {lo_s} to {hi_s} sessions (default variant)"
 
 
 def pg_wal_table(pg: LogcacheRecording) -> pd.DataFrame:
@@ -482,7 +501,7 @@ def toy_point(nat) -> dict:
     return {"workers": ok[-1], "shown": ok[-1], "why": "", "missing": ""}
 
 
-TOY_KEY_COLUMNS = ("throughput", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s", "writer_wait_p50_ns",
+TOY_KEY_COLUMNS = ("throughput", "collisions_per_record", "spins_per_record", "backoffs_per_record", "writer_flushes_per_s", "writer_wait_p50_ns",
                    "writer_share_pct", "inline_flushes_per_s")
 
 
@@ -760,6 +779,7 @@ def table_numbers(shown) -> dict[str, Any]:
     n["pg_scaling_x"] = n["pg_def_best"] / n["pg_def_one"]
     wal = pg.table("pg_wal") if pg else None
     n["pg_wal_bytes_per_insert"] = _f((wal["wal_bytes"] / wal["rows"]).median()) if wal is not None and len(wal) else NAN
+    n["pg_wal_bytes_text"] = wal_bytes_text(wal)
     waits = pg.table("pg_waits") if pg else None
     if waits is not None and len(waits):
         cb = waits[(waits["backend_type"] == "client backend") & (waits["variant"] == "default")]
