@@ -446,7 +446,13 @@ def test_the_page_names_a_broken_rule_of_the_card(tmp_path):
     card = _card(atomic_contended=15.0, ops_per_transfer=13.0)
     shown = recordings.load_shown(str(_with_card(tmp_path, "latch-fairness", "measured-native-reference", card)))
     words = machine_words(measured_views(shown))
-    assert "rules out: a contended increment" in words and "13 increments per transfer" in words
+    # review: the diagnostics are the Data page's; the chapter page says in one sentence what the models do
+    assert "rules out" not in words and "increments per transfer" not in words and "cannot all hold" not in words
+    assert "bars taking the contended increment as the cost of one line transfer, so no prediction below does" \
+        in words and words.count(".") == 1
+    from contention_book.harness.machine_card import card_markdown
+    data_page = card_markdown(card, "t")
+    assert "a contended increment" in data_page and "13 increments per transfer" in data_page
     frame = machine_frame(model.machine_predictions(shown))
     assert list(frame.columns) == ["quantity", "equation", "inputs", "predicted", "measured", "verdict"]
     assert len(frame) == 1

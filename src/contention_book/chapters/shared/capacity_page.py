@@ -209,8 +209,14 @@ def machine_frame(preds: Sequence[Prediction]) -> pd.DataFrame:
                          for r in rows], columns=["quantity", "equation", "inputs", "predicted", "measured", "verdict"])
 
 
+_BARRED_WORDS = {"atomic_contended_per_transfer": "taking the contended increment as the cost of one line transfer"}
+
+
 def machine_words(chapter_views) -> str:
-    """What the section says about the cards: none, or each card's broken rules and a moved placement."""
+    """What a chapter page says about each recording's machine card: one plain sentence naming the costs the card
+    flags and what that means for the models below (a barred cost is taken by none of them; a cost that moved
+    during the recording is taken as the span of its start and end, as :func:`.capacity.card_input` does).  The diagnostics themselves (the broken rules, their numbers)
+    are the Data page's (:func:`contention_book.harness.machine_card.card_markdown`)."""
     from contention_book.harness import machine_card
 
     from .capacity import NO_CARD, card_of
@@ -225,14 +231,17 @@ def machine_words(chapter_views) -> str:
             lines.append(f"{rid}: *{NO_CARD}*, so no prediction for this machine takes a cost from one.")
             continue
         broken = [r for r in machine_card.rules(card) if r.broken]
+        bars = list(dict.fromkeys(b for r in broken for b in r.bars)) or [r.name for r in broken]
         moved = machine_card.placement_moved(card)
-        said = f"{rid}: its machine card (on the Data page) " + (
-            "obeys the rules of physics" if not broken else
-            "shows what a simple cost model of the machine rules out: " + "; ".join(r.says for r in broken))
+        said = []
+        if bars:
+            uses = [_BARRED_WORDS.get(b, f"using {machine_card.in_words([b])}") for b in bars]
+            said.append(f"bars {' and '.join(uses)}, so no prediction below does")
         if moved:
-            said += (f"; between its start and end {machine_card.in_words(moved)} changed beyond their spread: the "
-                     "placement moved")
-        lines.append(said + ".")
+            said.append(f"says {machine_card.in_words(moved)} moved during the recording, so a prediction below "
+                        f"that takes {'it' if len(moved) == 1 else 'one of them'} takes the span of its start and end")
+        lines.append(f"{rid}: its machine card (on the Data page, with the reasons) "
+                     + ("; it also ".join(said) if said else "flags none of its costs") + ".")
     return "\n\n".join(lines)
 
 
