@@ -531,3 +531,60 @@ def test_growth_sentence_says_the_growth_is_each_repetitions_not_the_ratio_of_th
     nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "03-ghost-cleanup.ipynb").read_text())
     code = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "is not the ratio of the two medians above it" in code and "growth (×), each repetition's own" in code
+
+
+def _ghost_markdown() -> str:
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / "03-ghost-cleanup.ipynb").read_text())
+    return " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_the_scan_sentence_says_what_it_checks_from_the_line_pointer_counts():
+    """Review: "checks the visibility of every tuple it finds there": with nothing held most line pointers are
+    LP_DEAD (no tuple to check); with the horizon held every pinned dead tuple is checked."""
+    g = recordings.load_shown("").measured
+    text = tables.key_numbers(recordings.load_shown(""))["m_scan_text"]
+    end = g.relation_stats[(g.relation_stats["phase"] == "after_run") & (g.relation_stats["relation"] == "ghost_test")]
+    base = end[end["variant"] == tables.UNHELD[g.engine]][["lp_dead", "lp_normal", "dead_tuples"]].median()
+    held = end[end["variant"] == tables.HELD[g.engine]][["lp_dead", "lp_normal", "dead_tuples"]].median()
+    assert base["lp_dead"] > base["lp_normal"]                          # why the old sentence was wrong
+    assert f"{base['lp_dead']:,.0f} of the heap's {base['lp_dead'] + base['lp_normal']:,.0f} line pointers" in text
+    assert f"{held['dead_tuples']:,.0f} of them dead but pinned" in text and "LP_DEAD" in text
+    md = _ghost_markdown()
+    assert "checks the visibility of every tuple it finds there" not in md and "{glue:text}`m_scan_text`" in md
+
+
+def test_the_version_store_aside_names_sql_server():
+    md = _ghost_markdown()
+    assert "(its version store is still kept)" not in md and "(SQL Server 2022 still keeps the version store)" in md
+
+
+def test_each_claim_has_its_own_rule_stated_as_judged():
+    """Review: rule 4 spoke of a ratio whose denominator is zero; rule 2 reused the held-over-unheld words of rule 1
+    for the unpinned (idle RCSI) holder."""
+    rules = claims.RULES
+    assert len(set(rules.values())) == len(rules)                       # no two claims share a rule
+    pile = rules[claims.CLAIMS["pile_up"]]
+    assert "post-cleanup dead versions" not in pile and "none left counts as one" in pile
+    assert "all versions pinned at the end and none after cleanup holds" in pile
+    unpinned = rules[claims.CLAIMS["unpinned"]]
+    assert "held over unheld" not in unpinned and "idle RCSI transaction open" in unpinned
+    # the pile-up verdict follows the counts as the rule says: all pinned, none after cleanup -> holds
+    v = claims.verdicts(recordings.load_shown("")).set_index("claim").loc[claims.CLAIMS["pile_up"]]
+    assert "0 after cleanup" in v["measured"] and v["verdict"] == "direction reproduced"
+
+
+def test_the_growth_note_says_why_postgres_grows_less_than_the_article():
+    """Review: 1.16× beside the article's 9.5× (826/87) with no reason: here the index stays the same size."""
+    sh = recordings.load_shown("")
+    lp = tables.line_pointer_numbers(sh.measured)
+    size = claims.verdicts(sh).set_index("claim").loc[claims.CLAIMS["grows"], "size"]
+    assert lp["held_index_pages"] == lp["base_index_pages"]
+    assert f"index stayed at {lp['held_index_pages']:,.0f} pages in both runs" in size
+    assert f"{lp['base_heap_pages']:,.0f} → {lp['held_heap_pages']:,.0f} pages" in size
+    st = tables.storage_long([p for p in sh.published if p.recording.engine["version"].startswith("15")][0])
+    st = st.set_index(["variant", "phase"])
+    a, b = st.loc[("rcsi_open_txn", "after_run"), "pages"], st.loc[("rcsi", "after_run"), "pages"]
+    assert f"{a / b:.1f}× ({a:,.0f} / {b:,.0f} pages)" in size

@@ -269,6 +269,7 @@ def key_numbers(shown) -> dict[str, Any]:
                 key = "lock_requests" if "Lock" in row["counter"] else "skipped_ghosts"
                 nums[f"{tag}_{row['variant']}_{key}_per_s"] = row["per_second"]
     nums.update(measured_numbers(measured))
+    nums["m_scan_text"] = scan_text(measured)
     nums["ghost_visits_published"] = ghost_visits(int(published[0].runs["operations"].max())) if published else np.nan
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in nums.items()}
 
@@ -339,6 +340,29 @@ def line_pointer_numbers(g: GhostRecording) -> dict[str, float]:
                     f"{role}_entries_dead": float(index["entries_to_dead_pointers"].median()),
                     f"{role}_entries_stored": float(index["entries_to_stored_tuples"].median())})
     return out
+
+
+def scan_text(g: GhostRecording) -> str:
+    """What the one-row UPDATE's sequential scan meets in the heap at the end of a run, from the recording's line
+    pointer counts (medians over repetitions): with nothing held, mostly dead line pointers (pruned, no tuple
+    left to check); with the horizon held, every dead version stored, each one checked for visibility."""
+    if g.engine != "postgres":
+        return ""
+    lp = line_pointer_numbers(g)
+    head = ("PostgreSQL's table is a heap, not the clustered index, so the one-row `UPDATE` reads it with a sequential "
+            "scan that visits every page.")
+    if any(np.isnan(lp.get(k, np.nan)) for k in ("base_lp_dead", "base_lp_normal", "held_lp_normal",
+                                                  "held_dead_stored")):
+        return head + " This recording did not count line pointers, so it cannot say what the scan met on them."
+    base_all = lp["base_lp_dead"] + lp["base_lp_normal"]
+    return (head + f" What it finds there depends on the horizon. With nothing held, {lp['base_lp_dead']:,.0f} of the "
+            f"heap's {base_all:,.0f} line pointers at the end were dead (LP_DEAD: pruned, with no tuple "
+            f"left to check) and {lp['base_lp_normal']:,.0f} still pointed at a stored tuple "
+            f"({lp['base_dead_stored']:,.0f} of them dead). With the horizon held, "
+            + ("none was pruned: all " if lp.get("held_lp_dead", np.nan) == 0 else
+               f"{lp.get('held_lp_dead', np.nan):,.0f} were pruned and ")
+            + f"{lp['held_lp_normal']:,.0f} line pointers pointed at stored tuples, {lp['held_dead_stored']:,.0f} of "
+            "them dead but pinned by the held snapshot, and the scan checks the visibility of each one.")
 
 
 def where_dead_versions_live(g: GhostRecording) -> pd.DataFrame:
