@@ -566,3 +566,25 @@ def test_latch_reference_context_switch_agreement_is_called_what_it_is():
     assert table.loc[model.SIGNAL_LABEL, "rule says "] == model._short(unfair)
     words = model.sensitivity_words(shown)
     assert "supports nothing" in words and "less than the wake-up measured here" in words
+
+
+def test_chapter_pages_say_the_card_in_one_plain_sentence():
+    """Review: the card's diagnostics ("rules out ... cannot all hold ... the placement moved") belong on the Data
+    page; a chapter page says in one sentence what the card bars and what moved, and what the models do about it."""
+    from contention_book.chapters.ghost_cleanup import recordings as ghost
+    from contention_book.chapters.latch_fairness import recordings as latch
+    from contention_book.chapters.shared.capacity import card_of
+    from contention_book.chapters.shared.capacity_page import machine_words, measured_views
+    from contention_book.harness import machine_card
+
+    for rec in (latch, ghost):
+        views = measured_views(rec.load_shown(""))
+        words = machine_words(views)
+        for bad in ("rules out", "cannot all hold", "increments per transfer", "p10", " ns"):
+            assert bad not in words, bad
+        for line, v in zip(words.split("\n\n"), views):
+            card, _ = card_of(v)
+            assert line.count(". ") == 0 and line.endswith(".")           # one sentence per recording
+            moved = machine_card.placement_moved(card) if card else []
+            assert (f"says {machine_card.in_words(moved)} moved" in line) if moved else "moved" not in line
+            assert ("bars" in line) == bool(card and machine_card.barred(card))

@@ -71,10 +71,8 @@ def in_short(shown, n: dict[str, Any]) -> str:
                      str(switch.iloc[0]))
         if m:
             numbers[CLAIM3] = f"{m.group(3)}×"
+            # the article's comparison; the ratio to a line transfer is the book's own, in the prose below
             cost = f"{m.group(1)} ns, {m.group(3)}× a load from main memory ({m.group(2)} ns)"
-            if n.get("nat_cs_vs_line_x") == n.get("nat_cs_vs_line_x"):  # the book's own illustration, not a claim
-                cost += (f" and {n['nat_cs_vs_line_x']:,.0f}× a cache-line transfer "
-                         f"({n['nat_c2c_median_ns']:.0f} ns{transfer_note(shown)})")
     xdes = v.loc[v["claim"] == CLAIM5, "measured"]
     pg_row = isinstance(shown.measured, dict) and shown.measured.get("postgres") is not None and \
         shown.measured.get("sqlserver") is None
@@ -110,11 +108,3 @@ def in_short(shown, n: dict[str, Any]) -> str:
         "log writers run: from SQL Server 2016, on hidden schedulers on NUMA node 0. "
         f"**Verdicts:** {verdict_list(v, {c: l for c, l in labels.items() if c in set(v['claim'])}, numbers)}")
 
-
-def transfer_note(shown) -> str:
-    """After a quoted transfer cost (once per page): on a virtual machine, that it is this recording's own
-    measurement, which moves with where the hypervisor places the vCPUs ("" on bare metal)."""
-    from .tables import on_hypervisor
-
-    nat = shown.measured.get("native") if isinstance(shown.measured, dict) else None
-    return ", this recording's own measurement" if nat is not None and on_hypervisor(nat) else ""
