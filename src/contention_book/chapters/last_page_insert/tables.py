@@ -575,8 +575,11 @@ def sampler_text(g: LpiRecording, q: dict[str, Spread]) -> str:
             pa2 = (two[two["wait"] == PROCARRAY].groupby("repetition")["samples"].sum()
                    .reindex(tot2.index, fill_value=0))
             s2 = spread((pa2 / tot2).tolist())
-            at_nd = (f"; at {sessions_label(g, nd)} it is still {s2.text('.1%')} of the sequential key's samples, "
-                     "nearly as large as the share that decides the verdict")
+            hot = q["seq_hot"].median
+            size = (f"{s2.median / hot:.0%} as large as the share that decides the verdict" if hot > 0 else
+                    "beside a deciding share of zero")
+            at_nd = (f"; at {sessions_label(g, nd)} it is still {s2.text('.1%')} of the sequential key's samples "
+                     f"(median over repetitions), {size}")
     return (f"A caveat for the shares of samples above: with {sessions_label(g, one)} the wait sampler's own "
             f"footprint is of the same size, `LWLock:ProcArray` in {share:.0%} of the sequential key's samples, "
             "partly commits that wait for the sampler while it reads the wait events (details page, “What a small "
