@@ -227,3 +227,24 @@ def test_what_was_run_live_says_in_plain_words_that_no_sql_server_ran():
                          r"and the SQL Server scripts were checked against a simulator, not run\.", text), path.name
         for jargon in ("T-SQL parses", "guard", "version gate", "arithmetic", "have tests", "restore"):
             assert jargon not in text, (path.name, jargon)
+
+
+def test_the_glossary_defines_the_prediction_words_and_agrees_with_the_findings_vocabulary():
+    """Review: the glossary has a plain entry for every word the prediction verdicts and the machine cards use, and
+    its 'not testable here' and the Findings page's say the same: a threshold may be met yet not applied."""
+    import re
+
+    from contention_book.chapters.shared.capacity import VERDICT_MEANING
+    from contention_book.harness.recording import repo_root
+    from contention_book.harness.verdict_table import VOCABULARY
+
+    text = (repo_root() / "book" / "glossary.md").read_text()
+    terms = set(re.findall(r"^([a-z][^\n]*)\n  \S", text, flags=re.M))
+    for word in ("machine card", "the placement moved", "model failed here", "workload bound", "published only",
+                 "model invalid"):
+        assert word in terms, word
+    assert "not scored" in VERDICT_MEANING["workload bound"] and "not scored" in text.split("workload bound\n")[1]
+    assert "under 1%" in VERDICT_MEANING["published only"] and "under 1%" in text.split("published only\n")[1]
+    findings = dict(VOCABULARY)["not testable here"]
+    assert "threshold was met yet not applied" in findings and "nothing this book can run" not in findings
+    assert "threshold may be met and still not applied" in " ".join(text.split())

@@ -555,3 +555,35 @@ def test_the_postgres_runner_records_the_session_override_of_synchronous_commit(
     from contention_book.chapters.last_page_insert import run_postgres
 
     assert run_postgres.session_settings() == {"synchronous_commit (sessions)": "off"}
+
+
+def test_review_round_ch4_sampler_caveat_gives_the_deciding_points_procarray_share_and_rule_5_reads_plainly():
+    """Review: the main page's sampler caveat sets the 2-session LWLock:ProcArray share, with its interval over
+    repetitions, beside the BufferContent share that decides; rule 5 says what SQL Server's size check is."""
+    from contention_book.chapters import last_page_insert as L
+    from contention_book.chapters.last_page_insert import tables as T
+    from contention_book.chapters.shared.spread import spread
+    sh = L.load_shown("")
+    g = sh.measured
+    w = g.by_repetition("waits")
+    nd = T.deciding(g)
+    two = w[(w["variant"] == "sequential") & (w["sessions"] == nd)]
+    tot = two.groupby("repetition")["samples"].sum()
+    pa = two[two["wait"] == T.PROCARRAY].groupby("repetition")["samples"].sum().reindex(tot.index, fill_value=0)
+    s = spread((pa / tot).tolist())
+    text = T.sampler_text(g, T.quoted(g, T.per_repetition(g)))
+    assert f"at {nd} sessions it is still {s.text('.1%')}" in text and 0.03 < s.median < 0.12
+    assert "LWLock:BufferContent" in text
+    rule = claims.RULES[claims.C["elimination"]]
+    assert "on SQL Server the size is compared too" in rule and "within 1.5× of the partition count" in rule
+    assert "size compared within 1.5× of all partitions, on SQL Server" not in rule
+
+
+def test_review_round_ch4_notebook_names_the_function_that_caches_the_leaf():
+    """PostgreSQL 15 nbtinsert.c: _bt_insertonpg caches the rightmost leaf only when _bt_getrootheight(rel) >=
+    BTREE_FASTPATH_MIN_LEVEL (2); _bt_search_insert only tries it."""
+    from contention_book.harness.recording import repo_root
+    nb = (repo_root() / "notebooks" / "04-last-page-insert.ipynb").read_text()
+    assert "`_bt_insertonpg` caches the leaf only when the root is at level" in nb
+    assert "`_bt_search_insert` tries the cached leaf" in nb
+    assert "two levels above the leaves, high" not in nb

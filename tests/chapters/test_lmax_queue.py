@@ -500,3 +500,25 @@ def test_wait_samples_the_sampler_could_not_have_taken_are_set_aside_and_said():
     calm.loc[first, "samples"] = calm.loc[first, "variant"].map(typical).round().astype(int)
     db.tables["waits_by_repetition"] = calm
     assert recordings.set_aside_overcounted_waits(db).empty
+
+
+def test_review_round_ch5_main_page_says_row_1_stands_with_the_slow_repetitions():
+    """Row 1's interval includes the repetitions the details page puts to the vCPUs' placement; the main page says,
+    computed, whether the threshold is cleared with them in."""
+    sh = recordings.load_shown()
+    text = claims.split_verdict_text(sh)
+    row = claims.verdicts(sh).iloc[0]
+    shown_interval = row["measured"].removeprefix("ring ").split(" the ")[0]
+    assert f"Row 1's interval, {shown_interval}, includes the 2 of 5 repetitions" in text
+    assert "still lies above the rule's 1.5, so the verdict stands" in text and row["verdict"] == "direction reproduced"
+    runs = pd.DataFrame([{"variant": v, "sessions": 1, "repetition": r, "throughput": t}
+                         for r in range(5) for v, t in (("ring", 3e6), ("locked", 1e6))])
+    assert claims.split_verdict_text(SimpleNamespace(native=SimpleNamespace(runs=runs))) == ""  # no split, no word
+
+
+def test_review_round_ch5_n_dead_tup_falls_at_vacuum_not_on_pruning():
+    """PostgreSQL 15 pruneheap.c: heap_page_prune_opt reports ndeleted - nnewlpdead, so n_dead_tup does not fall
+    when pruning turns a non-HOT dead tuple into an LP_DEAD item; it falls at VACUUM."""
+    nb = (repo_root() / "notebooks" / "05-lmax-queue.ipynb").read_text()
+    assert "counts dead heap tuples until VACUUM, since pruning subtracts only the" in nb
+    assert "drops after pruning" not in nb and "undercounts" not in nb

@@ -335,25 +335,36 @@ def _last_page_shown(two_sessions, cpus=2):
 
 
 def test_last_page_two_sessions_are_a_trivial_ceiling_of_twice_one_session():
-    """X₂ ≤ 2·X₁ is said plainly: a trivial ceiling, met or undercut, missed only by two sessions that insert
-    more than twice as fast as one."""
+    """X₂ ≤ 2·X₁ is said plainly: a trivial ceiling that tests no contention model, so it is a workload bound (not
+    scored), like G ≤ P; the text still says where the measured rate lies against it, above it included."""
     from contention_book.chapters.last_page_insert import model
     [ok] = model.machine_predictions(_last_page_shown(390_000))  # ≤ 400k
-    assert ok.kind == "at most" and ok.equation == "X₂ ≤ 2 · X₁" and "trivial" in ok.model
-    assert ok.verdict == "predicted as a bound" and ok.row()["predicted"].startswith("≤ 400,000 rows/s")
+    assert ok.kind == "workload bound" and ok.equation == "X₂ ≤ 2 · X₁" and "trivial" in ok.model
+    assert ok.category == "workload bound" and ok.row()["predicted"].startswith("≤ 400,000 rows/s")
     [shared] = model.machine_predictions(_last_page_shown(320_000))
-    assert shared.verdict == "predicted as a bound" and "came to 0.80× the ceiling" in shared.lacks
+    assert shared.category == "workload bound" and "came to 0.80× the ceiling" in shared.lacks
+    assert "lies under all of it" in shared.lacks
     assert "t_xfer" not in ok.equation
     [fast] = model.machine_predictions(_last_page_shown(450_000))
-    assert fast.verdict.startswith("missed") and "lies above" in fast.verdict
+    assert fast.category == "workload bound" and "lies above all of it" in fast.lacks
     assert model.machine_predictions(_last_page_shown(390_000, cpus=1)) == []
 
 
-def test_last_page_reference_recording_meets_its_ceiling():
+def test_last_page_reference_recording_meets_its_ceiling_with_the_pages_one_interval():
+    """The measured X₂ and X₁ are printed with the page's interval (median and 95%, :mod:`shared.spread`), the
+    same numbers as the page's prose, never a p10–p90 of their own."""
     from contention_book.chapters.last_page_insert import model, recordings
-    [machine] = model.machine_predictions(recordings.load_shown())
-    assert machine.category == "predicted as a bound", machine.verdict
+    from contention_book.chapters.shared.spread import spread
+    shown = recordings.load_shown()
+    [machine] = model.machine_predictions(shown)
+    assert machine.category == "workload bound", machine.verdict
     assert machine.published < machine.predicted.median  # the shared CPUs took their share
+    runs = shown.measured.runs
+    seq = runs[runs["variant"] == "sequential"]
+    x2 = spread(seq[seq["sessions"] == 2]["throughput"].tolist())
+    x1 = spread(seq[seq["sessions"] == 1]["throughput"].tolist())
+    assert machine.row()["published"] == f"this recording: {x2.text(',.0f', ' rows/s')}"
+    assert f"X₁ is {x1.text(',.0f', ' rows/s')}" in machine.lacks and "p10" not in machine.lacks + machine.row()["published"]
 
 
 # -- chapter 5 ----------------------------------------------------------------------------------------------

@@ -29,8 +29,10 @@ VOCABULARY = (
     ("differs", "the measurement points the other way, or the direction holds and the size falls outside the "
                 "stated factor."),
     ("inconclusive", "the interval over repetitions straddles the threshold, or too few repetitions ran."),
-    ("not testable here", "nothing this book can run tests it (it needs SQL Server, or more CPUs than the "
-                          "recording's machine has)."),
+    ("not testable here", "this platform, or what it can measure, cannot answer the claim (it needs SQL Server, "
+                          "or more CPUs than the recording's machine has, or it measures something else); the row "
+                          "says why, and may say that a rule's threshold was met yet not applied, as when "
+                          "PostgreSQL's buffer pins meet a rule written for page-latch waits."),
     ("not testable with this recording", "the recording shown lacks the point that decides the claim; the row "
                                          "names the point."),
 )

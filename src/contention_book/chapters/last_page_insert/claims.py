@@ -47,7 +47,9 @@ RULES = {
     C["hash_waits"]: (f"{AT}, the hash-partitioned over the sequential hot-latch share lies below 0.5; weaker "
                       "between 0.5 and 1; differs at 1 or more; not testable when the sequential key had 2% or less"),
     C["elimination"]: ("pages read (SQL Server: partitions touched) by a lookup without elimination over with it lies "
-                       "above 1; size compared within 1.5× of all partitions, on SQL Server"),
+                       "above 1; on SQL Server the size is compared too: the ratio lies within 1.5× of the partition count "
+                       "(a lookup with elimination touches one partition, so the ratio is the partitions touched "
+                       "without it)"),
     C["splits"]: "the non-sequential key's leaf density over the sequential key's lies below 1",
     C["optimized"]: f"{AT}, the optimized variant's rate over the plain sequential key's lies above 1",
 }

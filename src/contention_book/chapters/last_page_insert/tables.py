@@ -567,12 +567,26 @@ def sampler_text(g: LpiRecording, q: dict[str, Spread]) -> str:
     if share < 0.05:
         return ""
     nd = deciding(g)
+    at_nd = ""
+    if nd is not None and nd != one:  # the same footprint where the verdict is decided, in the page's interval
+        two = w[(w["variant"] == "sequential") & (w["sessions"] == nd)]
+        if not two.empty:
+            tot2 = two.groupby("repetition")["samples"].sum()
+            pa2 = (two[two["wait"] == PROCARRAY].groupby("repetition")["samples"].sum()
+                   .reindex(tot2.index, fill_value=0))
+            s2 = spread((pa2 / tot2).tolist())
+            hot = q["seq_hot"].median
+            size = (f"{s2.median / hot:.0%} as large as the share that decides the verdict" if hot > 0 else
+                    "beside a deciding share of zero")
+            at_nd = (f"; at {sessions_label(g, nd)} it is still {s2.text('.1%')} of the sequential key's samples "
+                     f"(median over repetitions), {size}")
     return (f"A caveat for the shares of samples above: with {sessions_label(g, one)} the wait sampler's own "
             f"footprint is of the same size, `LWLock:ProcArray` in {share:.0%} of the sequential key's samples, "
             "partly commits that wait for the sampler while it reads the wait events (details page, “What a small "
-            f"machine can and cannot show”), so the {q_text(q, 'seq_hot', False)} on `{hot_wait(g)}` at "
+            f"machine can and cannot show”){at_nd}. So the {q_text(q, 'seq_hot')} on `{hot_wait(g)}` at "
             f"{sessions_label(g, nd) if nd is not None else 'the deciding point'} is read as a sampled share with "
             "an observer effect of that order, not as an exact cost.")
+
 
 
 def procarray_text(g: LpiRecording) -> str:

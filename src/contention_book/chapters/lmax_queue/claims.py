@@ -169,6 +169,32 @@ def _sessions(n: int) -> str:
     return f"{n} session{'s' if n != 1 else ''}"
 
 
+def split_verdict_text(shown) -> str:
+    """One sentence for the main page under the claims table, when the ring's 1-producer repetitions split into a
+    slow and a fast group (:func:`tables.split_sentence`, told on the details page): row 1's interval counts the
+    slow repetitions, and whether the verdict's threshold is still cleared with them in.  "" without a split."""
+    from .tables import SPLIT
+
+    nat = shown.native.runs
+    part = nat[(nat["variant"] == "ring") & (nat["sessions"] == 1)]
+    s = ratio_spread(nat, "throughput", "ring", "locked", where={"sessions": 1})
+    if len(part) < 3 or not s.n:
+        return ""
+    rate = part["throughput"].astype(float)
+    if rate.min() * SPLIT > rate.max():
+        return ""
+    slow = int((rate < rate.max() / SPLIT).sum())
+    shown_s = near(s, ".1f", LEAD)
+    low = shown_s[shown_s.index("(") + 1:shown_s.index("–")]
+    if s.low > LEAD:
+        end = (f"its low end, {low}, still lies above the rule's {LEAD:g}, so the verdict stands with those "
+               "repetitions counted, not by leaving them out.")
+    else:
+        end = f"its low end, {low}, does not clear the rule's {LEAD:g}, and the verdict says so."
+    return (f"Row 1's interval, {shown_s}, includes the {slow} of {len(part)} repetitions of the ring whose hand-off "
+            f"between the CPUs ran slow (the details page points to where the host placed the vCPUs); {end}")
+
+
 @per_view
 def verdicts(shown) -> pd.DataFrame:
     """The article's and the paper's claims against the recordings shown, each with its rule."""
