@@ -80,3 +80,18 @@ def test_a_long_cell_is_cut_at_a_clause_not_mid_clause():
     assert "routing rows to …" not in cut
     one_clause = " ".join(f"w{i}" for i in range(60))
     assert short(one_clause, 40) == " ".join(f"w{i}" for i in range(32)) + " …"  # no clause mark: cut at a word
+
+
+def test_a_long_cell_is_never_cut_to_a_label_or_half_a_name():
+    """Review: chapter 4's measured cell showed only "LWLock" (the colon of LWLock:BufferContent) and chapter 5's
+    "at 1 session" (a label before a colon): a cell keeps its number."""
+    from contention_book.harness.verdict_table import short
+
+    filler = " ".join(f"w{i}" for i in range(40))
+    cut = short("LWLock:BufferContent 8.6% (8.2–10.5%) of samples at 2 sessions, against 2.3% for the control; "
+                + filler, 40)
+    assert cut.startswith("LWLock:BufferContent 8.6% (8.2–10.5%)"), cut
+    cut = short("at 1 session: ring 100% HOT, 7.4 MB; queue 23,454 dead rows, 41.9 MB, " + filler, 40)
+    assert "23,454" in cut and cut != "at 1 session", cut
+    clause = "the interval of the ratio lies wholly above the threshold of the rule"
+    assert short(clause + ": " + filler, 40) == clause  # a clause before the colon still stands alone

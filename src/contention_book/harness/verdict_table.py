@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 MAX_CELL_WORDS = 40
+CLAUSE_WORDS = 8  # a long cell's text before its first colon stands alone only if it says this much
 MISSING = "—"
 LABELS = {"chapter": "chapter", "claim": "claim", "published": "published", "recording": "recording",
           "tested_on": "tested on", "measured": "measured", "size": "size compared", "verdict": "verdict"}
@@ -56,11 +57,11 @@ def head(verdict: object) -> str:
 
 
 def short(text: str, limit: int = MAX_CELL_WORDS) -> str:
-    """A long cell's first part (its whole text goes to a note): up to its first colon if that is short enough,
+    """A long cell's first part (its whole text goes to a note): up to its first colon if that is a clause,
     else its longest run of whole clauses (ending at a semicolon or comma) that fits, so a cell never stops
     mid-clause; only a clause longer than the cell is cut at a word."""
-    first = text.split(":")[0].strip()
-    if first != text.strip() and words(first) <= limit - 5:
+    first = re.split(r":\s", text, maxsplit=1)[0].strip()  # not the colon of a name (LWLock:BufferContent)
+    if first != text.strip() and CLAUSE_WORDS <= words(first) <= limit - 5:  # a clause, not a label ("at 1 session")
         return first
     kept = " ".join(text.split()[: limit - 8])
     for mark in (";", ","):
