@@ -182,3 +182,22 @@ def test_every_querys_purpose_is_said_once_and_its_sources_stay_in_the_code():
         said_lines = [line for line, source in diagnose._leading_comment(text) if not source]
         assert not set(said_lines) & set(shown), f"{path}: the paragraph is repeated in the code"
         assert text.strip().endswith(shown[-1]), f"{path}: the code block lost the query's end"
+
+
+def test_a_main_page_shows_the_first_queries_and_its_details_page_the_rest():
+    """Reading time: each chapter's main page keeps the queries to run first (the files are numbered in that
+    order) and says how many more its details page holds; together the two parts show every query once."""
+    from contention_book.chapters.shared import diagnose
+
+    for chapter in ("last-page-insert", "latch-fairness"):
+        for engine in ("sqlserver", "postgres"):
+            found = diagnose.queries(chapter, engine)
+            main, more = (diagnose.markdown(chapter, engine, part) for part in ("main", "more"))
+            every = diagnose.markdown(chapter, engine)
+            for i, q in enumerate(found):
+                assert (q.shown in main) == (i < diagnose.MAIN_QUERIES) and (q.shown in more) == (i >= diagnose.MAIN_QUERIES)
+                assert q.shown in every
+            rest = len(found) - diagnose.MAIN_QUERIES
+            assert (f"{rest} more" in main) == (rest > 0) and (more == "") == (rest <= 0)
+    with pytest.raises(ValueError, match="part='some'"):
+        diagnose.markdown("last-page-insert", "postgres", "some")

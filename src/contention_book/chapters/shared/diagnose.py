@@ -83,14 +83,29 @@ def queries(chapter: str, engine: str) -> list[Query]:
     return out
 
 
-def markdown(chapter: str, engine: str) -> str:
-    """The queries as the page shows them: a small heading each, what it is for, then a code block to copy."""
+MAIN_QUERIES = 2  # per engine on a chapter's main page: what is happening now, and where; the rest on its details
+
+
+def markdown(chapter: str, engine: str, part: str = "all") -> str:
+    """The queries as the page shows them: a small heading each, what it is for, then a code block to copy.
+    ``part``: "main", the first :data:`MAIN_QUERIES` (the files are numbered in the order to run them) and a line
+    saying where the others are; "more", the others; "all", every one."""
+    if part not in ("all", "main", "more"):
+        raise ValueError(f"part={part!r}: expected 'all', 'main' or 'more'")
+    found = queries(chapter, engine)
+    chosen = found[:MAIN_QUERIES] if part == "main" else found[MAIN_QUERIES:] if part == "more" else found
     parts = []
-    for q in queries(chapter, engine):
+    if part == "more" and chosen:
+        parts.append(f"**More {ENGINES[engine]} queries**, after the ones on the chapter's main page:")
+    for q in chosen:
         said = q.purpose.replace("*", "\\*")  # LCK_M_* would open an emphasis
         head = f"**{ENGINES[engine]}: {q.title.lower()}**"
         parts.append(f"{head}\n\n{said}\n\n```{LANG[engine]}\n{q.shown}\n```" if said else
                      f"{head}\n\n```{LANG[engine]}\n{q.shown}\n```")
+    rest = len(found) - MAIN_QUERIES
+    if part == "main" and rest > 0:
+        parts.append(f"{rest} more {ENGINES[engine]} quer{'y' if rest == 1 else 'ies'} for this problem "
+                     f"{'is' if rest == 1 else 'are'} on the chapter's details page.")
     return "\n\n".join(parts)
 
 
@@ -109,5 +124,5 @@ class ChapterQueries:
     def files(self, engine: str) -> list[Path]:
         return [q.path for q in self.queries(engine)]
 
-    def markdown(self, engine: str) -> str:
-        return markdown(self.chapter, engine)
+    def markdown(self, engine: str, part: str = "all") -> str:
+        return markdown(self.chapter, engine, part)
