@@ -862,8 +862,8 @@ def test_the_article_is_not_credited_with_the_books_inference_about_a_preempted_
     text = " ".join(_notebook_text().split())
     assert "what follows is its account" not in text
     assert "When the log writer needs the CPU, a worker must give it up" not in text
-    said, inferred = text.index("**What the article says.**"), text.index("**What the book infers.**")
-    assert said < inferred
+    said, inferred = text.index("**What the article says.**"), text.index("**What the book infers")  # summary first
+    assert said < inferred and text.index("**What the book infers.**") > inferred  # the full text, on details
     assert "does not yield while it holds a spinlock" in text[inferred:] and "Windows" in text[inferred:]
     assert "holds LOGCACHE_ACCESS" not in text[said:inferred] and "holder" not in text[said:inferred]
 
