@@ -549,6 +549,16 @@ def _ok(x) -> bool:
 PROCARRAY = "LWLock:ProcArray"
 
 
+def _procarray_shares(w, sessions: int):
+    """The sequential key's ``LWLock:ProcArray`` share of samples per repetition at ``sessions``, or None."""
+    part = w[(w["variant"] == "sequential") & (w["sessions"] == sessions)]
+    if part.empty:
+        return None
+    tot = part.groupby("repetition")["samples"].sum()
+    pa = part[part["wait"] == PROCARRAY].groupby("repetition")["samples"].sum().reindex(tot.index, fill_value=0)
+    return (pa / tot).sort_index()
+
+
 def sampler_text(g: LpiRecording, q: dict[str, Spread]) -> str:
     """One sentence under the claims table: the wait sampler's own footprint at one session (``LWLock:ProcArray``,
     partly commits waiting for the sampler), set beside the buffer-lock share the verdicts read, so that share is
@@ -558,23 +568,18 @@ def sampler_text(g: LpiRecording, q: dict[str, Spread]) -> str:
     if g.engine != "postgres" or w is None or runs is None or "repetition" not in w or not q["seq_hot"].n:
         return ""
     one = int(runs["sessions"].min())
-    part = w[(w["variant"] == "sequential") & (w["sessions"] == one)]
-    if part.empty:
+    shares = _procarray_shares(w, one)
+    if shares is None:
         return ""
-    tot = part.groupby("repetition")["samples"].sum()
-    pa = part[part["wait"] == PROCARRAY].groupby("repetition")["samples"].sum().reindex(tot.index, fill_value=0)
-    share = float((pa / tot).median())
+    share = float(shares.median())
     if share < 0.05:
         return ""
     nd = deciding(g)
     at_nd = ""
     if nd is not None and nd != one:  # the same footprint where the verdict is decided, in the page's interval
-        two = w[(w["variant"] == "sequential") & (w["sessions"] == nd)]
-        if not two.empty:
-            tot2 = two.groupby("repetition")["samples"].sum()
-            pa2 = (two[two["wait"] == PROCARRAY].groupby("repetition")["samples"].sum()
-                   .reindex(tot2.index, fill_value=0))
-            s2 = spread((pa2 / tot2).tolist())
+        at_two = _procarray_shares(w, nd)
+        if at_two is not None:
+            s2 = spread(at_two.tolist())
             hot = q["seq_hot"].median
             size = (f"{s2.median / hot:.0%} as large as the share that decides the verdict" if hot > 0 else
                     "beside a deciding share of zero")
@@ -588,7 +593,6 @@ def sampler_text(g: LpiRecording, q: dict[str, Spread]) -> str:
             "an observer effect of that order, not as an exact cost.")
 
 
-
 def procarray_text(g: LpiRecording) -> str:
     """What the sequential key's one-session ``LWLock:ProcArray`` share is, told from the recording: the share per
     repetition next to the rate per repetition.  pg_wait_sampling's collector reads every backend's wait event
@@ -600,12 +604,9 @@ def procarray_text(g: LpiRecording) -> str:
     if g.engine != "postgres" or w is None or runs is None or "repetition" not in w:
         return ""
     one = int(runs["sessions"].min())
-    part = w[(w["variant"] == "sequential") & (w["sessions"] == one)]
-    if part.empty:
+    share = _procarray_shares(w, one)
+    if share is None:
         return ""
-    tot = part.groupby("repetition")["samples"].sum()
-    pa = part[part["wait"] == PROCARRAY].groupby("repetition")["samples"].sum().reindex(tot.index, fill_value=0)
-    share = (pa / tot).sort_index()
     rate = runs[(runs["variant"] == "sequential") & (runs["sessions"] == one)].set_index("repetition")["throughput"]
     rate = rate.reindex(share.index)
     if len(share) < 2 or share.median() < 0.05 or rate.isna().any():
