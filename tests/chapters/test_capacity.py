@@ -39,8 +39,42 @@ def test_bounds():
 
 
 def test_a_published_lower_bound_is_reached_or_missed():
-    assert predict(10.5, published_kind="at least").verdict == "predicted"
+    reached = predict(10.5, published_kind="at least")
+    assert reached.category == "predicted" and "a bound cannot confirm the prediction's size" in reached.verdict
     assert predict(20.0, published_kind="at least").verdict.startswith("missed")
+    above = predict(5.0, published_kind="at least")              # 9.2–10.8 s against "over 5 s"
+    assert above.verdict.startswith("predicted: the predicted 9.22–10.8 s is above the published lower bound of 5 s")
+    below = predict(10.5, published_kind="at most")
+    assert below.category == "predicted" and "upper bound of 10.5 s" in below.verdict
+
+
+def test_a_published_lower_bound_is_compared_as_a_bound_when_every_input_is_published():
+    """Review of chapter 3: "the published 240 s is 0.189× the predicted 1,272 s, so the model leaves out
+    something" read "over 4 min" as a time.  A prediction above a published lower bound agrees with it, and the
+    verdict says how little that says; only a prediction wholly below the bound fails on its source."""
+    from contention_book.chapters.shared.capacity import predict as propagated
+
+    def model(published, published_kind):
+        inputs = (Input.exact("n", "n", 123_455, "", "published: article"),
+                  Input.interval("t0", "t0", 16.2, 12.15, 20.25, "µs", "published: article"),
+                  Input.exact("tv", "tv", 1e9 / 6e6, "ns", "published: article"))
+        return propagated("ch", "m", "T = n·t0 + tv·n(n−1)/2", "time", "s", "value", published, "over 4 min",
+                          lambda v: v["n"] * v["t0"] * 1e-6 + v["tv"] * 1e-9 * v["n"] * (v["n"] - 1) / 2, inputs,
+                          published_kind=published_kind)
+
+    over = model(240.0, "at least")
+    assert over.category == "published only" and over.category not in SCORED
+    assert "fails on its source" not in over.verdict and "0.189" not in over.verdict
+    assert over.verdict.startswith("published only: the predicted 1,272 s is above the published lower bound of "
+                                   "240 s, so it agrees with it, but a bound cannot confirm the prediction's size; "
+                                   "every input is published")
+    beyond = model(2_000.0, "at least")                           # "over 2,000 s": 1,272 s cannot be it
+    assert beyond.verdict.startswith("published only, the model fails on its source: the published value is over "
+                                     "2,000 s, above the predicted 1,272 s (at least 1.57× the prediction)")
+    assert "fails on its source" in model(240.0, "value").verdict  # a published time, not a bound, still fails
+    under = model(2_000.0, "at most")                             # "under 2,000 s" agrees with 1,272 s
+    assert "fails on its source" not in under.verdict and "upper bound of 2,000 s" in under.verdict
+    assert "fails on its source: the published value is under 240 s" in model(240.0, "at most").verdict
 
 
 def test_an_unmeasured_input_gives_no_model():

@@ -20,7 +20,8 @@ The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the co
   and only its own precision ("around 5.5 s" is 5.45-5.55 s) or spread reaches the interval, the verdict is a
   miss that says so ("only its spread … reaches it", with the ratio): a median outside the interval is never
   called predicted; a published lower bound ("over 4 min") is compared as a bound: predicted when the interval
-  reaches it;
+  reaches it, and the verdict says that a bound cannot confirm the prediction's size (a prediction far above
+  "over 4 min" agrees with it as well as one just above);
 - *predicted as a bound*: the model can only bound the quantity, and the value is on the bound's side;
 - *predicted as a range*: the model gives a range from two limiting cases (not a probability interval),
   and the value lies in it;
@@ -31,7 +32,8 @@ The verdict of a prediction (:data:`PREDICTION_VERDICTS`; the word before the co
   end of its interval, the others at their medians: :func:`measured_share`), since its prediction is then built
   from published numbers and a verdict on it would claim a test of this machine that did not happen; when the
   source's own outcome breaks what its own inputs allow, the verdict says the model fails there ("published
-  only, the model fails on its source"): it leaves out something the article's machine did;
+  only, the model fails on its source"): it leaves out something the article's machine did; a published bound
+  breaks only a prediction on its wrong side (the model's 1,272 s does not break "over 240 s");
 - *workload bound*: a bound that follows from the workload's own description: not a prediction, not scored;
 - *model failed here*: the same model missed this machine's own measurement first: not scored;
 - *no model*: an input is missing, with why.
@@ -210,11 +212,22 @@ def _measured_negligible(p: Prediction) -> tuple[float, float] | None:
 
 
 def _outside(p: Prediction) -> str:
-    """How the published value lies outside what the model gives, in words, or '' when it does not."""
+    """How the published value lies outside what the model gives, in words, or '' when it does not.  A published
+    bound is compared as a bound: "over 240 s" lies outside only a prediction wholly below 240 s."""
     s, pub = p.predicted, p.published
     if not np.isfinite(pub):
         return ""
     lo, hi = s.low, s.high
+    if p.published_kind == "at least":  # the source's value is pub or more: only a prediction below it breaks it
+        if p.kind != "at least" and hi < pub:
+            return (f"the published value is over {_fmt(pub)} {p.unit}, above the predicted {_span(lo, hi)} {p.unit} "
+                    f"(at least {ratio(pub, s.median)}× the prediction)")
+        return ""
+    if p.published_kind == "at most":
+        if p.kind != "at most" and lo > pub:
+            return (f"the published value is under {_fmt(pub)} {p.unit}, below the predicted {_span(lo, hi)} "
+                    f"{p.unit} (at most {ratio(pub, s.median)}× the prediction)")
+        return ""
     if p.kind == "at most" and pub > hi:
         return f"the published {_fmt(pub)} {p.unit} is above the bound of {_fmt(hi)} {p.unit} ({ratio(pub, hi)}×)"
     if p.kind == "at least" and pub < lo:
@@ -224,6 +237,21 @@ def _outside(p: Prediction) -> str:
             return f"the published {_fmt(pub)} {p.unit} is {ratio(pub, lo)}× the predicted {_fmt(lo)} {p.unit}"
         return f"the published {_fmt(pub)} {p.unit} lies outside {_fmt(lo)}–{_fmt(hi)} {p.unit}"
     return ""
+
+
+def _within_bound(p: Prediction) -> str:
+    """How a prediction that agrees with a published bound agrees with it, and how little that says, in words; ''
+    when the published value is not a bound.  Called only where the prediction agrees (:func:`_outside` says where
+    it does not)."""
+    s, pub = p.predicted, p.published
+    if p.published_kind not in ("at least", "at most") or not np.isfinite(pub):
+        return ""
+    lower = p.published_kind == "at least"
+    clear = s.low >= pub if lower else s.high <= pub
+    side = ("is above" if lower else "is below") if clear else "reaches"
+    return (f"the predicted {_span(s.low, s.high)} {p.unit} {side} the published "
+            f"{'lower' if lower else 'upper'} bound of {_fmt(pub)} {p.unit}, so it agrees with it, but a bound "
+            "cannot confirm the prediction's size")
 
 
 def judge_prediction(p: Prediction) -> str:
@@ -252,7 +280,8 @@ def judge_prediction(p: Prediction) -> str:
         if broken:
             return (f"published only, the model fails on its source: {broken}, so the model leaves out something the "
                     f"source's machine did; {why}")
-        return f"published only: {why}"
+        agrees = _within_bound(p)
+        return f"published only: {agrees}; {why}" if agrees else f"published only: {why}"
     if p.failed_here:
         return f"model failed here: {p.failed_here}"
     lo, hi = s.low, s.high
@@ -279,12 +308,12 @@ def judge_prediction(p: Prediction) -> str:
         return "predicted as a bound" if plo <= hi or p.published_kind == "at most" else miss(hi)
     if p.published_kind == "at least":  # "over 4 minutes": the interval must reach it; a miss is "at least"
         if hi >= plo:
-            return "predicted"
+            return f"predicted: {_within_bound(p)}"
         return (f"missed: the published value is over {_fmt(pub)}, above the predicted {_span(lo, hi)} "
                 f"(at least {ratio(pub, s.median)}× the prediction)")
     if p.published_kind == "at most":
         if lo <= phi:
-            return "predicted"
+            return f"predicted: {_within_bound(p)}"
         return (f"missed: the published value is under {_fmt(pub)}, below the predicted {_span(lo, hi)} "
                 f"(at most {ratio(pub, s.median)}× the prediction)")
     if lo <= pub <= hi:
