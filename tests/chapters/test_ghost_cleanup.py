@@ -587,3 +587,20 @@ def test_the_growth_note_says_why_postgres_grows_less_than_the_article():
     st = st.set_index(["variant", "phase"])
     a, b = st.loc[("rcsi_open_txn", "after_run"), "pages"], st.loc[("rcsi", "after_run"), "pages"]
     assert f"{a / b:.1f}× ({a:,.0f} / {b:,.0f} pages)" in size
+
+
+def test_the_unheld_heap_is_said_to_stop_at_the_line_pointer_cap_only_where_its_counts_show_it():
+    """Review of chapter 3: why did the unheld heap stop at 425 pages?  PostgreSQL allows at most 291 line pointers
+    on an 8 KB heap page (MaxHeapTuplesPerPage, src/include/access/htup_details.h); the reference's most on one
+    page is 291, and its 123,457 line pointers fit in no fewer than its 425 pages.  A recording whose counts show
+    anything else gets no such sentence."""
+    assert tables.MAX_HEAP_TUPLES_PER_PAGE == 291                    # (8192 − 24) / (24 + 4), rounded down
+    g = recordings.load_shown("").measured
+    lp = tables.line_pointer_numbers(g)
+    assert (lp["base_lp_max"], lp["base_heap_pages"], lp["base_lp_dead"] + lp["base_lp_normal"]) == (291, 425, 123_457)
+    note = tables.growth_note(g)
+    assert "The 291 on one page is PostgreSQL's cap for an 8 KB heap page" in note
+    assert "123,457 line pointers at 291 a page fit in no fewer than 425 pages, the heap's size" in note
+    assert "MaxHeapTuplesPerPage" in note and "htup_details.h" in note
+    assert tables.line_pointer_cap_text({**lp, "base_lp_max": 250.0}) == ""      # not the cap: not said
+    assert tables.line_pointer_cap_text({**lp, "base_heap_pages": 500.0}) == ""  # pages to spare: not said

@@ -19,6 +19,13 @@ VACUUM_CONTROL = {"postgres": "vacuum_each_chunk"}                    # nothing 
 # How a measured text starts when no repetition is left with both runs of a paired ratio (a recording may set aside
 # the runs autovacuum reached, :func:`set_aside`): the verdict and the opening say so instead of printing a ratio.
 NO_PAIR = "no repetition left"
+# PostgreSQL's cap on line pointers in one heap page, MaxHeapTuplesPerPage, for 8 KB pages: (BLCKSZ 8192 − the 24-byte
+# page header) / (the 24-byte MAXALIGNed tuple header + the 4-byte line pointer) = 291 (src/include/access/
+# htup_details.h; PageGetHeapFreeSpace in src/backend/storage/page/bufpage.c calls a page with that many line pointers,
+# none unused, full).  Said on the page only where the recording's own counts show a heap filled to it.
+MAX_HEAP_TUPLES_PER_PAGE = (8192 - 24) // (24 + 4)
+HTUP_DETAILS = "https://github.com/postgres/postgres/blob/REL_15_STABLE/src/include/access/htup_details.h"
+BUFPAGE = "https://github.com/postgres/postgres/blob/REL_15_STABLE/src/backend/storage/page/bufpage.c"
 
 
 def set_aside(g: GhostRecording, *variants: str) -> int:
@@ -297,7 +304,7 @@ def growth_note(g: GhostRecording) -> str:
                  f"the index held {lp['base_entries_dead']:,.0f} entries pointing at them, for one live row. "
                  "A key update is never a heap-only (HOT) update, so each one adds an index entry. Pruning frees a "
                  "dead tuple's storage but must leave its line pointer while an index entry still points there; "
-                 f"{vacuum}. That is PostgreSQL's ghost. ")
+                 f"{vacuum}. That is PostgreSQL's ghost. " + line_pointer_cap_text(lp))
         if not np.isnan(n.get("m_vacuum_growth", np.nan)):
             text += (f"With `VACUUM` after every chunk the table stayed at {n['m_vacuum_after_run_pages']:,.0f} "
                      f"pages and time per update grew {n['m_vacuum_growth']:.1f}×.")
@@ -305,6 +312,20 @@ def growth_note(g: GhostRecording) -> str:
         text += ("Here the cleanup task runs, but it removes ghosts only after each transaction ends, and the "
                  "next update has already started by then.")
     return text
+
+
+def line_pointer_cap_text(lp: dict[str, float]) -> str:
+    """Why the unheld heap has the pages it has, where its counts show it: every page holds as many line pointers as
+    PostgreSQL allows (:data:`MAX_HEAP_TUPLES_PER_PAGE`), and the line pointers at that many a page need exactly the
+    heap's pages.  '' when the counts show anything else."""
+    total = lp.get("base_lp_dead", np.nan) + lp.get("base_lp_normal", np.nan)
+    cap, pages = lp.get("base_lp_max", np.nan), lp.get("base_heap_pages", np.nan)
+    if np.isnan(total) or cap != MAX_HEAP_TUPLES_PER_PAGE or -(-total // cap) != pages:
+        return ""
+    return (f"The {cap:,.0f} on one page is PostgreSQL's cap for an 8 KB heap page ([`MaxHeapTuplesPerPage`]"
+            f"({HTUP_DETAILS}); [`PageGetHeapFreeSpace`]({BUFPAGE}) then calls the page full, though a dead line "
+            f"pointer takes only 4 bytes), and {total:,.0f} line pointers at {cap:,.0f} a page fit in no fewer than "
+            f"{pages:,.0f} pages, the heap's size: the cap on line pointers, not their bytes, set how far it grew. ")
 
 
 def _runs(n: int) -> str:
