@@ -269,5 +269,6 @@ def test_a_details_page_defines_the_verdict_words_its_models_use():
     inputs = (Input.exact("P", "P", 4, "", "published: article"),)
     pub = Prediction("ch", "m", "G ≤ P", "gain", "×", "at most", 1.15, "+15%", Spread(4, 4, 4, 1, "exact"), inputs)
     text = intro([predict(10.2), pub])
-    assert "*predicted*: the value lies" in text and "*published only*: every input" in text
+    # a verdict word the glossary defines links to it; one it does not define is set in italics
+    assert "*predicted*: the value lies" in text and "{term}`published only`: every input" in text
     assert "*missed*" not in text and "*model invalid*" not in text  # words the section does not use go unsaid

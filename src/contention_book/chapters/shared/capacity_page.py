@@ -28,14 +28,30 @@ def save_predictions(chapter: str, rows: Sequence[Prediction | dict]) -> None:
     out.write_text(predictions_table(rows).to_json(orient="records", force_ascii=False, indent=1), encoding="utf-8")
 
 
+def glossary_terms() -> frozenset[str]:
+    """The terms book/glossary.md defines (lower case), so a page links a word only where the glossary has it (a
+    {term} role to a missing term fails the build); empty when the glossary is not there."""
+    from contention_book.harness.recording import repo_root
+
+    path = repo_root() / "book" / "glossary.md"
+    if not path.exists():
+        return frozenset()
+    text = path.read_text(encoding="utf-8")
+    block = text.split("```{glossary}", 1)[1].split("```", 1)[0] if "```{glossary}" in text else ""
+    return frozenset(line.strip().lower() for line in block.splitlines() if line.strip() and not line[:1].isspace())
+
+
 def intro(preds: Sequence[Prediction | dict]) -> str:
-    """The section's words: each model's equation, what it leaves out, and the verdict rule."""
+    """The section's words: each model's equation, what it leaves out, and the verdict rule.  A verdict word the
+    glossary defines links to it."""
     from contention_book.harness.book_pages import CAPACITY_LABEL
 
     from .capacity import SCORED, VERDICT_MEANING
 
     used = {(p.verdict if isinstance(p, Prediction) else p["verdict"]).split(":")[0].split(",")[0] for p in preds}
-    words = "; ".join(f"*{w}*: {m}" for w, m in VERDICT_MEANING.items() if w in used)
+    terms = glossary_terms()
+    words = "; ".join((f"{{term}}`{w}`" if w.lower() in terms else f"*{w}*") + f": {m}"
+                      for w, m in VERDICT_MEANING.items() if w in used)
     lines = [f"How these models are built and judged is said once for every chapter: {{ref}}`{CAPACITY_LABEL}`."
              + (f" The verdict words below: {words}." if words else ""), ""]
 
@@ -273,7 +289,9 @@ def machine_lacks(preds: Sequence[Prediction]) -> str:
 
 def show_machine_predictions(chapter, shown, say_lacks: bool = False) -> None:
     """The "Predictions for this machine" table: each model first predicts one of this recording's own contended
-    measurements from its uncontended ones and the recording's machine card; rows saved for Findings.
+    measurements from its uncontended ones and the recording's machine card; rows saved for Findings.  A chapter
+    whose ``model`` sets ``USES_MACHINE_CARD = False`` (no model takes a cost from a card) gets no sentence about
+    the card.
     ``say_lacks``: each model's "what it leaves out" under the table (:func:`machine_lacks`)."""
     import importlib
 
@@ -284,7 +302,8 @@ def show_machine_predictions(chapter, shown, say_lacks: bool = False) -> None:
     model = importlib.import_module(f"{chapter.__name__}.model")
     preds = model.machine_predictions(shown) if hasattr(model, "machine_predictions") else []
     save_machine_predictions(chapter.SPEC.chapter, preds)
-    display(Markdown(machine_words(measured_views(shown))))
+    if getattr(model, "USES_MACHINE_CARD", True):  # a chapter whose models take no cost from a card says nothing of it
+        display(Markdown(machine_words(measured_views(shown))))
     if preds:
         show_table(machine_frame(preds).set_index("quantity"), "Predictions for this machine: each model against "
                    "this recording's own contended measurement, judged by the same rule as the article's.")
