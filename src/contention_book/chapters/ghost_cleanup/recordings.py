@@ -8,7 +8,7 @@ import pandas as pd
 
 from contention_book.harness import recording as rec
 
-from ..shared.shown import PublishedAndMeasured, header_note, load_published_and_measured
+from ..shared.shown import PublishedAndMeasured, header_note as _header_note, load_published_and_measured
 
 from .spec import CHAPTER, DEFAULT_MEASURED, LABELS, LAYOUT, PUBLISHED
 
@@ -143,6 +143,11 @@ def _set_aside_vacuumed_points(view: GhostRecording) -> None:
     view.recording.manifest.setdefault("notes", []).append(
         "set aside from every time, ratio, growth and table size, because autovacuum reached the test table during "
         f"the loop (only VACUUM frees line pointers or deletes index pages): {words}")
+
+
+def header_note(shown: Shown) -> str:
+    """The closing list of the recordings shown, each named by its manifest's title, not its id."""
+    return _header_note(shown, by_title=True)
 
 
 def load_published() -> list[GhostRecording]:

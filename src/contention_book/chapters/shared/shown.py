@@ -22,6 +22,18 @@ def load_published_and_measured(load: Callable[[str], Any], published: Sequence[
     return PublishedAndMeasured([load(pid) for pid in published], load(recording or reference))
 
 
-def header_note(shown: PublishedAndMeasured) -> str:
-    return rec.shown_note([("Measured or reader's recording", shown.measured.recording)],
+def header_note(shown: PublishedAndMeasured, by_title: bool = False) -> str:
+    """The closing list of the recordings shown; ``by_title``: each named by its manifest's title (:func:`titled`)."""
+    note = rec.shown_note([("Measured or reader's recording", shown.measured.recording)],
                           [g.recording for g in shown.published])
+    return titled(note, [shown.measured.recording, *(g.recording for g in shown.published)]) if by_title else note
+
+
+def titled(note: str, recordings) -> str:
+    """A Recordings list with each recording named by its manifest's title, not its id (a folder name a reader
+    need not know); the id stays in the Data page link.  A recording without a title keeps its id."""
+    for r in recordings:
+        title = str(r.manifest.get("title") or "").removeprefix("Published: ").strip()
+        if title:
+            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”")
+    return note
