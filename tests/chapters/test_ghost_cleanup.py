@@ -581,7 +581,7 @@ def test_the_growth_note_says_why_postgres_grows_less_than_the_article():
     lp = tables.line_pointer_numbers(sh.measured)
     size = claims.verdicts(sh).set_index("claim").loc[claims.CLAIMS["grows"], "size"]
     assert lp["held_index_pages"] == lp["base_index_pages"]
-    assert f"index stayed at {lp['held_index_pages']:,.0f} pages in both runs" in size
+    assert f"the index, at {lp['held_index_pages']:,.0f} pages in both runs, dilutes that" in size
     assert f"{lp['base_heap_pages']:,.0f} → {lp['held_heap_pages']:,.0f} pages" in size
     st = tables.storage_long([p for p in sh.published if p.recording.engine["version"].startswith("15")][0])
     st = st.set_index(["variant", "phase"])
@@ -604,3 +604,99 @@ def test_the_unheld_heap_is_said_to_stop_at_the_line_pointer_cap_only_where_its_
     assert "MaxHeapTuplesPerPage" in note and "htup_details.h" in note
     assert tables.line_pointer_cap_text({**lp, "base_lp_max": 250.0}) == ""      # not the cap: not said
     assert tables.line_pointer_cap_text({**lp, "base_heap_pages": 500.0}) == ""  # pages to spare: not said
+
+
+def test_the_elapsed_figure_names_engine_and_version_on_its_axis_and_stays_on_its_canvas():
+    """Review of chapter 3, Fig. 3.1: the y axis repeated "read committed (locking) / RCSI / RCSI + open RCSI
+    transaction" twice, and only colour told SQL Server 2019 from 2022.  Each recording's settings now sit under a
+    bold heading that names engine and version; nothing runs past the canvas."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from contention_book.chapters.ghost_cleanup import figures
+    from contention_book.chapters.shared import style
+
+    sh = recordings.load_shown("")
+    el = tables.elapsed_table([*sh.published, sh.measured])
+    assert list(el["group"].drop_duplicates()) == ["SQL Server 2019 (published)", "SQL Server 2022 (published)",
+                                                   "PostgreSQL 15.18 (measured)"]
+    with plt.rc_context():  # the book's look, as shared.notebook.start sets it
+        sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
+        plt.rcParams["figure.dpi"] = 100
+        plt.rcParams["figure.constrained_layout.use"] = True
+        fig = style.fit_width(figures.plot_elapsed(el))
+        fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    bold = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_fontweight() == "bold"]
+    assert bold == ["SQL Server 2019 (published)", "SQL Server 2022 (published)", "PostgreSQL 15.18 (measured)"]
+    assert labels.index("SQL Server 2019 (published)") < labels.index("RCSI + open RCSI transaction") \
+        < labels.index("SQL Server 2022 (published)")
+    assert labels.count("RCSI") == 2 and len(labels) == len(el) + 3
+    assert not fig.legends                                 # the headings say what the colours said
+    assert style.past_canvas(fig, fig.canvas.get_renderer()) == [] and style.overlaps(fig) == []
+
+
+def test_the_details_name_recordings_and_settings_in_words():
+    """Review of chapter 3: "published-white-2024-sql2019", "measured-postgres-reference", "baseline,
+    vacuum_each_chunk, idle_read_committed and open_snapshot" and "contention_lab" in the prose.  The recordings
+    are named by their manifests' titles (the ids stay in the Data page links); the settings by their plain names,
+    their ids only in the commands a reader types."""
+    import re
+
+    sh = recordings.load_shown("")
+    note = recordings.header_note(sh)
+    for r in [sh.measured.recording, *(g.recording for g in sh.published)]:
+        assert f"`{r.id}`" not in note
+    assert "“Ghost cleanup: one row, its key updated over and over”" in note
+    assert "“Ghost cleanup on SQL Server 15”" in note and "data.html#" in note
+    prose = re.sub(r"```.*?```", "", _ghost_markdown(), flags=re.S)   # commands stay as typed
+    for raw in ("contention_lab", "`baseline`", "vacuum_each_chunk", "idle_read_committed", "open_snapshot",
+                "published-white", "measured-postgres"):
+        assert raw not in prose, raw
+
+
+def test_the_load_check_calls_its_driver_calls_chunks_of_updates():
+    """Review of chapter 3, Table 3.5: "driver calls / s 5.24" where a call is a chunk of updates: 123,456 updates in
+    chunks of 1,235 are 99 chunks and a last one of 1,191, the 100 calls each repetition made."""
+    from contention_book.chapters.shared.notebook import load_summary
+
+    g = recordings.load_shown("").measured
+    assert run_common.chunk_sizes(123_456, 1_235) == [1_235] * 99 + [1_191]
+    assert (g.by_repetition("load_points")["operations"] == 100).all()
+    assert tables.chunk_words(g) == "chunks/s (1,235 updates each, the last 1,191)"
+    shown_load = tables.per_chunk(load_summary(g), g)
+    assert "chunks/s (1,235 updates each, the last 1,191)" in shown_load.columns
+    assert "calls_per_s" not in shown_load.columns and "chunks a second" in shown_load.attrs["caption"]
+    assert shown_load.attrs["said_once"].startswith("Every point:")
+
+
+def test_the_models_section_says_nothing_of_a_machine_card_no_model_uses():
+    """Review of chapter 3: "its machine card … bars taking the contended increment as the cost of one line
+    transfer" on a page whose models take no cost from a card.  The chapter's models say they use none, and every
+    input comes from the recordings or the article."""
+    from contention_book.chapters.ghost_cleanup import model
+
+    sh = recordings.load_shown("")
+    assert model.USES_MACHINE_CARD is False
+    for p in [*model.machine_predictions(sh), *model.predictions(sh)]:
+        assert all("machine card" not in i.source for i in p.inputs)
+
+
+def test_the_opening_gives_the_finding_its_number_the_action_then_the_verdicts():
+    """Review of chapter 3: the "In short" box is the finding with the one number that carries it, the action, then
+    each verdict beside its own number."""
+    from contention_book.chapters.ghost_cleanup import finding
+
+    sh = recordings.load_shown("")
+    rows = claims.verdicts(sh)
+    text = finding.in_short(sh, rows, tables.key_numbers(sh))
+    body = text.split(":class: tip\n", 1)[1]
+    assert body.startswith("**Found:** ") and "**Tested:**" not in body
+    held = tables.measured_numbers(sh.measured)["m_held_x_text"].split(" (")[0]
+    found = body.split("**For a DBA:**")[0]
+    assert f"**{held}**" in found and found.count("**") == 4     # "Found:" and the one number, in bold
+    assert body.index("**Found:**") < body.index("**For a DBA:**") < body.index("**Verdicts**")
+    assert f"time with a REPEATABLE READ holder, {held}" in body.split("**Verdicts**")[1]

@@ -102,17 +102,17 @@ def _grows_size(g, published) -> Size:
         st = storage_long(old).set_index(["variant", "phase"])
         if {("rcsi_open_txn", "after_run"), ("rcsi", "after_run")} <= set(st.index):
             a, b = st.loc[("rcsi_open_txn", "after_run"), "pages"], st.loc[("rcsi", "after_run"), "pages"]
-            article = (f"the article's {a / b:.1f}× ({a:,.0f} / {b:,.0f} pages) counts SQL Server's clustered "
-                       "index, which holds the version ghosts itself; ")
-    index = (f"the index stayed at {lp['held_index_pages']:,.0f} pages in both runs and only the heap grew"
-             if lp["held_index_pages"] == lp["base_index_pages"] else
-             f"the index went from {lp['base_index_pages']:,.0f} to {lp['held_index_pages']:,.0f} pages and the "
-             "heap")
-    same = lp["held_index_pages"] == lp["base_index_pages"]
-    return Size.not_comparable(
-        f"{POSTGRES_SIZE.why}; {article}here {index}, {lp['base_heap_pages']:,.0f} → "
-        f"{lp['held_heap_pages']:,.0f} pages ({lp['held_heap_pages'] / lp['base_heap_pages']:.2f}×)"
-        + (", so the unchanged index dilutes the heap's growth in the ratio of the two together" if same else ""))
+            article = (f"the article's {a / b:.1f}× ({a:,.0f} / {b:,.0f} pages) counts the clustered index, which "
+                       "holds the version ghosts; ")
+    heap = (f"{lp['base_heap_pages']:,.0f} → {lp['held_heap_pages']:,.0f} pages "
+            f"({lp['held_heap_pages'] / lp['base_heap_pages']:.2f}×)")
+    if lp["held_index_pages"] == lp["base_index_pages"]:
+        here = (f"here only the heap grew, {heap}, and the index, at {lp['held_index_pages']:,.0f} pages in both runs, "
+                "dilutes that in the ratio")
+    else:
+        here = (f"here the index went from {lp['base_index_pages']:,.0f} to {lp['held_index_pages']:,.0f} pages and "
+                f"the heap {heap}")
+    return Size.not_comparable(f"{POSTGRES_SIZE.why}; {article}{here}")
 
 
 class _Rows:

@@ -9,53 +9,71 @@ from .spec import LABELS
 from ..shared.style import legend_below
 
 
-def _dots(ax, rows: pd.DataFrame, value: str, low: str, high: str) -> None:
+def _positions(rows: pd.DataFrame) -> tuple[list[float], list[tuple[float, str]]]:
+    """Each row's place on the y axis, and a heading row (place, words) above each recording's settings, so the
+    axis says which engine and version a setting ran on without the reader matching colours."""
+    y, headings, at = [], [], 0.0
+    for group in rows["group"].drop_duplicates():
+        headings.append((at, group))
+        at += 1
+        for _ in range(int((rows["group"] == group).sum())):
+            y.append(at)
+            at += 1
+        at += 0.4  # a little air between the groups
+    return y, headings
+
+
+def _dots(ax, rows: pd.DataFrame, value: str, low: str, high: str, label: bool) -> None:
     """One dot per row at its median, the interval over repetitions as a whisker; a published lower bound is a
-    right-pointing triangle (the true value lies further right).  Dots, not bars: the axes are logarithmic."""
+    right-pointing triangle (the true value lies further right).  Dots, not bars: the axes are logarithmic.  Rows
+    sit under a heading naming their engine and version (:func:`_positions`); ``label``: write the tick labels."""
     import matplotlib.pyplot as plt
 
-    palette = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
-    y = range(len(rows))
+    palette = dict(zip(rows["group"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    y, headings = _positions(rows)
     for i, r in zip(y, rows.itertuples()):
         v = getattr(r, value)
         lo, hi = getattr(r, low), getattr(r, high)
         if r.n > 1 and lo == lo and hi == hi:
             ax.errorbar(v, i, xerr=[[v - lo], [hi - v]], color="black", capsize=3, lw=1)
-        ax.plot([v], [i], marker=">" if r.lower_bound else "o", markersize=7, color=palette[r.recording],
+        ax.plot([v], [i], marker=">" if r.lower_bound else "o", markersize=7, color=palette[r.group],
                 linestyle="none")
         if r.lower_bound:
             ax.annotate("lower bound", (v, i), xytext=(8, 0), textcoords="offset points", va="center",
                         fontsize=7.5)
-    ax.set_yticks(list(y))
-    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ticks = sorted([*y, *(at for at, _ in headings)])
+    words = {**{at: h for at, h in headings}, **dict(zip(y, rows["setting"]))}
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([words[t] for t in ticks] if label else [])
+    if label:
+        for tick, t in zip(ax.get_yticklabels(), ticks):
+            if t in dict(headings):
+                tick.set_fontweight("bold")
+    for at, _ in headings[1:]:
+        ax.axhline(at - 0.7, color="#bbbbbb", lw=0.6)
+    ax.set_ylim(max(ticks) + 0.5, -0.5)
     ax.grid(axis="y", visible=False)
 
 
 def plot_elapsed(table: pd.DataFrame):
     """Seconds per setting, and the same normalised to the engine's own row versioning without an open
-    transaction: medians, intervals over repetitions, published lower bounds marked."""
+    transaction: medians, intervals over repetitions, published lower bounds marked.  Each recording's settings
+    sit under a bold heading that names its engine and version."""
     import matplotlib.pyplot as plt
 
     rows = table.reset_index(drop=True)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.42 * len(rows) + 1.6), gridspec_kw={"width_ratios": [1.2, 1]})
-    _dots(axes[0], rows, "elapsed_s", "low", "high")
-    axes[0].set_yticklabels(rows["setting"])
+    height = 0.42 * (len(rows) + rows["group"].nunique()) + 1.2
+    fig, axes = plt.subplots(1, 2, figsize=(11, height), gridspec_kw={"width_ratios": [1.2, 1]})
+    _dots(axes[0], rows, "elapsed_s", "low", "high", label=True)
     axes[0].set_xscale("log")
     axes[0].set_xlabel("elapsed seconds (log scale)")
     axes[0].set_title("Time for the whole update loop")
     rows = rows.assign(vs_low=rows["vs_versioned_low"], vs_high=rows["vs_versioned_high"])
-    _dots(axes[1], rows, "vs_versioned", "vs_low", "vs_high")
-    axes[1].set_yticklabels([])
+    _dots(axes[1], rows, "vs_versioned", "vs_low", "vs_high", label=False)
     axes[1].set_xscale("log")
     axes[1].axvline(1, color="grey", lw=0.8)
     axes[1].set_xlabel("÷ nothing held (log scale)")  # the caption says what "nothing held" is, per engine
     axes[1].set_title("Normalised like for like")
-    from matplotlib.lines import Line2D
-
-    colours = dict(zip(rows["recording"].drop_duplicates(), plt.rcParams["axes.prop_cycle"].by_key()["color"]))
-    fig.legend([Line2D([], [], marker="o", color=c, linestyle="none") for c in colours.values()], list(colours),
-               loc="outside lower center", ncol=min(len(colours), 3), frameon=False,
-               fontsize="small")
     return fig
 
 

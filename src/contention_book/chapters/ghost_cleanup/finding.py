@@ -21,8 +21,8 @@ VERDICT_LABELS = {"slower": "time with a REPEATABLE READ holder", "unpinned": "t
 
 
 def in_short(shown, verdicts, numbers) -> str:
-    """The admonition's MyST text: the finding, the number that carries it, the action, then every verdict beside
-    its own number (at most about 190 words)."""
+    """The admonition's MyST text: the finding with the one number that carries it (in bold), the action, then every
+    verdict beside its own number (at most about 190 words).  What was tested is said inside the finding."""
     from ..shared.in_short import verdict_list
 
     rows = verdicts.set_index("claim")
@@ -30,10 +30,14 @@ def in_short(shown, verdicts, numbers) -> str:
     where = next((w for w in where if w), "this recording")
     n = numbers
     held = n.get("m_held_x_text", "").split(" (")[0]
-    found = (f"an idle REPEATABLE READ transaction (SNAPSHOT's analogue) made the loop take {held} as long; an "
-             "idle READ COMMITTED one (the article's RCSI holder) pinned nothing, as SQL Server 2022 "
-             "does for ghosts"
-             if held and held != "not measured" else "the recording holds no held and unheld pair to compare")
+    article = f"the article's SQL Server 2019: at least {n['pub15_rcsi_open_txn_vs_rcsi']:.1f}× with an open RCSI " \
+              "transaction"
+    found = (f"an idle transaction holding a snapshot makes every update of a hot row step over the versions it pins: "
+             f"on a {where}, an idle REPEATABLE READ holder (SNAPSHOT's analogue) made {n['m_updates']:,} key updates "
+             f"of one row take **{held}** as long ({article}). An idle READ COMMITTED holder pinned nothing, as an "
+             "RCSI one pins no ghosts on SQL Server 2022"
+             if held and held != "not measured" else
+             f"the recording holds no held and unheld pair to compare ({article})")
     pile = rows["measured"].get(CLAIMS["pile_up"], "")
     m = re.match(r"([\d,]+) versions not removable at the end, ([\d,]+) after cleanup", str(pile))
     numbers_ = {CLAIMS["pile_up"]: f"{m.group(1)} at the end, {m.group(2)} after cleanup" if m else ""}
@@ -44,9 +48,6 @@ def in_short(shown, verdicts, numbers) -> str:
     listed = verdict_list(verdicts, {CLAIMS[k]: v for k, v in VERDICT_LABELS.items()}, numbers_)
     return (
         "```{admonition} In short\n:class: tip\n"
-        f"**Tested:** one row's key updated {n['m_updates']:,} times, one transaction each, on a {where}, with "
-        "and without a second session idle in a transaction (the article's SQL Server 2019 loop ran at least "
-        f"{n['pub15_rcsi_open_txn_vs_rcsi']:.1f}× slower with one).\n\n"
         f"**Found:** {found}.\n\n"
         "**For a DBA:** find idle transactions that hold a snapshot, end them, and set a timeout "
         "(PostgreSQL: `idle_in_transaction_session_timeout`).\n\n"
@@ -174,16 +175,14 @@ def growth_text(g) -> str:
                 f"both *{LABELS[HELD[g.engine]]}* and *{LABELS[UNHELD[g.engine]]}*.")
     # The growth is each repetition's last tenth over its own first tenth, then the median over repetitions: not the
     # ratio of the two medians printed beside it, and the sentence says which.
-    return (f"The figure below is the model's test. The loop ran in timed chunks. With the horizon held, the time "
-            f"per update rose from a median of {n['m_held_first_us']:,.1f} µs in the first tenth of the chunks to "
+    return (f"The figure below tests the model, chunk by timed chunk. With the horizon held, the time per update rose "
+            f"from a median of {n['m_held_first_us']:,.1f} µs in the first tenth of the chunks to "
             f"{n['m_held_last_us']:,.1f} µs in the last; the growth, taken in each repetition (its last tenth over its "
-            f"first), had a median of {n['m_held_growth_text']}, and a straight line fits that growth with a median "
-            f"R² of {n['m_held_r2']:.2f}. With nothing held the medians were {n['m_base_first_us']:,.1f} and "
-            f"{n['m_base_last_us']:,.1f} µs, and the growth, taken the same way, {n['m_base_growth_text']}. Linear "
-            "growth per update means quadratic "
-            "growth in total. The control grows too, so growth alone proves nothing: the test is whether holding "
-            f"the horizon makes it steeper, and per repetition the held run's growth was {n['m_growth_ratio_text']} "
-            "the control's.")
+            f"first), had a median of {n['m_held_growth_text']}, and a straight line fits it with a median R² of "
+            f"{n['m_held_r2']:.2f}. With nothing held the medians were {n['m_base_first_us']:,.1f} and "
+            f"{n['m_base_last_us']:,.1f} µs, and the growth, taken the same way, {n['m_base_growth_text']}. That "
+            "control grows too, so the test is whether holding the horizon makes the growth steeper: per repetition "
+            f"the held run's growth was {n['m_growth_ratio_text']} the control's.")
 
 
 def storage_text(g) -> str:

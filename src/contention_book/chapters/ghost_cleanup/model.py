@@ -34,6 +34,7 @@ from ..shared.capacity import Input, Prediction, gate, measured_from, measured_v
 from .spec import SPEC
 
 CITE = "White 2024"
+USES_MACHINE_CARD = False  # no model here takes a cost from the recording's machine card (shared.capacity_page)
 PINNING = "open_snapshot"   # the idle REPEATABLE READ transaction: the variant whose snapshot pins every version
 UNPINNED = "baseline"
 
