@@ -76,7 +76,7 @@ def _published(published) -> dict[str, str]:
     if lab is not None:
         out["_lab_gain"] = float(lab.loc["hash_partitioned", "relative"])
         parts.append(f"{lab.loc['sequential', 'throughput']:,.0f} -> {lab.loc['hash_partitioned', 'throughput']:,.0f} "
-                     f"{lab.loc['sequential', 'unit']} (32-core lab)")
+                     f"{lab.loc['sequential', 'unit']} (32-core lab; Kejser, in a comment under the article)")
     example, pos = runs("published-latch-whitepaper", "last-page"), runs("published-latch-whitepaper", "point-of-sale")
     if example is not None:
         parts.append(f"{example.loc['hash_partitioned', 'relative']:.1f}× (whitepaper example: '300%', read as "

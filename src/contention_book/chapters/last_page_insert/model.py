@@ -122,7 +122,8 @@ def predictions(shown, partitions: int = 4) -> list:
         lacks="the share of time inserts waited on the last page's latch, which the article does not give with the "
               "rate; with it, Amdahl's law would predict the gain itself rather than a ceiling"))
     out.append(no_model(SPEC.chapter, "the insert rate's gain on the 32-core lab (17K → 26K SQL tx/s)",
-                        f"1.53× ({CITE}, a comment)", "the comment gives neither the partition count nor the waits"))
+                        "1.53× (Kejser, in a comment under the article)",
+                        "the comment gives neither the partition count nor the waits"))
     return out
 
 
