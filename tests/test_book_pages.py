@@ -207,6 +207,33 @@ def test_findings_count_rows_that_predict_nothing_and_leave_them_out_of_the_tabl
     assert "the loop time" in table and "the gain" not in table and "the knee" not in table
 
 
+def test_findings_prediction_tables_name_each_chapter_by_its_title_not_its_slug(checkout):
+    """Review: the Findings prediction tables showed chapter slugs ("lmax-queue", "last-page-insert"), and a saved
+    row's own "chapter" field overrode the title link.  Both tables now show the chapter's title, linked."""
+    import re
+
+    from contention_book.harness import book, machine_card
+
+    notebooks = book.notebooks()
+    slug, nb = next(iter(notebooks.items()))
+    saved = checkout / book_pages.PREDICTIONS_DIR / f"{slug}.json"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps([{"chapter": slug, "quantity": "the loop time", "equation": "T = n·t",
+                                  "predicted": "10 s", "published": "9 s", "verdict": "predicted"}]), encoding="utf-8")
+    (checkout / book_pages.PREDICTIONS_DIR / f"{slug}-machine.json").write_text(json.dumps([{
+        "quantity": "q", "equation": "X = 1", "inputs": "i", "predicted": "p", "published": "m",
+        "verdict": "predicted"}]), encoding="utf-8")
+    links = book_pages.chapter_links(notebooks)
+    title = re.sub(r"<[^>]+>", "", links[slug])
+    assert title and title != slug
+    article = book_pages.predictions_section(notebooks)
+    table = article[article.index('id="predictions"'):]
+    assert f"<td>{links[slug]}</td>" in table and f"<td>{slug}</td>" not in table
+    here = machine_card.machine_predictions_markdown(
+        machine_card.saved_machine_rows(checkout / book_pages.PREDICTIONS_DIR), links)
+    assert f"<td>{links[slug]}</td><td>q</td>" in here and f"<td>{slug}</td>" not in here
+
+
 def test_what_was_run_live_says_in_plain_words_that_no_sql_server_ran():
     """Review: "its T-SQL parses, and its guard plans and restores, version gate and counter arithmetic have tests"
     is a build note.  Every chapter's details page says it plainly: no SQL Server here, whose the numbers are,

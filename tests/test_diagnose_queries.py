@@ -201,3 +201,20 @@ def test_a_main_page_shows_the_first_queries_and_its_details_page_the_rest():
             assert (f"{rest} more" in main) == (rest > 0) and (more == "") == (rest <= 0)
     with pytest.raises(ValueError, match="part='some'"):
         diagnose.markdown("last-page-insert", "postgres", "some")
+
+
+def test_every_main_page_says_its_sql_server_queries_were_not_run_on_a_sql_server():
+    """Review: a main page's "confirm the page first" points at SQL Server queries that no SQL Server ran for this
+    book; the SQL Server block on every main page says so in one line, and the PostgreSQL block does not."""
+    from contention_book.chapters.shared import diagnose
+    from contention_book.harness.recording import repo_root
+
+    chapters = sorted(p.name for p in (repo_root() / "workloads").iterdir()
+                      if (p / "diagnose" / "sqlserver").is_dir())
+    assert len(chapters) == 5, chapters
+    for chapter in chapters:
+        main = diagnose.markdown(chapter, "sqlserver", "main")
+        assert main.startswith(diagnose.SQLSERVER_UNRUN), chapter
+        assert "not run on a SQL Server for this book" in main
+        for other in (diagnose.markdown(chapter, "sqlserver", "more"), diagnose.markdown(chapter, "postgres", "main")):
+            assert diagnose.SQLSERVER_UNRUN not in other, chapter

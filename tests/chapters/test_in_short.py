@@ -65,7 +65,7 @@ def in_shorts():
     return _in_shorts()
 
 
-@pytest.mark.parametrize("chapter", ["latch-fairness", "logcache-spinlock", "ghost-cleanup"])
+@pytest.mark.parametrize("chapter", ["latch-fairness", "logcache-spinlock", "ghost-cleanup", "last-page-insert"])
 def test_every_opening_names_every_verdict_and_stays_short(in_shorts, chapter):
     text, rows = in_shorts[chapter]
     assert "**For a DBA:**" in text and "**Verdicts" in text
@@ -77,7 +77,7 @@ def test_every_opening_names_every_verdict_and_stays_short(in_shorts, chapter):
     assert _words(text) <= 185, (chapter, _words(text))  # the browser test allows 190 rendered words
 
 
-@pytest.mark.parametrize("chapter", ["last-page-insert", "lmax-queue"])
+@pytest.mark.parametrize("chapter", ["lmax-queue"])
 def test_reviewed_openings_say_what_was_tested_what_was_found_then_the_action(in_shorts, chapter):
     """Review round 3, item 25: one sentence of what was tested, the finding, then the action; each verdict stays in
     the claims table (no verdict list), and the opening stays short."""
@@ -95,6 +95,22 @@ def test_the_queue_chapter_opening_quotes_the_claims_tables_own_numbers(in_short
         row = rows[rows["claim"] == lmax_queue.claims.C[key]].iloc[0]
         assert number(row["measured"]) in text, key
     assert "2.3×" not in text and "full ring" not in text
+
+
+def test_the_last_page_opening_leads_with_the_finding_then_the_action_then_each_verdict(in_shorts):
+    """Review of chapter 4's main page: the opening leads with the finding and its one number (the leaf's share of
+    samples, hash partitioning's median loss), then the action, then every verdict beside its own number."""
+    text, rows = in_shorts["last-page-insert"]
+    n = last_page_insert.key_numbers(last_page_insert.load_shown(""))
+    assert text.startswith("**Found:** ") and "**Tested:**" not in text
+    assert text.index("**Found:**") < text.index("**For a DBA:**") < text.index("**Verdicts:**")
+    found = text.split("**For a DBA:**")[0]
+    assert f"an estimated {n['q_seq_over_random']} of samples" in found
+    loss = 1 - float(n["q_hash_vs_seq"].rstrip("×"))
+    assert f"a median {loss:.0%} slower" in found and "a short queue" in found
+    listed = text.split("**Verdicts:**", 1)[1]
+    assert f"a queue at the last leaf, {n['q_seq_over_random_text']}: *" in listed   # the leaf's, not 1 session's
+    assert f"more pages read without pruning, {n['q_noprune_ratio']}: *" in listed
 
 
 def test_the_last_page_chapter_opening_quotes_both_fixes_with_their_intervals(in_shorts):
@@ -140,8 +156,8 @@ def test_the_last_page_opening_calls_the_leafs_share_an_estimate_and_the_fixes_n
     share less the control's), and a ratio whose interval reaches 1 is not a measured payoff or loss."""
     text, rows = in_shorts["last-page-insert"]
     n = last_page_insert.key_numbers(last_page_insert.load_shown(""))
-    assert f"an estimated {n['q_seq_over_random']} of samples ({n['q_seq_hot']} on `LWLock:BufferContent` less " \
-           f"the control's {n['q_random_hot']}" in text
+    assert f"an estimated {n['q_seq_over_random']} of samples at {n['m_nd_text']} ({n['q_seq_hot']} on " \
+           f"`LWLock:BufferContent` less the non-sequential key's {n['q_random_hot']})" in text
     assert "in about" not in text and "paid off measurably" in text
     assert "an estimated" in n["m_queue_text"]
     row = rows[rows["claim"] == last_page_insert.claims.C["queue"]].iloc[0]
@@ -160,6 +176,25 @@ def test_the_last_page_rows_state_what_their_rule_would_give_and_why_it_is_not_a
         m = re.search(r"at most (\d+\.\d+)× was possible", rate["verdict"])
         assert m and float(m.group(1)) < last_page_insert.claims.SMALLEST_GAIN
         assert "overrides the 1.05 threshold" in rate["verdict"]
+
+
+def test_the_hash_rate_bound_uses_the_leafs_share_as_the_page_estimates_it():
+    """Review of chapter 4: the bound on what hash partitioning could gain, 1/(1 − share), takes the leaf's share
+    (the buffer-lock share less the non-sequential key's, which shares the heap's end and the sequence), the same
+    estimate the queue row and the opening quote, not the whole buffer-lock share."""
+    from contention_book.chapters.last_page_insert import tables
+
+    sh = last_page_insert.load_shown("")
+    q = tables.quoted(sh.measured)
+    leaf, whole = q["seq_over_random"], q["seq_hot"]
+    assert 0 < leaf.median < whole.median
+    rate = last_page_insert.verdicts(sh).set_index("claim").loc[last_page_insert.claims.C["hash_rate"]]
+    m = re.search(r"at most (\d+\.\d+)× was possible", rate["verdict"])
+    assert m and m.group(1) == f"{1 / (1 - leaf.median):.2f}", rate["verdict"]
+    leaf_words = f"the last leaf in an estimated {tables.q_text(q, 'seq_over_random', False)} of samples"
+    assert leaf_words in rate["verdict"] and leaf_words in rate["measured"]
+    assert f"latch in {tables.q_text(q, 'seq_hot', False)}" not in rate["verdict"] + rate["measured"]
+    assert leaf_words in last_page_insert.key_numbers(sh)["m_decide_text"]
 
 
 def test_the_hash_designs_share_is_printed_at_the_sequential_keys_precision(in_shorts):

@@ -372,6 +372,25 @@ def test_last_page_reference_recording_meets_its_ceiling_with_the_pages_one_inte
     assert f"X₁ is {x1.text(',.0f', ' rows/s')}" in machine.lacks and "p10" not in machine.lacks + machine.row()["published"]
 
 
+def test_last_page_ceiling_takes_the_span_of_a_transfer_that_moved():
+    """Review of chapter 4's details: the card's transfer moved (14.5 ns at the start, 226 ns at the end), and the
+    section's rule is that a prediction taking such a cost takes the span of its start and end: the sentence quotes
+    the span and the range of t_xfer/t₁ it gives, never the mean of the two (120 ns) as if one cost."""
+    from contention_book.chapters.last_page_insert import model, recordings
+    from contention_book.chapters.shared.capacity import card_of
+    from contention_book.harness import machine_card
+    shown = recordings.load_shown()
+    card, _ = card_of(shown.measured)
+    assert "one_way_transfer" in machine_card.placement_moved(card)
+    ends = [card["phases"][p]["costs"]["one_way_transfer"]["median"] for p in ("start", "end")]
+    [machine] = model.machine_predictions(shown)
+    lo, hi = min(ends), max(ends)
+    assert f"Taking the span of the two, {lo:.3g}–{hi:,.0f} ns" in machine.lacks, machine.lacks
+    pooled = machine_card.cost(card, "one_way_transfer").median
+    assert f"t_xfer {pooled:,.0f} ns" not in machine.lacks and "from the machine card against" not in machine.lacks
+    assert "t_xfer/t₁ lies between" in machine.lacks
+
+
 # -- chapter 5 ----------------------------------------------------------------------------------------------
 
 def lmax_shown(ring_rate, batch=3.0):

@@ -57,6 +57,15 @@ def _title(notebook: Path) -> str:
     return notebook.stem
 
 
+def chapter_links(notebooks: dict[str, Path]) -> dict[str, str]:
+    """Each chapter's title linked to its page (HTML), by the chapter's slug: what the Findings tables show in their
+    chapter column, never the slug itself."""
+    import html as html_
+
+    return {chapter: f'<a href="chapters/{nb.stem}.html">{html_.escape(_title(nb))}</a>'
+            for chapter, nb in notebooks.items()}
+
+
 FINDINGS_COLUMNS = ["chapter", "claim", "published", "recording", "tested_on", "measured", "size", "rule", "verdict"]
 
 
@@ -114,7 +123,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
             "```{raw} html\n" + counts + "\n```\n\n"
             + table + predictions_section(notebooks)
             + machine_card.machine_predictions_markdown(
-                machine_card.saved_machine_rows(repo_root() / PREDICTIONS_DIR)))
+                machine_card.saved_machine_rows(repo_root() / PREDICTIONS_DIR), chapter_links(notebooks)))
     out = repo_root() / "book" / "findings.md"
     out.write_text(page, encoding="utf-8")
     return out
@@ -150,7 +159,8 @@ def predictions_section(notebooks: dict[str, Path]) -> str:
         saved = repo_root() / PREDICTIONS_DIR / f"{chapter}.json"
         if saved.exists():
             link = f'<a href="chapters/{nb.stem}.html">{html_.escape(_title(nb))}</a>'
-            rows += [{"chapter": link, **r} for r in json.loads(saved.read_text(encoding="utf-8"))]
+            # the chapter's title, not the slug a saved row carries in its own "chapter" field
+            rows += [{**r, "chapter": link} for r in json.loads(saved.read_text(encoding="utf-8"))]
     if not rows:
         return ""
     cols = ("chapter", "quantity", "equation", "predicted", "published", "verdict")

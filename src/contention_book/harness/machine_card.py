@@ -502,9 +502,12 @@ USL_METHOD = (
     "would also hold the time threads wait for a CPU. On this book's own 2-CPU recordings no curve qualifies.")
 
 
-def machine_predictions_markdown(rows_by_chapter: Mapping[str, Sequence[Mapping]]) -> str:
+def machine_predictions_markdown(rows_by_chapter: Mapping[str, Sequence[Mapping]],
+                                 chapter_links: Mapping[str, str] | None = None) -> str:
     """The Findings section "Predictions for this machine": each chapter's rows (saved by the chapter as
-    ``<chapter>-machine.json``), with the same columns and verdict rule as the article predictions."""
+    ``<chapter>-machine.json``), with the same columns and verdict rule as the article predictions.
+    ``chapter_links``: each chapter's title linked to its page (HTML, by slug), shown in the chapter column; a
+    chapter without one shows its slug."""
     out = ["## Predictions for this machine", "",
            "Before a chapter's model predicts the article's machine, it predicts one of this machine's own "
            "contended measurements from its uncontended ones and the recording's machine card, with the same "
@@ -517,7 +520,8 @@ def machine_predictions_markdown(rows_by_chapter: Mapping[str, Sequence[Mapping]
 
     cols = ("quantity", "equation", "inputs", "predicted", "published", "verdict")
     heads = ("chapter", "quantity", "equation", "inputs", "predicted", "measured", "verdict")
-    body = "".join("<tr>" + f"<td>{html_.escape(ch)}</td>"
+    links = chapter_links or {}
+    body = "".join("<tr>" + f"<td>{links.get(ch) or html_.escape(ch)}</td>"
                    + "".join(f"<td>{html_.escape(str(r.get(c, '—')))}</td>" for c in cols) + "</tr>"
                    for ch, r in rows)
     table = ('<div class="table-wrap"><table class="book-table text-table" id="machine-predictions"><caption>What '

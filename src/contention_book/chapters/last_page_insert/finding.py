@@ -51,33 +51,61 @@ def fixes_text(n: dict[str, Any]) -> str:
     return f"the fixes ran: {rates}"
 
 
+# the short names the opening lists each verdict under (claim key -> label), in the claims table's order
+VERDICT_LABELS = {"queue": "a queue at the last leaf", "last_page": "the waited page is the last one",
+                  "hash_rate": "hash partitioning's rate",
+                  "hash_waits": "fewer buffer-lock samples with hash partitioning",
+                  "elimination": "more pages read without pruning",
+                  "splits": "a non-sequential key's lower leaf density", "optimized": "OPTIMIZE_FOR_SEQUENTIAL_KEY"}
+
+
 def in_short(n: dict[str, Any], engine: str, rows=None) -> str:
-    """The opening: what was tested, what was found, then the action; each claim's verdict stays in the claims
-    table under it."""
-    from ..shared.in_short import Markdown
+    """The opening (review: the finding leads): what was found, with its one number, then the action, then every
+    verdict beside its own number (:func:`shared.in_short.verdict_list`; the untested named together at the end)."""
+    from ..shared.in_short import Markdown, verdict_list
 
     where = n["v_tested_on"]
     sqlcat = n.get("sqlcat_gain_pct", float("nan"))
-    gain = f"{sqlcat:.0f}%" if isinstance(sqlcat, float) and np.isfinite(sqlcat) else "a published margin"
-    tested = (f"**Tested:** whether inserts on an ever-growing key queue for the latch on the index's last page, "
-              f"and whether the article's fixes (hash partitioning, which raised a customer's SQL Server insert rate "
-              f"by {gain}, or a non-sequential key) pay off, in a {where}.")
+    gain = f"+{sqlcat:.0f}%" if isinstance(sqlcat, float) and np.isfinite(sqlcat) else "a published gain"
     if n.get("q_seq_over_random", "not measured") != "not measured":
         # PostgreSQL does not say which buffer a waiter waits for: the leaf's share is an inference, the difference
         # from a control that shares everything but the leaf (the median of the per-repetition differences)
-        queue = (f"at {n['m_nd_text']}, sessions waited on the last leaf in an estimated {n['q_seq_over_random']} of "
-                 f"samples ({n['q_seq_hot']} on `LWLock:BufferContent` less the control's {n['q_random_hot']}, a key "
-                 "that shares the sequence and the heap's end but not the leaf)")
+        queue = (f"in a {where}, inserts on an ever-growing key waited for the index's last leaf in an "
+                 f"estimated {n['q_seq_over_random']} of samples at {n['m_nd_text']} ({n['q_seq_hot']} on "
+                 f"`LWLock:BufferContent` less the non-sequential key's {n['q_random_hot']}): a short queue")
     elif n.get("q_seq_hot", "not measured") != "not measured":
-        queue = f"at {n['m_nd_text']}, sessions waited on the latch in {n['q_seq_hot']} of samples"
+        queue = (f"in a {where}, inserts on an ever-growing key waited on the last page's latch in "
+                 f"{n['q_seq_hot']} of samples at {n['m_nd_text']}")
     else:
-        queue = "the recording has no wait samples at the deciding point"
-    fixes = fixes_text(n)
-    found = f"**Found:** {queue}. Here {fixes}."
+        queue = f"in a {where}, the recording has no wait samples at the deciding point"
+    found = f"**Found:** {queue[:1].upper() + queue[1:]}. {_fixes_sentence(n, gain)}"
     action = ("**For a DBA:** confirm the page first (the queries at the end) and spread the inserts only where that "
-              "queue is long; on SQL Server 2019 and later `OPTIMIZE_FOR_SEQUENTIAL_KEY` is the cheaper first try "
-              "(untested here). Each claim's verdict is in the table below.")
-    return Markdown(f"{tested} {found} {action}")
+              "queue is long; on SQL Server 2019 and later, where a convoy forms, `OPTIMIZE_FOR_SEQUENTIAL_KEY` is "
+              "the cheaper first try (untested here).")
+    listed = ""
+    if rows is not None and len(rows):
+        # the queue row's first number is the one-session share; the opening quotes the leaf's estimate, and for
+        # the lookup the ratio, not the pages read without pruning
+        numbers = {C["queue"]: n.get("q_seq_over_random_text", "")
+                   if n.get("q_seq_over_random", "not measured") != "not measured" else "",
+                   C["elimination"]: n.get("q_noprune_ratio", "")
+                   if n.get("q_noprune_ratio", "not measured") != "not measured" else ""}
+        listed = f" **Verdicts:** {verdict_list(rows, {C[k]: v for k, v in VERDICT_LABELS.items()}, numbers)}"
+    return Markdown(f"{found} {action}{listed}")
+
+
+def _fixes_sentence(n: dict[str, Any], gain: str) -> str:
+    """Whether the article's fixes paid off, for the opening: both ratios with their intervals, and the hash
+    partitioning's median loss in percent where both fixes lost at their medians; else :func:`fixes_text`."""
+    hx, rx = n.get("q_hash_vs_seq_text", "not measured"), n.get("q_random_vs_seq_text", "not measured")
+    text = fixes_text(n)
+    if "not measured" in (hx, rx) or not text.startswith("neither fix paid off measurably"):
+        return f"Here {text}."
+    med = float(re.search(r"\d+(?:\.\d+)?", str(n["q_hash_vs_seq"])).group(0))
+    reach = text[text.index(" (both"):].strip(" ()") if " (both" in text else ""
+    return (f"Neither of the article's fixes paid off measurably: hash partitioning, {gain} for the article's customer, ran at {hx} "
+            f"the sequential key's rate (a median {1 - med:.0%} slower), the non-sequential key at {rx}"
+            + (f"; {reach}." if reach else "."))
 
 
 def _short_queue(n) -> bool:

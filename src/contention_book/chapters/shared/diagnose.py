@@ -84,6 +84,9 @@ def queries(chapter: str, engine: str) -> list[Query]:
 
 
 MAIN_QUERIES = 2  # per engine on a chapter's main page: what is happening now, and where; the rest on its details
+# said once above the SQL Server queries on every main page: no SQL Server was available where the book was made
+SQLSERVER_UNRUN = ("*Checked against Microsoft's documentation and the book's simulator, not run on a SQL Server "
+                   "for this book.*")
 
 
 def markdown(chapter: str, engine: str, part: str = "all") -> str:
@@ -95,6 +98,8 @@ def markdown(chapter: str, engine: str, part: str = "all") -> str:
     found = queries(chapter, engine)
     chosen = found[:MAIN_QUERIES] if part == "main" else found[MAIN_QUERIES:] if part == "more" else found
     parts = []
+    if engine == "sqlserver" and part == "main" and chosen:
+        parts.append(SQLSERVER_UNRUN)
     if part == "more" and chosen:
         parts.append(f"**More {ENGINES[engine]} queries**, after the ones on the chapter's main page:")
     for q in chosen:
