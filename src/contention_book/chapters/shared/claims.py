@@ -19,8 +19,10 @@ compared (a C model, a PostgreSQL analogue, 2 CPUs against 40 cores) is
 *direction reproduced*, and the row says why the size was not compared.
 A ratio that moves the article's way (its interval lies on the article's
 side of 1, no effect) but stops short of the claim's threshold is
-*direction reproduced, weaker*; *differs* is kept for a measurement that
-points the other way, or a size outside the stated factor.
+*direction reproduced, weaker*; a direction that holds with a size compared
+and found outside the stated factor stays *direction reproduced*, and the
+size column says so.  *Differs* is kept for a measurement that points the
+other way.
 """
 from __future__ import annotations
 
@@ -151,7 +153,8 @@ def judge(direction: str, size: Size) -> tuple[str, str]:
     if outcome == "within":
         return "reproduced", text
     if outcome == "outside":
-        return "differs: the direction holds, the size does not", text
+        # the article's direction holds: *differs* is kept for the other direction; the size column says how far
+        return "direction reproduced: the size lies outside the stated factor", text
     return "inconclusive: the direction holds, the size interval straddles the band", text
 
 
