@@ -418,7 +418,7 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
                              + (": barging alone, where a thread that finds the lock held sleeps at once, did not "
                                 "cut the waits." if q.median > 1 else "."))
             parts.append(part)
-        keys["m_barging_sentence"] = (f"The barging locks kept the lock busy. At {t_in} threads: {' '.join(parts)}"
+        keys["m_barging_sentence"] = (f"The barging locks kept the lock busy at {t_in} threads. {' '.join(parts)}"
                                       if parts else
                                       "No barging lock was run in this recording.")
     else:
@@ -508,7 +508,8 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
         keys["m_conclusion_sentence"] = (
             f"On this machine, at {t_in} threads on {cpus} CPUs, barging with a spin gave {tx['rate']} the fair "
             f"lock's throughput, and its 99th-percentile wait was {tx['wait_p99']} the fair lock's: "
-            f"{tx['spin_p99']} against {tx['fair_p99']}, medians over the repetitions with their intervals. {tail}"
+            f"{tx['spin_p99']} against {tx['fair_p99']}, medians over the repetitions with their intervals (for "
+            f"a ratio, the median of the per-repetition ratios). {tail}"
             + longest)
     return keys
 
