@@ -254,9 +254,13 @@ def test_the_log_cache_pages_say_the_reviewed_facts_computed_not_typed():
     assert "three of the counters" in main and "running or waiting for a CPU" in main
     assert f"the {n['nat_c2c_pairs_text']} gave" in main and "measured pair gave" not in main
     assert "can exceed the hand-off limit" not in main
-    assert f"{n['nat_a_writer_wait_text']} in A and {n['nat_b_writer_wait_text']} in B" in main
+    assert f"{n['nat_a_writer_wait_text']} in A and {n['nat_b_writer_wait_text']} in B" in details
     assert "100% of the log" not in main
     nat = sh.measured["native"]
     steps = ch.diagrams.step_latencies(sh.pub_c2c.table("published_c2c"), ch.tables.c2c_by_relation(nat))
     assert re.sub(r"\s+", " ", ch.diagrams.caption(steps)) in main.replace("’", "'")
     assert "does not remove it" in details and "most of the pressure off" not in details
+    # review round 4: the switch's upper bound said on the page, the WAL queries' case, the placement query's page
+    assert "upper bound" in main and "ILIKE 'wal%'" in main and "WalWrite" in main
+    assert "the third says where the log writer runs" not in main and "placement query on the details page" in main
+    assert "only then do waiters spin and back off" not in main and "spin long enough to back off" in main

@@ -71,6 +71,17 @@ def test_postgres_query_runs_on_the_embedded_cluster(path, diagnose_db):
     assert ran.returncode == 0, f"{_rel(path)} failed in psql:\n{ran.stderr.strip()}"
 
 
+@pytest.mark.parametrize("path", POSTGRES, ids=_rel)
+def test_a_wait_event_name_matched_by_pattern_ignores_case(path):
+    """PostgreSQL 17 renamed the I/O wait events to camel case (WALWrite up to 16, WalWrite from 17), so a pattern
+    over wait event names must ignore case (ILIKE) to find them on every version the pages name
+    (tests/chapters/test_logcache_spinlock_diagnose.py runs chapter 2's on rows with both spellings)."""
+    text = path.read_text(encoding="utf-8")
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    bad = re.findall(r"\b((?:wait_)?event)\s+(?:NOT\s+)?LIKE\b", code, re.IGNORECASE)
+    assert not bad, f"{_rel(path)}: {bad} matched case-sensitively; use ILIKE"
+
+
 # -- SQL Server: parse them, and check the DMV columns they read against the simulator ---------------------------
 
 def simulator_columns() -> dict[str, set[str]]:

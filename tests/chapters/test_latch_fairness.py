@@ -357,7 +357,48 @@ def test_in_short_names_the_tail_claims_direction_and_what_was_measured(tmp_path
     longer = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(tmp_path, sweep(unfair_p99_ns=1e6),
                                                                              "c")))["in_short"]
     assert "shorter wait tail (the article's claim), measured 20× longer at the 99th percentile " \
-           "(spin-then-park ÷ fair): *differs*" in longer
+           "(spin-then-park ÷ fair), longer in 3 of 3 paired repetitions: *differs*" in longer
     assert "longer 99th-percentile wait" not in shorter + longer
     assert tail_measured("1/120", True) == "measured shorter at the 99th percentile, 1/120 (spin-then-park ÷ fair)"
     assert tail_measured("1.5×", False) == "measured 1.5× longer at the longest wait (unfair ÷ fair)"
+
+
+def test_the_reference_says_the_deciding_point_barely_exercises_fairness_and_names_the_convoy():
+    """Review: "fewer latch waits … 1/120: direction reproduced" and "too few acquisitions queued … to price a fair
+    hand-off" while the fair lock queued on 0.09% of its records and convoyed in 1 of 5 repetitions; and "longer at
+    the 99th percentile … inconclusive" while the spinning lock's tail was the longer in 4 of 5 paired repetitions,
+    the fifth being the one where the fair lock convoyed.  Each is said where its number is."""
+    from contention_book.chapters.latch_fairness.claims import tail_longer
+    from contention_book.chapters.latch_fairness.tables import convoyed
+
+    sh = lf.load_shown("")
+    k = key_numbers(sh)
+    conv, reps = convoyed(sh.measured, 2)
+    k_longer, n_pairs = tail_longer(sh.measured, 2)
+    assert len(conv) == 1 and reps == 5 and (k_longer, n_pairs) == (4, 5)  # the recording the review read
+    r = sh.measured.runs[sh.measured.runs["threads"] == 2].pivot_table(index="repetition", columns="kind",
+                                                                         values="wait_p99_ns")
+    assert list(r.index[r["spin_then_park"] <= r["fair"]]) == conv  # the exception is the convoy
+    seldom = "barely exercises fairness"
+    assert seldom in k["in_short"] and seldom in k["m_fair_sentence"]
+    assert "a convoy formed in 1 of 5 repetitions" in k["in_short"] and "0.09%" in k["in_short"]
+    why = "longer in 4 of 5 paired repetitions; the fifth is the repetition where the fair lock convoyed"
+    assert why in k["m_conclusion_sentence"].replace("longer than the fair lock's in", "longer in")
+    assert "longer in 4 of 5 paired repetitions (the fifth is the repetition where the fair lock convoyed)" \
+        in k["in_short"]
+    rows = claims.verdicts(sh).set_index("claim")
+    assert why in rows.loc[claims.CLAIMS[3] + " (C model: fair lock against spin, back off, then park)",
+                           "measured"]
+    assert "the fair lock queued on only 0.09% of its records" in rows["measured"].iloc[0]
+
+
+def test_a_barging_locks_rate_says_the_ratio_of_medians_and_the_median_of_paired_ratios():
+    """Review: "7.16 million records per second: 1.1× (0.9–16.9) the fair lock's rate" while 7.16 / 7.44 is 0.96×.
+    The sentence gives both: the ratio of the medians, and the median of the per-repetition ratios."""
+    k = key_numbers(lf.load_shown(""))
+    text = k["m_barging_sentence"]
+    assert "7.16 million records per second, 0.96× the fair lock's median (median of the per-repetition ratios: 1.1×" \
+        in text
+    assert "7.94 million records per second, 1.07× the fair lock's median (median of the per-repetition ratios: 0.98×" \
+        in text
+    assert "(median of per-repetition ratios)" in k["in_short"]

@@ -401,6 +401,8 @@ def card_markdown(card: Mapping, title: str) -> str:
     """One card as Markdown: topology, a table of every quantity per phase, the rules, and placement."""
     t = card["topology"]
     sib = {True: "SMT siblings (one core)", False: "on different cores", None: "unknown"}[t.get("pair_are_siblings")]
+    if t.get("hypervisor") and t.get("pair_are_siblings") is not None:  # a guest sees its own topology, not the host's
+        sib += ", as the guest sees them"
     lines = [f"### {title}", "",
              f"{t.get('cpu_model') or 'unknown CPU'}; {t.get('sockets') or '?'} socket(s), {t.get('cores')} core(s), "
              f"{t.get('logical_cpus')} logical CPUs; the run used CPUs {', '.join(map(str, t['cpus_used']))}; measured "
@@ -456,7 +458,8 @@ def cards_markdown(data_root: Path | None = None) -> str:
     root = data_root or default_root()
     out = ["## Machine cards", "",
            "Each measured recording carries the hand-off costs of the CPUs it ran on, measured at its start and "
-           "its end (`native/machine_card.c`); the chapters' models take their costs from these cards only.", ""]
+           "its end by the book's machine-card program, a small C program; the chapters' models take their costs "
+           "from these cards only.", ""]
     for manifest in sorted(root.glob("*/*/manifest.json")):
         try:
             m = json.loads(manifest.read_text(encoding="utf-8"))

@@ -166,27 +166,38 @@ SITE_WORDS = {  # the benchmark's functions as a reader says them; the flame gra
 }
 
 
-def site_words(site: str) -> str:
-    """'latch_convoy!qlock_acquire.constprop.0' -> 'taking the lock (qlock_acquire, the benchmark)'."""
+SITE_PLACES = {"latch_convoy": "the benchmark", "libc.so.6": "the C library", "[vdso]": "the kernel's vDSO"}
+
+
+def site_words(site: str, html: bool = False) -> str:
+    """'latch_convoy!qlock_acquire.constprop.0' -> 'taking the lock (qlock_acquire, in the benchmark)': what the
+    frame does in plain words first, then the function's own name, which the flame graph's boxes show.  ``html``:
+    the name as code (``<code>qlock_acquire</code>``), for a table column shown as HTML."""
+    import html as _html
     import re
 
     module, _, func = str(site).rpartition("!")
     bare = re.sub(r"(\.(constprop|isra|part|cold)\.\d+)+$", "", func.split("@")[0]).strip("_")
     words = next((w for k, w in SITE_WORDS.items() if k in bare), "")
-    where = {"latch_convoy": "the benchmark", "libc.so.6": "the C library", "[vdso]": "the kernel's vDSO"}.get(
-        module, module or "the kernel")
-    return f"{words} ({bare}, {where})" if words else f"{bare} ({where})"
+    where = SITE_PLACES.get(module, module or "the kernel")
+    name = f"<code>{_html.escape(bare)}</code>" if html else bare
+    where = _html.escape(where) if html else where
+    return f"{_html.escape(words) if html else words} ({name}, in {where})" if words else f"{name} (in {where})"
 
 
 class _OffCpu(ChapterOffCpu):
+    WHERE = "where it waited"
+
     def sites(self, measured, variant: str, top: int = 8):
+        """The table of where the threads waited, each site in plain words with its function's name as code
+        (show it with ``raw=(offcpu.WHERE,)``: the column holds HTML)."""
         t = super().sites(measured, variant, top)
-        if not t.empty and "where it waited" in t:
-            t = t.assign(**{"where it waited": t["where it waited"].map(site_words)})
+        if not t.empty and self.WHERE in t:
+            t = t.assign(**{self.WHERE: t[self.WHERE].map(lambda s: site_words(s, html=True))})
         return t
 
 
-offcpu = _OffCpu("{variant} lock at the deciding thread count: latch_convoy's threads off the CPU",
+offcpu = _OffCpu("{variant} lock at the deciding thread count: the benchmark's threads off the CPU",
                        "A fair lock's waiters sleep in futex_wait until the holder hands the lock over; the "
                        "unfair lock's waiters sleep less, because a running thread may take the lock back "
                        "first. The recording also keeps the wake-up stacks: who woke them.")

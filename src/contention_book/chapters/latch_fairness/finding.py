@@ -75,8 +75,8 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
     """The opening: one plain sentence of what was tested, one of what was found, the action, then every verdict
     beside its median (the intervals are the verdict table's)."""
     from ..shared.in_short import Markdown, number, verdict_list
-    from .claims import CLAIMS
-    from .tables import regime
+    from .claims import CLAIMS, tail_longer_words
+    from .tables import regime, seldom_words
 
     native = measured.is_native and n["m_in_threads"] == n["m_in_threads"]
     where = (f"a C model of the latch at {n['m_in_threads']} threads on {n['m_cpus']} CPUs, not on SQL Server"
@@ -91,7 +91,12 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
     for c in claims:  # the tail: the label names the claim's direction, the number says what was measured, either way
         if c.startswith(CLAIMS[3]) and medians[c]:
             medians[c] = tail_measured(medians[c], measured.is_native)
-    tested = (f"**Tested:** whether letting threads barge and spin beats a fair, first-come hand-off of a hot latch, "
+            longer = tail_longer_words(measured, n["m_in_threads"]) if native and _ratio(medians[c].split()[1]) > 1 \
+                else ""  # tail_measured: "measured 15× longer ..."; medians[c] was the bare ratio before
+            if longer:  # in how many repetitions, and what the others were (a convoy of the fair lock)
+                count, _, why = longer.partition("; ")
+                medians[c] += f", {count}" + (f" ({why})" if why else "")
+    tested = (f"**Tested:** whether letting threads barge and spin beats a fair hand-off of a hot latch, "
               f"as trace flag 3933 did for the article's parallel insert ({n['pub_speedup_x']:.2f}× as fast, "
               f"{n['pub_latch_wait_drop_x']:,.0f} times fewer latch waits), in {where}.")
     by = dict(zip(claims, rows["verdict"].astype(str)))
@@ -103,21 +108,16 @@ def in_short(n: dict[str, Any], rows: pd.DataFrame, measured: LatchRecording) ->
         reg = regime(measured)
         fewer = (f"The spin-then-park lock queued {reg['texts']['waits'].split(' (')[0]} as often per record as the "
                  "fair lock" if reg["spreads"]["waits"].n else "The spin-then-park lock was not compared")
-        found += fewer + (f" and ran {rate} as fast" if rate else "") + ("" if reliable else ", not reliably faster")
+        found += fewer + (f" and ran {rate} as fast (median of per-repetition ratios)" if rate else "") + \
+            ("" if reliable else ", not reliably")
         met = _at(native_summary(measured), "fair", n["m_in_threads"], "waits_per_record")
-        if met == met and 0 < met < 0.01:  # the fair lock seldom queued: few hand-offs, so little convoy to remove
-            fair = measured.runs[(measured.runs["kind"] == "fair") & (measured.runs["threads"] == n["m_in_threads"])]
-            rates = fair["records_per_s"]
-            convoyed = int((rates < 0.1 * rates.median()).sum())  # a convoy: the fair lock at a tenth of its usual
-            seldom = f": the fair lock seldom queued ({met:.1%} of its records)"
-            found += (f"{seldom}, and a convoy formed in {convoyed} of {len(rates)} repetitions"
-                      if convoyed else f"{seldom}, and no convoy formed in {len(rates)} repetitions")
-        found += "."
+        seldom = seldom_words(measured, n["m_in_threads"], met) if met == met and met > 0 else ""
+        found += f". But {seldom}." if seldom else "."  # few hand-offs, so little convoy for barging to remove
     else:
         found += (f"An unfair latch's throughput was {rate} a fair one's"
                   + ("" if reliable else ", not reliably higher") + f", in {where}." if rate else
                   f"Nothing measured to compare, in {where}.")
     return Markdown(
         f"{tested} {found} **For a DBA:** when NESTING_TRANSACTION_FULL waits take a real share of a "
-        "parallel data change, log less or lower the degree of parallelism first; trace flag 3933 is undocumented, "
-        f"so ask Microsoft Support before using it. **Verdicts:** {verdict_list(rows, labels, medians)}")
+        "parallel data change, log less or lower its degree of parallelism first; trace flag 3933 is undocumented: "
+        f"ask Microsoft Support first. **Verdicts:** {verdict_list(rows, labels, medians)}")

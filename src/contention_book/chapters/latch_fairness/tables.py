@@ -282,6 +282,34 @@ def _names(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+CONVOY_SHARE = 0.1  # a repetition in which the fair lock ran below a tenth of its median rate at that point convoyed
+
+
+def convoyed(g: LatchRecording, threads) -> tuple[list[int], int]:
+    """(the repetitions in which the fair lock convoyed at ``threads``, how many repetitions it ran there): a convoy
+    is a repetition whose rate fell below :data:`CONVOY_SHARE` of the fair lock's median rate at that point."""
+    runs = g.runs if g is not None and g.runs is not None else pd.DataFrame()
+    if not {"kind", "threads", "records_per_s"} <= set(runs.columns):
+        return [], 0
+    fair = runs[(runs["kind"] == "fair") & (runs["threads"] == threads)]
+    rates = fair["records_per_s"]
+    reps = fair["repetition"] if "repetition" in fair else pd.Series(range(len(fair)), index=fair.index)
+    return [int(r) for r in reps[rates < CONVOY_SHARE * rates.median()]], len(fair)
+
+
+def seldom_words(g: LatchRecording, threads, waits: float) -> str:
+    """When the fair lock seldom queued at the deciding point (under 1% of its records), what that point can and
+    cannot say, in words built from the recording: "the fair lock queued on only 0.09% of its records and a convoy
+    formed in 1 of 5 repetitions, so this point barely exercises fairness"; "" when it queued more often."""
+    if not (waits == waits and waits < 0.01):
+        return ""
+    conv, reps = convoyed(g, threads)
+    convoy = (f"a convoy formed in {len(conv)} of {reps} repetitions" if conv else
+              f"no convoy formed in {reps} repetitions")
+    return (f"the fair lock queued on only {waits:.2%} of its records and {convoy}, so this point barely "
+            "exercises fairness")
+
+
 def priced(rate1: float, rate_in: float, waits: float) -> bool:
     """Whether a hand-off's cost can be read from a point: enough acquisitions queued (1% or more) and a rate
     below the lone thread's (the extra time per record is what the queued acquisitions cost)."""
@@ -334,10 +362,13 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
     if t_in is not None and rate_in == rate_in:
         rec_ns = 1e9 / rate_in
         waits, cs = at("fair", "waits_per_record"), at("fair", "cs_per_record")
-        queued = f"{waits:.0%}" if waits >= 0.01 else ("none" if waits == 0 else "fewer than 1%")
+        seldom = seldom_words(g, t_in, waits) if waits > 0 else ""
+        queued = f"{waits:.0%}" if waits >= 0.01 else ("none" if waits == 0 else f"{waits:.2%}")
         text = (f"At {t_in} threads the fair lock managed {_mrate(rate_in)} records per second, so each record took "
-                f"{_us(rec_ns)}. At that point {queued} of its acquisitions queued and it counted {_sig(cs)} context "
-                "switches per record.")
+                f"{_us(rec_ns)}. " + (f"At that point {seldom}: it counted {_sig(cs)} context switches per record, "
+                                      "too few hand-offs to price one." if seldom
+                                      else f"At that point {queued} of its acquisitions queued and it counted "
+                                           f"{_sig(cs)} context switches per record."))
         if priced(rate1, rate_in, waits):
             extra_ns = rec_ns - 1e9 / rate1
             per_handoff = extra_ns / waits
@@ -346,7 +377,7 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
                      f"hand-off costs here, waking the next owner and switching to it, about "
                      f"{per_handoff * rate1 / 1e9:,.0f} times a lone thread's whole time per record. This is the "
                      "convoy arithmetic with the wake-up added to the hold time.")
-        elif rate1 == rate1:
+        elif rate1 == rate1 and not seldom:
             text += (" Too few acquisitions queued, or the rate fell too little, to price a fair hand-off from this "
                      "point.")
         keys["m_fair_sentence"] = text
@@ -373,8 +404,9 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
                 continue
             r = ratio_spread(g.runs, "records_per_s", kind, "fair", where={"threads": t_in},
                              variant="kind")
-            part = (f"The {NAMES[kind]} lock reached {_mrate(at(kind, 'records_per_s'))} records per second: "
-                    f"{r.text(',.1f', '×')} the fair lock's rate.")
+            part = (f"The {NAMES[kind]} lock reached {_mrate(at(kind, 'records_per_s'))} records per second, "
+                    f"{at(kind, 'records_per_s') / rate_in:.2f}× the fair lock's median (median of the "
+                    f"per-repetition ratios: {r.text(',.1f', '×')}).")
             if kind == SQL_UNFAIR_ANALOGUE and not reg["missing"]:
                 part += (f" It queued {reg['texts']['waits']} as often per record as the fair lock and spun "
                          f"{at(kind, 'spins_per_record'):,.2f} times per record.")
@@ -386,8 +418,8 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
                              + (": barging alone, where a thread that finds the lock held sleeps at once, did not "
                                 "cut the waits." if q.median > 1 else "."))
             parts.append(part)
-        keys["m_barging_sentence"] = (f"The barging locks kept the lock busy. At {t_in} threads, with ratios paired "
-                                      f"repetition by repetition: {' '.join(parts)}" if parts else
+        keys["m_barging_sentence"] = (f"The barging locks kept the lock busy at {t_in} threads. {' '.join(parts)}"
+                                      if parts else
                                       "No barging lock was run in this recording.")
     else:
         keys["m_barging_sentence"] = ""
@@ -460,15 +492,15 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
     else:
         m = reg["spreads"]["wait_p99"]
         tx = reg["texts"]
-        from .claims import tail_longer
+        from .claims import tail_longer_words
 
-        longer = tail_longer(g, t_in)
+        longer = tail_longer_words(g, t_in)
         tail = ("The spinning lock's tail was reliably shorter." if m.lies_below(1) else
                 "The fair queue kept the tail reliably shorter." if m.lies_above(1) else
                 "Neither lock's tail was reliably shorter by the rule (the interval straddles 1).")
-        if longer is not None:
-            tail += (f" The spinning lock's 99th-percentile wait was longer than the fair lock's in {longer[0]} of "
-                     f"{longer[1]} paired repetitions.")
+        if longer:
+            tail += (" The spinning lock's 99th-percentile wait was "
+                     + longer.replace("longer in", "longer than the fair lock's in", 1) + ".")
         floor = preemption_floor(s, t_in)
         longest = (f" The longest single waits, on the details page, measure preemption here: a lone thread, which "
                    f"waits for no one, was held up for {_ms(floor[0])}." if floor else
@@ -476,7 +508,8 @@ def native_numbers(g: LatchRecording | None) -> dict[str, Any]:
         keys["m_conclusion_sentence"] = (
             f"On this machine, at {t_in} threads on {cpus} CPUs, barging with a spin gave {tx['rate']} the fair "
             f"lock's throughput, and its 99th-percentile wait was {tx['wait_p99']} the fair lock's: "
-            f"{tx['spin_p99']} against {tx['fair_p99']}, medians over the repetitions with their intervals. {tail}"
+            f"{tx['spin_p99']} against {tx['fair_p99']}, medians over the repetitions with their intervals (for "
+            f"a ratio, the median of the per-repetition ratios). {tail}"
             + longest)
     return keys
 

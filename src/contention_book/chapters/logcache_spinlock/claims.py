@@ -57,6 +57,10 @@ RULES = {
 TOY_SIZE = "a C toy of the log cache, not SQL Server's LOGCACHE_ACCESS on the article's 40 CPUs"
 PG_SIZE = "PostgreSQL's WAL insertion locks, not SQL Server's LOGCACHE_ACCESS"
 NATIVE_SIZE = "the article gives a bound in words ('upwards of twice'), not a size"
+# The article's switch leaves out the trip from user mode into the kernel and back; the book's is a futex hand-off,
+# timed with both of its system calls and the scheduler's work, so it bounds the article's quantity from above.
+SWITCH_SIZE = (NATIVE_SIZE + "; the measured switch includes the trips into the kernel the article leaves out, so "
+               "it is an upper bound on the article's switch: the direction holds for a switch with those trips")
 
 
 def _per_rep(g, fn) -> Spread:
@@ -217,7 +221,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
                     size, where=f"stack samples given as a parameter ({rid})")
     if nat is not None:
         cs, chase = nat.table("ctxswitch"), nat.table("chase")
-        pub3 = "'upwards of twice' a main-memory access; memory ~167 cycles"
+        pub3 = "'upwards of twice' a main-memory access, not counting the switch into and out of kernel mode; memory ~167 cycles"
         if cs is not None and chase is not None and len(chase):
             same = cs[(cs["placement"] == "same_cpu") & (cs["method"] == "futex")]
             mem = float(chase.sort_values("size_bytes")["ns_per_load"].iloc[-1])
@@ -237,7 +241,9 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
                 vs_mem = over(mem)
                 add(CLAIM3, pub3, nat,
                     f"{med:,.0f} ns per switch ({spread_text}) against {mem:.0f} ns per main-memory load "
-                    f"({vs_mem.median:.0f}×)", above(vs_mem, 2.0), Size.not_comparable(NATIVE_SIZE))
+                    f"({vs_mem.median:.0f}×), timed with two system calls the article leaves out: an upper bound",
+                    above(vs_mem, 2.0),
+                    Size.not_comparable(SWITCH_SIZE))
             else:
                 add(CLAIM3, pub3, nat, "no same-CPU futex switch", missing_point("a same-CPU futex switch"))
         else:
@@ -264,10 +270,8 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         add(CLAIM5, "XDESMGR spins rise with the optimised mask", pg,
             f"SQL Server only. PostgreSQL analogue at {top} sessions, share of client-backend samples: "
             f"LWLock:XidGen {sh['LWLock:XidGen'].text('.0%')} and IPC:ProcArrayGroupUpdate "
-            f"{sh['IPC:ProcArrayGroupUpdate'].median:.0%} (transaction ids handed out and cleared at commit; "
-            f"LWLock:ProcArray's {sh['LWLock:ProcArray'].median:.0%} is left out: it is higher still at one "
-            "session, where no two transactions compete, so it is not this contention); the WAL insertion locks "
-            f"{sh['LWLock:WAL*'].median:.0%}, so there was no log pressure to relieve",
+            f"{sh['IPC:ProcArrayGroupUpdate'].median:.0%} (transaction ids handed out and cleared at commit); the "
+            f"WAL insertion locks {sh['LWLock:WAL*'].median:.0%}, so there was no log pressure to relieve",
             "not testable here: needs SQL Server; the PostgreSQL analogue's log was never the bottleneck")
     else:
         add(CLAIM5, "XDESMGR spins rise with the optimised mask", None,

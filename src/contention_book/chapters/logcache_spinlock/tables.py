@@ -663,9 +663,9 @@ def table_numbers(shown) -> dict[str, Any]:
             at = card["phases"]
             n["nat_c2c_median_text"] += (
                 f" (the same run's machine card measured {at['start']['costs']['one_way_transfer']['median']:.0f} ns "
-                f"at its start and {at['end']['costs']['one_way_transfer']['median']:.0f} ns at its end: the CPUs were "
-                "placed differently during the run, so on this machine a transfer's cost is not one "
-                "number)")
+                f"at its start and {at['end']['costs']['one_way_transfer']['median']:.0f} ns at its end: most probably "
+                "the host placed the CPUs differently during the run, so on this machine a transfer's cost is not "
+                "one number)")
     n["nat_c2c_own_sentence"] = transfer_cost_sentence(nat) if nat is not None and len(pairs) else ""
     h = n["nat_c2c_handoffs_per_s"]
     n["nat_c2c_handoffs_text"] = (f"{h / 1e6:.1f} million" if h >= 1e6 else f"{float(f'{h:.2g}'):,.0f}") \

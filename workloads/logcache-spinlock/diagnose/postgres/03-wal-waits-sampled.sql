@@ -2,8 +2,9 @@
 -- then CREATE EXTENSION pg_wait_sampling in this database).  Reset the profile, wait, then run this:
 --   SELECT pg_wait_sampling_reset_profile();  ... a minute of the insert load ...
 -- Only the client backends still connected count (the join): the walwriter's own WAL writes are its work,
--- not a wait of the sessions.
--- Source: pg_wait_sampling_profile, https://github.com/postgrespro/pg_wait_sampling (README).
+-- not a wait of the sessions.  The I/O match ignores case: WALWrite up to PostgreSQL 16, WalWrite from 17.
+-- Source: pg_wait_sampling_profile, https://github.com/postgrespro/pg_wait_sampling (README);
+--   the wait event names, https://www.postgresql.org/docs/current/monitoring-stats.html#WAIT-EVENT-TABLE
 SELECT p.event_type,
        p.event,
        sum(p.count) AS samples,
@@ -11,6 +12,6 @@ SELECT p.event_type,
 FROM pg_wait_sampling_profile AS p
 JOIN pg_stat_activity AS a ON a.pid = p.pid AND a.backend_type = 'client backend'
 WHERE (p.event_type = 'LWLock' AND p.event IN ('WALInsert', 'WALWrite', 'WALBufMapping'))
-   OR (p.event_type = 'IO' AND p.event LIKE 'WAL%')
+   OR (p.event_type = 'IO' AND p.event ILIKE 'wal%')
 GROUP BY p.event_type, p.event
 ORDER BY samples DESC;
