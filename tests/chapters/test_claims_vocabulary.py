@@ -21,6 +21,9 @@ def test_size_outside_the_factor_is_direction_reproduced_never_differs():
     # differs is kept for the other direction (issue 31): the size column carries the miss
     v, size = judge("agrees", Size.compare(1.22, spread([11, 12, 13, 12, 11]), factor=2))
     assert v.startswith("direction reproduced:") and "outside" in v and size.startswith("compared, outside")
+    # a smaller effect than published, outside the factor: weaker, not differs
+    v, size = judge("agrees", Size.compare(8, spread([2, 2, 2, 2, 2]), factor=1.5))
+    assert v.startswith(WEAKER) and size.startswith("compared, outside")
 
 
 def test_a_straddling_size_is_inconclusive():

@@ -451,7 +451,9 @@ def _sqlserver(runs, cpus, read_cost=None):
     return g
 
 
-@pytest.mark.parametrize("gain, verdict", [(1.5, "reproduced"), (5.0, "differs"), (1.0, "differs")])
+# 5x against the lab's 1.53x: the direction holds, the size lies outside the factor (differs is kept for the other
+# direction); 1x: the direction itself fails
+@pytest.mark.parametrize("gain, verdict", [(1.5, "reproduced"), (5.0, "direction reproduced"), (1.0, "differs")])
 def test_a_large_sql_server_compares_the_size_with_the_32_core_lab(gain, verdict):
     runs = [(v, n, 1000.0 * n * (gain if v == "hash_partitioned" and n > 1 else 1)) for v in ("sequential",
             "hash_partitioned") for n in (1, 16)]
@@ -475,7 +477,7 @@ def test_sql_server_partition_elimination_is_compared_with_all_partitions():
     some = _sqlserver(runs, 16, [("point lookup by ID", 2), ("point lookup by ID + hash predicate", 1)])
     row = analysis.verdicts([], some).set_index("claim").loc["Without partition elimination a point lookup must "
                                                               "search every partition"]
-    assert row["verdict"].startswith("differs")  # searched 2 of 8: fewer than every partition
+    assert row["verdict"].startswith("direction reproduced, weaker")  # searched 2 of 8: fewer than every partition
 
 
 def test_lwlock_sleeps_are_split_by_the_code_that_took_the_lock(tmp_path):

@@ -109,8 +109,8 @@ def test_native_summary_and_verdicts_follow_the_data(tmp_path):
     # the tail at the 99th percentile (400 ns against 50 µs), not the longest wait (5 ms against 1 ms)
     assert verdict["The unfair latch's wait tail is shorter"] == "direction reproduced"
     tail = v[v["claim"].str.startswith("The unfair latch's wait tail")].iloc[0]
-    assert tail["measured"] == ("99th-percentile wait 0.008× (range 0.008–0.008, 3 runs) the fair lock's at 2 threads "
-                                "on 2 CPUs: 400 ns (range 400–400, 3 runs) against 50 µs (range 50–50, 3 runs); "
+    assert tail["measured"] == ("99th-percentile wait 0.008× (the same in all 3 runs) the fair lock's at 2 threads "
+                                "on 2 CPUs: 400 ns (the same in all 3 runs) against 50 µs (the same in all 3 runs); "
                                 "longer in 0 of 3 paired repetitions")
     assert (v["tested_on"] == "C model on 2 CPUs").all()
     assert v["measured"].str.contains("at 2 threads on 2 CPUs").all()  # the article's regime, never 8 threads
@@ -164,7 +164,7 @@ def test_sentences_follow_the_data(tmp_path):
     k = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(tmp_path, sweep(unfair_p99_ns=1e6), "c")))
     assert "The fair queue kept the tail reliably shorter." in k["m_conclusion_sentence"]
     assert "longer than the fair lock's in 3 of 3 paired repetitions" in k["m_conclusion_sentence"]
-    assert "was 20× (range 20–20, 3 runs) the fair lock's: 1 ms (range 1–1, 3 runs) against 50 µs" in \
+    assert "was 20× (the same in all 3 runs) the fair lock's: 1 ms (the same in all 3 runs) against 50 µs" in \
         k["m_conclusion_sentence"]
     k = key_numbers(lf.Shown(lf.load(spec.PUBLISHED), native_recording(
         tmp_path, sweep(fair_rate_at_2=1e8, unfair_max_ns=1e5, fair_max_ns=1e6, lone_max_ns=1e6), "d")))

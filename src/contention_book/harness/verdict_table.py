@@ -24,10 +24,11 @@ VOCABULARY = (
     ("reproduced", "the direction holds and the measured size lies within a stated factor of the published one, "
                    "on a platform where the two sizes can be set side by side."),
     ("direction reproduced", "the direction holds, but the sizes cannot be compared (a C model or a PostgreSQL "
-                             "analogue against SQL Server, 2 CPUs against a large server), or were compared and "
-                             "lie outside the stated factor; the row says which."),
+                             "analogue against SQL Server, 2 CPUs against a large server), or the measured effect "
+                             "is larger than the published one by more than the stated factor; the row says which."),
     ("direction reproduced, weaker", "the measurement moves the article's way (its interval lies on the "
-                                     "article's side of no effect), but stops short of the claim's threshold."),
+                                     "article's side of no effect), but stops short of the claim's threshold, or of the published size by more "
+                                     "than the stated factor."),
     ("differs", "the measurement points the other way: its interval lies wholly on the other side of no "
                 "effect, or of the claim's threshold."),
     ("inconclusive", "the interval over repetitions straddles the threshold, or too few repetitions ran."),

@@ -19,9 +19,9 @@ compared (a C model, a PostgreSQL analogue, 2 CPUs against 40 cores) is
 *direction reproduced*, and the row says why the size was not compared.
 A ratio that moves the article's way (its interval lies on the article's
 side of 1, no effect) but stops short of the claim's threshold is
-*direction reproduced, weaker*; a direction that holds with a size compared
-and found outside the stated factor stays *direction reproduced*, and the
-size column says so.  *Differs* is kept for a measurement that points the
+*direction reproduced, weaker*, and so is one whose size was compared and
+found smaller than the published one, outside the stated factor; a larger
+one stays *direction reproduced*, and the size column says how far.  *Differs* is kept for a measurement that points the
 other way.
 """
 from __future__ import annotations
@@ -153,8 +153,14 @@ def judge(direction: str, size: Size) -> tuple[str, str]:
     if outcome == "within":
         return "reproduced", text
     if outcome == "outside":
-        # the article's direction holds: *differs* is kept for the other direction; the size column says how far
-        return "direction reproduced: the size lies outside the stated factor", text
+        # the article's direction holds: *differs* is kept for the other direction.  A smaller effect than the
+        # published one (a ratio nearer 1, a count nearer 1: |log| smaller) is weaker; a larger one still reproduces
+        # the direction, and the size column says how far
+        import math
+        m, p = size.measured.median, size.published
+        if m > 0 and p > 0 and abs(math.log(m)) < abs(math.log(p)):
+            return f"{WEAKER}: smaller than published, outside the stated factor", text
+        return "direction reproduced: larger than published, outside the stated factor", text
     return "inconclusive: the direction holds, the size interval straddles the band", text
 
 

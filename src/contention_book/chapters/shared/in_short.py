@@ -16,7 +16,7 @@ import pandas as pd
 
 from .claims import head
 
-_MEDIAN = re.compile(r"[^\s(]+ \((?:range |95% interval )?[^()–]*–[^()]*\)")
+_MEDIAN = re.compile(r"[^\s(]+ \((?:(?:range |95% interval )?[^()–]*–[^()]*|the same in all \d+ runs)\)")
 UNTESTED = ("not testable here", "not testable with this recording")
 
 
@@ -27,6 +27,8 @@ def number(measured: str) -> str:
     if not m:
         return ""
     median, _, inside = m.group(0).partition(" (")
+    if inside.startswith("the same in all"):  # spread.Spread.text when every run printed alike
+        return median
     ends = inside.rstrip(")").removeprefix("range ").removeprefix("95% interval ").split(",")[0].split("–")
     bare = [re.sub(r"[^\d./]", "", e) for e in (median, *ends)]
     return median if len(set(bare)) == 1 else m.group(0)  # 6.2× (6.2–6.2) is just 6.2×

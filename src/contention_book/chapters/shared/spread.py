@@ -47,7 +47,8 @@ class Spread:
         """'12.3× (11.0–13.5)': the number a page prints, with its spread, in the book's one convention (stated
         once, on the Findings page: ``harness.book_pages.INTERVALS``): the median over repetitions, then its 95% bootstrap
         interval in brackets; with fewer than :data:`BOOTSTRAP_FROM` repetitions the brackets say "range" and how
-        many runs, since they hold the lowest and highest measured.
+        many runs, since they hold the lowest and highest measured.  When every run printed the same (the interval's
+        ends round alike), it says so instead of repeating the number twice.
 
         ``fmt="fraction"`` writes a small ratio as a reader says it, ``1/22,000`` rather than
         ``4.5e-05`` (two significant digits in the denominator; 0.1 and above as plain numbers); ``fmt="sig"``
@@ -61,6 +62,8 @@ class Spread:
         first = bare(self.median) + ("" if fmt == "fraction" else unit)  # the unit once, after the median
         if self.n == 1:
             return f"{first} (one run)"
+        if bare(self.low) == bare(self.high):  # "1.16× (1.16–1.16)" reads as a typo: the runs agreed to the digit shown
+            return f"{first} (the same in all {self.n} runs)"
         if self.method.startswith("bootstrap"):
             return f"{first} ({bare(self.low)}–{bare(self.high)})"
         return f"{first} (range {bare(self.low)}–{bare(self.high)}, {self.n} runs)"
