@@ -60,3 +60,21 @@ def test_committed_benchmark_result_has_every_goal():
             "summary peak RSS / file, diverse CSV", "collapse peak RSS, capture x3 / capture x1",
             "collapse / inferno-collapse-perf, diverse capture"} <= goals
     assert res["repeat"] >= 3 and res["size_mb"] >= 200
+
+
+def test_the_builds_own_log_lines_never_reach_the_example(tmp_path, monkeypatch):
+    """The page once showed "[book] executing notebooks/…": the chapters' threads print while the example's output is
+    captured (redirect_stdout is process-wide)."""
+    import contention_book.perftools.__main__ as cli
+
+    real = cli.main
+
+    def noisy(argv):
+        print("[book] executing notebooks/04-last-page-insert.ipynb -> book/chapters/04-last-page-insert.ipynb")
+        return real(argv)
+
+    monkeypatch.setattr(cli, "main", noisy)
+    book_pages.write_perftools_pages(tmp_path)
+    for name in book_pages.PERFTOOLS_EXAMPLES:
+        text = (tmp_path / name).read_text()
+        assert "[book]" not in text and "$S/" in text

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import zipfile
 from pathlib import Path
 
@@ -404,7 +405,11 @@ def write_perftools_pages(out_dir: Path | None = None) -> list[Path]:
             status = perftools([a.replace("$S", str(stacks)) for a in argv])
         if status != 0:
             raise SystemExit(f"[book] the perftools page's example `perftools {' '.join(argv)}` failed: {err.getvalue()}")
-        text = buf.getvalue().replace(str(stacks), "$S")
+        # redirect_stdout is process-wide: the build's own "[book] ..." lines, printed by the threads that execute
+        # chapters meanwhile, land in buf too; they go back to the console, not onto the page
+        lines = buf.getvalue().splitlines(keepends=True)
+        sys.__stdout__.write("".join(line for line in lines if line.startswith("[book] ")))
+        text = "".join(line for line in lines if not line.startswith("[book] ")).replace(str(stacks), "$S")
         (out_dir / name).write_text(f"```text\n{text}```\n", encoding="utf-8")
         written.append(out_dir / name)
     speed = out_dir / "perftools-speed.md"
