@@ -372,8 +372,14 @@ def test_native_programs_build_run_and_check_their_options(tmp_path):
     assert len(runs) == 4 and (runs["operations"] == runs["sessions"] * 20_000).all()
     assert (runs["throughput"] > 0).all() and (runs["p99_ns"] >= runs["p50_ns"]).all()
     assert (runs.loc[runs["variant"] == "locked", "mean_batch"] == 1).all()
-    fs = native_run.false_sharing(200_000, 1)
-    assert list(fs["layout"]) == list(native_run.LAYOUTS)
+    fs = native_run.false_sharing(200_000, 2)   # the layouts interleaved, round after round
+    assert list(fs["layout"]) == list(native_run.LAYOUTS) * 2
+    assert list(fs["repetition"]) == [0] * len(native_run.LAYOUTS) + [1] * len(native_run.LAYOUTS)
+    threads = dict(zip(fs["layout"], fs["threads"]))
+    assert threads["single_atomic"] == threads["single"] == 1 and threads["shared_atomic"] == 2
+    sharing = repo_root() / "native" / "build" / "lmax_false_sharing"
+    bad = subprocess.run([str(sharing), "--layout", "triple"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "shared_atomic or single_atomic" in bad.stderr
     exe = repo_root() / "native" / "build" / "lmax_disruptor"
     bad = subprocess.run([str(exe), "--queue", "ring", "--producers", "1", "--messages", "10", "--size", "1000"],
                          capture_output=True, text=True)
