@@ -528,3 +528,56 @@ def test_review_round_ch5_n_dead_tup_falls_at_vacuum_not_on_pruning():
     nb = (repo_root() / "notebooks" / "05-lmax-queue.ipynb").read_text()
     assert "counts dead heap tuples until VACUUM, since pruning subtracts only the" in nb
     assert "drops after pruning" not in nb and "undercounts" not in nb
+
+
+# -- review round: the window, the cursor tables, the recordings list, the wait figure ----------------------------
+def test_the_window_sentence_states_the_window_and_the_queue_tables_growth_from_the_recording():
+    db = recordings.load(spec.DEFAULT_MEASURED["postgres"])
+    words = tables.window_sentence(db)
+    window = db.recording.parameters["duration_s"]
+    assert words.startswith(f"Each point's measured window was {window:g} s.")
+    reg = tables.regime_sessions(db)
+    r = db.runs[(db.runs["variant"] == "naive") & (db.runs["sessions"] == reg)]
+    growth = ((r["backlog"] - r["backlog_start"]) / r["elapsed_s"])
+    assert (growth > 0).all()  # the flat-out queue table never caught up, repetition by repetition
+    assert tables.backlog_growth(db, "naive", reg).text(",.0f") in words and "not a steady state" in words
+    # a recording without the window's length says nothing about it
+    assert tables.window_sentence(SimpleNamespace(recording=SimpleNamespace(parameters={}))) == ""
+
+
+def test_the_cursor_tables_growth_is_read_from_the_recording():
+    db = recordings.load(spec.DEFAULT_MEASURED["postgres"])
+    words = tables.cursor_growth_words(db)
+    rel = db.relation[db.relation["relation"].isin(tables.CURSORS)]
+    one = rel.loc[rel["sessions"] == 1, "table_bytes"].max() / 2**20
+    more = rel.loc[rel["sessions"] > 1, "table_bytes"].max() / 2**20
+    assert more > 5 * one   # they grew under concurrency ...
+    assert f"{one:.3f} MB" in words and f"{more:.2f} MB" in words
+    hot = rel.loc[rel["sessions"] > 1, "n_tup_hot_upd"] / rel.loc[rel["sessions"] > 1, "n_tup_upd"]
+    assert hot.min() > 0.9 and f"{hot.min():.1%}" in words  # ... although nearly every update was HOT
+
+
+def test_the_recordings_list_names_each_recording_by_its_title_and_date():
+    sh = recordings.load_shown()
+    note = recordings.header_note(sh)
+    for r in (sh.native.recording, sh.db.recording):
+        assert r.manifest["title"] in note and str(r.manifest["started"])[:10] in note
+        assert f"`{r.id}`" not in note   # the book's own recordings by title, the id only in the link
+    for r in (sh.adkin.recording, sh.lmax.recording):
+        assert r.manifest["title"].removeprefix("Published: ")[1:] in note and f"`{r.id}`" not in note
+
+
+def test_the_wait_figure_gives_its_bars_the_width():
+    import matplotlib
+    matplotlib.use("Agg")
+    from contention_book.chapters.lmax_queue import figures
+    from contention_book.chapters.shared import style
+    db = recordings.load(spec.DEFAULT_MEASURED["postgres"])
+    fig = figures.plot_pressure(db)
+    style.fit_width(fig)
+    assert style.overlaps(fig) == [] and style.count_problems(fig) == []
+    drawn = [ax for ax in fig.axes if ax.axison]
+    assert len(drawn) == db.runs["variant"].nunique()
+    for ax in drawn:  # short labels: the session counts only, the design in the panel's title
+        assert all(len(t.get_text()) <= 8 for t in ax.get_yticklabels()), [t.get_text() for t in ax.get_yticklabels()]
+        assert ax.get_position().width > 0.3   # each panel's bars take most of its half of the figure
