@@ -723,7 +723,7 @@ def atomic_words(native: LmaxRecording, n: dict) -> str:
     s = ratio_spread(counter_costs(native), PER_COUNTER, ONE_COUNTER, ONE_THREAD_ATOMIC, variant="layout")
     return (f"The same atomic add on one thread, with no other core asking for the line, took "
             f"{n[f'fs_{ONE_THREAD_ATOMIC}_ns']:.2f} ns, so the second thread multiplied its cost by "
-            f"{s.text('.1f', '×')} (paired by repetition).")
+            f"{s.text('.1f', '×')}, paired by repetition.")
 
 
 def backlog_growth(g: LmaxRecording, variant: str, sessions: int | None):
