@@ -1,9 +1,10 @@
-/* False sharing: two threads, each incrementing its *own* counter.
+/* False sharing: two threads, each incrementing its *own* counter; and the cost of
+ * an atomic add, alone and contended.
  *
- *   lmax_false_sharing --layout single|adjacent|padded|shared_atomic --increments N
- *                      [--repetitions 1] [--pin 1]
+ *   lmax_false_sharing --layout single|adjacent|padded|shared_atomic|single_atomic
+ *                      --increments N [--repetitions 1] [--pin 1]
  *
- * single:        one thread, one counter: the floor.
+ * single:        one thread, one counter, a plain increment: the floor.
  * adjacent:      two threads, two counters in the same 64-byte cache line.
  *                No data is shared, yet every store needs the line in the
  *                writer's cache in exclusive state, so the line moves between
@@ -11,6 +12,9 @@
  * padded:        the same two counters, each on a cache line of its own.
  * shared_atomic: two threads on one counter with an atomic fetch-add (true
  *                sharing, the cost of a contended sequence cursor).
+ * single_atomic: one thread, the same atomic fetch-add on the same counter: the
+ *                atomic instruction's own cost with no other core asking for
+ *                the line, which is what shared_atomic is to be set against.
  *
  * ns_per_increment is the wall time of the run divided by the increments one
  * thread made.  CSV on stdout (one row per repetition), progress on stderr.
@@ -35,7 +39,7 @@ static struct adjacent_pair adjacent CB_ALIGNED;
 static struct padded_counter padded[2];
 static CB_ALIGNED _Atomic uint64_t shared;
 static long opt_increments = 100000000, opt_reps = 1, opt_pin = 1;
-static int layout; /* 0 single, 1 adjacent, 2 padded, 3 shared_atomic */
+static int layout; /* 0 single, 1 adjacent, 2 padded, 3 shared_atomic, 4 single_atomic */
 static pthread_barrier_t start_line;
 static int cpus[CPU_SETSIZE];
 static int ncpus;
@@ -60,7 +64,7 @@ static void *worker(void *argp) {
         for (long i = 0; i < n; i++) (*c)++;
         break;
     }
-    default:
+    default: /* 3 shared_atomic, 4 single_atomic: the same loop, two threads or one */
         for (long i = 0; i < n; i++) atomic_fetch_add_explicit(&shared, 1, memory_order_relaxed);
     }
     return NULL;
@@ -68,7 +72,7 @@ static void *worker(void *argp) {
 
 int main(int argc, char **argv) {
     const char *name = NULL;
-    static const char *names[] = {"single", "adjacent", "padded", "shared_atomic"};
+    static const char *names[] = {"single", "adjacent", "padded", "shared_atomic", "single_atomic"};
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc) {
             fprintf(stderr, "%s: option %s needs a value\n", PROG, argv[i]);
@@ -85,15 +89,15 @@ int main(int argc, char **argv) {
         }
     }
     layout = -1;
-    for (int i = 0; name && i < 4; i++)
+    for (int i = 0; name && i < 5; i++)
         if (!strcmp(name, names[i])) layout = i;
     if (layout < 0) {
-        fprintf(stderr, "%s: --layout=%s: expected single, adjacent, padded or shared_atomic\n", PROG,
+        fprintf(stderr, "%s: --layout=%s: expected single, adjacent, padded, shared_atomic or single_atomic\n", PROG,
                 name ? name : "(missing)");
         exit(2);
     }
     ncpus = cb_allowed_cpus(cpus, CPU_SETSIZE);
-    int threads = layout == 0 ? 1 : 2;
+    int threads = layout == 0 || layout == 4 ? 1 : 2;
     printf("layout,threads,increments_per_thread,repetition,elapsed_s,ns_per_increment,cpus\n");
     for (long rep = 0; rep < opt_reps; rep++) {
         adjacent.a = adjacent.b = 0;
@@ -109,7 +113,7 @@ int main(int argc, char **argv) {
         uint64_t t1 = cb_now_ns();
         pthread_barrier_destroy(&start_line);
         uint64_t total = layout == 1 ? adjacent.a + adjacent.b
-                       : layout == 3 ? atomic_load(&shared)
+                       : layout >= 3 ? atomic_load(&shared)
                                      : padded[0].v + padded[1].v;
         if (total != (uint64_t)opt_increments * (uint64_t)threads) {
             fprintf(stderr, "%s: counted %llu increments, expected %llu\n", PROG, (unsigned long long)total,

@@ -10,6 +10,8 @@ from tsql_parse import problems
 
 from types import SimpleNamespace
 
+from contention_book.chapters.shared.spread import ratio_spread
+
 from contention_book.chapters.lmax_queue import claims, recordings, run_native as native_run, spec, tables
 from contention_book.chapters.lmax_queue import run_postgres as lp, run_sqlserver as ss
 from contention_book.harness.chapter_registry import runners
@@ -200,11 +202,11 @@ def test_verdicts_on_the_references():
     native, db = lq.load_measured("")
     table = analysis.verdicts(*lq.load_published(), native, db)
     heads = table["verdict"].str.split(":").str[0]
-    assert set(heads) <= {"reproduced", "direction reproduced", "differs", "inconclusive", "not testable here",
-                          "not testable with this recording"}
+    assert set(heads) <= {"reproduced", "direction reproduced", "direction reproduced, weaker", "differs",
+                          "inconclusive", "not testable here", "not testable with this recording"}
     assert table["rule"].str.len().min() > 20  # every row names its rule
     assert (table["rule"].str.split().str.len() <= 40).all()  # a footnote, not a cell that runs on
-    decided = table[heads.isin(["reproduced", "direction reproduced", "differs"])]
+    decided = table[heads.isin(["reproduced", "direction reproduced", "direction reproduced, weaker", "differs"])]
     assert decided["tested_on"].str.contains(r"on \d+ CPUs?").all() and decided["size"].str.len().gt(0).all()
     # on 2 CPUs only one producer fits beside the consumer: the several-producers claim is not decided there
     if tables.logical_cpus(native) < 3:
@@ -302,9 +304,14 @@ def test_an_interval_end_beside_a_threshold_gets_the_digits_to_tell_them_apart()
     assert claims.near(s, ".1f", 1.5) == "3.36× (1.51–3.61)"
     assert claims.near(s, ".1f", 5.0) == "3.4× (1.5–3.6)"            # nothing near 5: as before
     assert claims.near(Spread(26.0, 16.0, 30.0, 5, "bootstrap 95%"), ",.0f", 5.0) == "26× (16–30)"
-    # the reference's ring against the locked queue, whose interval starts just above the 1.5 it must clear
-    row = claims.verdicts(recordings.load_shown()).set_index("claim")["measured"][claims.C["ring_1p"]]
-    assert "1.5–" not in row and "(1.5" in row
+    # the reference's ring against the locked queue: no end of its interval prints as the 1.5 it is not
+    sh = recordings.load_shown()
+    row = claims.verdicts(sh).set_index("claim")["measured"][claims.C["ring_1p"]]
+    s = ratio_spread(sh.native.runs, "throughput", "ring", "locked", where={"sessions": 1})
+    shown = claims.near(s, ".1f", claims.LEAD)
+    assert shown in row
+    low, high = shown[shown.index("(") + 1:shown.index(")")].split(",")[0].removeprefix("range ").split("–")
+    assert (low != f"{claims.LEAD:g}" or s.low == claims.LEAD) and (high != f"{claims.LEAD:g}" or s.high == claims.LEAD)
 
 
 def test_the_ring_tables_come_in_one_order_in_every_group():
@@ -372,8 +379,14 @@ def test_native_programs_build_run_and_check_their_options(tmp_path):
     assert len(runs) == 4 and (runs["operations"] == runs["sessions"] * 20_000).all()
     assert (runs["throughput"] > 0).all() and (runs["p99_ns"] >= runs["p50_ns"]).all()
     assert (runs.loc[runs["variant"] == "locked", "mean_batch"] == 1).all()
-    fs = native_run.false_sharing(200_000, 1)
-    assert list(fs["layout"]) == list(native_run.LAYOUTS)
+    fs = native_run.false_sharing(200_000, 2)   # the layouts interleaved, round after round
+    assert list(fs["layout"]) == list(native_run.LAYOUTS) * 2
+    assert list(fs["repetition"]) == [0] * len(native_run.LAYOUTS) + [1] * len(native_run.LAYOUTS)
+    threads = dict(zip(fs["layout"], fs["threads"]))
+    assert threads["single_atomic"] == threads["single"] == 1 and threads["shared_atomic"] == 2
+    sharing = repo_root() / "native" / "build" / "lmax_false_sharing"
+    bad = subprocess.run([str(sharing), "--layout", "triple"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "shared_atomic or single_atomic" in bad.stderr
     exe = repo_root() / "native" / "build" / "lmax_disruptor"
     bad = subprocess.run([str(exe), "--queue", "ring", "--producers", "1", "--messages", "10", "--size", "1000"],
                          capture_output=True, text=True)
@@ -504,16 +517,31 @@ def test_wait_samples_the_sampler_could_not_have_taken_are_set_aside_and_said():
 
 def test_review_round_ch5_main_page_says_row_1_stands_with_the_slow_repetitions():
     """Row 1's interval includes the repetitions the details page puts to the vCPUs' placement; the main page says,
-    computed, whether the threshold is cleared with them in."""
+    computed, whether the threshold is cleared with them in (read from the reference, whatever it holds)."""
     sh = recordings.load_shown()
     text = claims.split_verdict_text(sh)
     row = claims.verdicts(sh).iloc[0]
-    shown_interval = row["measured"].removeprefix("ring ").split(" the ")[0]
-    assert f"Row 1's interval, {shown_interval}, includes the 2 of 5 repetitions" in text
-    assert "still lies above the rule's 1.5, so the verdict stands" in text and row["verdict"] == "direction reproduced"
+    part = sh.native.runs[(sh.native.runs["variant"] == "ring") & (sh.native.runs["sessions"] == 1)]
+    rate = part["throughput"]
+    slow = int((rate < rate.max() / tables.SPLIT).sum())
+    if not slow:
+        assert text == ""
+    else:
+        shown_interval = row["measured"].removeprefix("ring ").split(" the ")[0]
+        assert f"Row 1's interval, {shown_interval}, includes the {slow} of {len(part)} repetitions" in text
+        s = ratio_spread(sh.native.runs, "throughput", "ring", "locked", where={"sessions": 1})
+        if s.low > claims.LEAD:
+            assert "still lies above the rule's 1.5, so the verdict stands" in text
+            assert row["verdict"] == "direction reproduced"
+        else:
+            assert "does not clear the rule's 1.5, and the verdict says so" in text
+            assert not row["verdict"].startswith("direction reproduced")
     runs = pd.DataFrame([{"variant": v, "sessions": 1, "repetition": r, "throughput": t}
                          for r in range(5) for v, t in (("ring", 3e6), ("locked", 1e6))])
     assert claims.split_verdict_text(SimpleNamespace(native=SimpleNamespace(runs=runs))) == ""  # no split, no word
+    split = runs.assign(throughput=[t / 3 if (v, r) == ("ring", 0) else t for v, r, t in
+                                    zip(runs["variant"], runs["repetition"], runs["throughput"])])
+    assert "includes the 1 of 5 repetitions" in claims.split_verdict_text(SimpleNamespace(native=SimpleNamespace(runs=split)))
 
 
 def test_review_round_ch5_n_dead_tup_falls_at_vacuum_not_on_pruning():
@@ -522,3 +550,56 @@ def test_review_round_ch5_n_dead_tup_falls_at_vacuum_not_on_pruning():
     nb = (repo_root() / "notebooks" / "05-lmax-queue.ipynb").read_text()
     assert "counts dead heap tuples until VACUUM, since pruning subtracts only the" in nb
     assert "drops after pruning" not in nb and "undercounts" not in nb
+
+
+# -- review round: the window, the cursor tables, the recordings list, the wait figure ----------------------------
+def test_the_window_sentence_states_the_window_and_the_queue_tables_growth_from_the_recording():
+    db = recordings.load(spec.DEFAULT_MEASURED["postgres"])
+    words = tables.window_sentence(db)
+    window = db.recording.parameters["duration_s"]
+    assert words.startswith(f"Each point's measured window was {window:g} s.")
+    reg = tables.regime_sessions(db)
+    r = db.runs[(db.runs["variant"] == "naive") & (db.runs["sessions"] == reg)]
+    growth = ((r["backlog"] - r["backlog_start"]) / r["elapsed_s"])
+    assert (growth > 0).all()  # the flat-out queue table never caught up, repetition by repetition
+    assert tables.backlog_growth(db, "naive", reg).text(",.0f") in words and "not a steady state" in words
+    # a recording without the window's length says nothing about it
+    assert tables.window_sentence(SimpleNamespace(recording=SimpleNamespace(parameters={}))) == ""
+
+
+def test_the_cursor_tables_growth_is_read_from_the_recording():
+    db = recordings.load(spec.DEFAULT_MEASURED["postgres"])
+    words = tables.cursor_growth_words(db)
+    rel = db.relation[db.relation["relation"].isin(tables.CURSORS)]
+    one = rel.loc[rel["sessions"] == 1, "table_bytes"].max() / 2**20
+    more = rel.loc[rel["sessions"] > 1, "table_bytes"].max() / 2**20
+    assert more > 5 * one   # they grew under concurrency ...
+    assert f"{one:.3f} MB" in words and f"{more:.2f} MB" in words
+    hot = rel.loc[rel["sessions"] > 1, "n_tup_hot_upd"] / rel.loc[rel["sessions"] > 1, "n_tup_upd"]
+    assert hot.min() > 0.9 and f"{hot.min():.1%}" in words  # ... although nearly every update was HOT
+
+
+def test_the_recordings_list_names_each_recording_by_its_title_and_date():
+    sh = recordings.load_shown()
+    note = recordings.header_note(sh)
+    for r in (sh.native.recording, sh.db.recording):
+        assert r.manifest["title"] in note and str(r.manifest["started"])[:10] in note
+        assert f"`{r.id}`" not in note   # the book's own recordings by title, the id only in the link
+    for r in (sh.adkin.recording, sh.lmax.recording):
+        assert r.manifest["title"].removeprefix("Published: ")[1:] in note and f"`{r.id}`" not in note
+
+
+def test_the_wait_figure_gives_its_bars_the_width():
+    import matplotlib
+    matplotlib.use("Agg")
+    from contention_book.chapters.lmax_queue import figures
+    from contention_book.chapters.shared import style
+    db = recordings.load(spec.DEFAULT_MEASURED["postgres"])
+    fig = figures.plot_pressure(db)
+    style.fit_width(fig)
+    assert style.overlaps(fig) == [] and style.count_problems(fig) == []
+    drawn = [ax for ax in fig.axes if ax.axison]
+    assert len(drawn) == db.runs["variant"].nunique()
+    for ax in drawn:  # short labels: the session counts only, the design in the panel's title
+        assert all(len(t.get_text()) <= 8 for t in ax.get_yticklabels()), [t.get_text() for t in ax.get_yticklabels()]
+        assert ax.get_position().width > 0.3   # each panel's bars take most of its half of the figure

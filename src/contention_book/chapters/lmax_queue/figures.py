@@ -191,14 +191,16 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    names = {"single": "1 thread, plain add", "adjacent": "2 threads, one line", "padded": "2 threads, padded",
+             "single_atomic": "1 thread, atomic add", "shared_atomic": "2 threads, one atomic"}
+    order = [names[k] for k in ("single", "adjacent", "padded", "single_atomic", "shared_atomic")]
     fs = analysis.false_sharing(native)
-    names = {"single": "one thread, one counter", "adjacent": "2 threads, counters in one line",
-             "padded": "2 threads, counters padded apart", "shared_atomic": "2 threads, one atomic counter"}
     fs["layout"] = fs["layout"].map(lambda x: names.get(x, x))
+    order = [o for o in order if o in set(fs["layout"])] + [x for x in fs["layout"] if x not in order]
     inc = analysis.paper_increments(lmax)
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
     runs = analysis.counter_costs(native)
-    sns.stripplot(data=runs.assign(layout=runs["layout"].map(lambda x: names.get(x, x))),
+    sns.stripplot(data=runs.assign(layout=runs["layout"].map(lambda x: names.get(x, x))), order=order,
                   y="layout", x=analysis.PER_COUNTER, ax=axes[0], color="tab:blue", alpha=0.5, size=4)
     sns.scatterplot(data=fs, y="layout", x=analysis.PER_COUNTER, ax=axes[0], color="black", marker="|", s=300,
                     legend=False)
@@ -215,35 +217,70 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
 
 
 def plot_pressure(db: LmaxRecording):
-    """Wait-event shares (PostgreSQL) or spinlock shares (SQL Server) per design and session count."""
+    """Wait-event shares (PostgreSQL) or spinlock shares (SQL Server) per design and session count: one small
+    panel per design, its bars labelled by the session count alone, so the labels leave the bars the width."""
+    import math
+
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     p = analysis.db_pressure(db)
-    fig, ax = plt.subplots(figsize=(10, 4))
     if p.empty:
+        fig, ax = plt.subplots(figsize=(7.6, 2))
         ax.axis("off")
         ax.text(0.5, 0.5, f"{db.label}: no wait or spinlock data recorded", ha="center")
         return fig
     top = p.groupby("what")["value"].sum().sort_values(ascending=False).head(7).index
     p = p.assign(what=p["what"].where(p["what"].isin(top), "other"))
+    whats = list(top) + (["other"] if (p["what"] == "other").any() else [])
+    colours = dict(zip(whats, plt.get_cmap("tab10").colors))
     consumers = (db.runs.groupby(["variant", "sessions"])["consumers"].max().to_dict()
                  if "consumers" in db.runs else {})
+    designs = list(dict.fromkeys(p["variant"]))
+    ncols = 2
+    nrows = math.ceil((len(designs) + 1) / ncols)  # a spare cell holds the legend
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.6, 1.0 + 1.25 * nrows))
+    axes = list(axes.flat)
+    over_any = False
+    for ax, variant in zip(axes, designs):
+        part = p[p["variant"] == variant]
+        wide = part.pivot_table(index="sessions", columns="what", values="value", aggfunc="sum").fillna(0)
+        wide = wide.reindex(columns=[w for w in whats if w in wide.columns])
 
-    def run_label(v, s) -> str:
-        c = consumers.get((v, s))
-        who = f"{s} producer{'s' if s != 1 else ''}" + (
-            f" + {int(c)} consumer{'s' if c != 1 else ''}" if c is not None and c == c and c > 0 else "")
-        return f"{analysis.label(v, db.engine)}, {who}" + (" (oversubscribed)" if analysis.oversubscribed(db, s) else "")
+        def name(n) -> str:
+            c = consumers.get((variant, n))
+            who = f"{int(n)} + {int(c)}" if c is not None and c == c and c > 0 else f"{int(n)}"
+            return who + (" *" if analysis.oversubscribed(db, n) else "")
 
-    p["run"] = [run_label(v, s) for v, s in zip(p["variant"], p["sessions"])]
-    wide = p.pivot_table(index="run", columns="what", values="value", aggfunc="sum", sort=False).fillna(0)
-    wide.plot.barh(stacked=True, ax=ax, width=0.8, colormap="tab10")
-    ax.invert_yaxis()
-    ax.set_xlabel("share of sampled busy sessions" if db.waits is not None else "share of spins")
-    ax.set_ylabel("")
-    ax.set_title(f"Where the sessions were: {db.label}")
-    ax.legend(fontsize=7, title=None, bbox_to_anchor=(1.01, 1), loc="upper left")
-    ax.tick_params(axis="y", labelsize=7)
+        over_any |= any(analysis.oversubscribed(db, n) for n in wide.index)
+        wide.index = [name(n) for n in wide.index]
+        wide.plot.barh(stacked=True, ax=ax, width=0.8, color=[colours[w] for w in wide.columns], legend=False)
+        ax.invert_yaxis()
+        ax.set_title(analysis.label(variant, db.engine), fontsize="small")
+        ax.set_ylabel("")
+        ax.set_xlim(0, 1)
+        ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator([0, 0.25, 0.5, 0.75, 1]))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))
+        ax.tick_params(axis="y", labelsize=7)
+    # not "sessions" in the label: the figure checks would read the axis as a count
+    share = "share of the wait samples" if db.waits is not None else "share of spins"
+    for col in range(ncols):  # the x label once, under the lowest panel of each column
+        drawn = [ax for ax in axes[col:len(designs):ncols]]
+        if drawn:
+            drawn[-1].set_xlabel(share, fontsize="small")
+    spare = axes[len(designs):]
+    for ax in spare:
+        ax.axis("off")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[w]) for w in whats]
+    who = ("bars: producers + consumers" if consumers and any(c > 0 for c in consumers.values() if c == c)
+           else "bars: sessions")
+    note = who + ("; * more threads than logical CPUs" if over_any else "")
+    if spare:
+        spare[0].legend(handles, whats, loc="center", fontsize=7, frameon=False, title=note, title_fontsize=7)
+    else:
+        fig.legend(handles, whats, loc="outside lower center", ncol=3, fontsize=7, frameon=False, title=note,
+                   title_fontsize=7)
+    fig.suptitle(f"Where the sessions were: {db.label}", fontsize="medium")
     return fig
 
 

@@ -133,5 +133,34 @@ def load_shown(recording: str = "", stacks: str = "") -> Shown:
 
 
 def header_note(shown: Shown) -> str:
-    measured = [("Measured (native)", shown.native.recording), (f"Measured ({shown.db.engine})", shown.db.recording)]
-    return rec.shown_note(measured, [shown.adkin.recording, shown.lmax.recording])
+    """The closing list of the recordings the chapter shows, each by its manifest's title and date, linked to the
+    Data page row that says how it was made; a reader's own recording also by its id and folder, which is how
+    its reader finds it.  The book-wide note (:func:`harness.recording.shown_note`) lists ids."""
+    import html
+
+    from contention_book.harness.checkout import data_root
+    from contention_book.harness.provenance import anchor, engine_words, machine_words, public_text
+
+    lines = ['How each measured recording was made (command, machine, compiler, load) is on the '
+             '<a href="../data.html#provenance">Data page</a>.']
+    for r in (shown.native.recording, shown.db.recording):
+        m = r.manifest
+        title = html.escape(str(m.get("title") or r.id))
+        date = str(m.get("started") or "")[:10]
+        ours = r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
+        if ours:
+            lines.append(f"- *{title}*: {engine_words(m)} on {machine_words(m)}, recorded {date} "
+                         f'(<a href="../data.html#{anchor(r.chapter, r.id)}-made">how it was made</a>)')
+        else:
+            lines.append(f"- *{title}*: `{r.id}` (folder `{r.path.name}`), {engine_words(m)} on {machine_words(m)}, "
+                         f"recorded {date}; a recording from outside this book's data: its manifest.json says how "
+                         "it was made")
+            lines += [f"  - note: {public_text(n, r.chapter, r.id)}" for n in m.get("notes") or []]
+    for r in (shown.adkin.recording, shown.lmax.recording):
+        c = r.manifest.get("citation") or {}
+        source = f"“{c.get('title', '')}”"
+        if str(c.get("url", "")).startswith(("https://", "http://")):
+            source = f"[{source}]({c['url']})"
+        title = html.escape(str(r.manifest.get("title") or r.id).removeprefix("Published: "))
+        lines.append(f"- Published: *{title[:1].upper()}{title[1:]}*, transcribed from {c.get('author', '')}, {source} ({c.get('date', '')})")
+    return "\n".join(lines)

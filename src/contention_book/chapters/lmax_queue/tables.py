@@ -171,8 +171,6 @@ def paced_sentence(g: LmaxRecording) -> str:
     rate = t["scheduled per s"].iloc[0]
     by = t.set_index("variant")
     kept = [r["design"] for _, r in t.iterrows() if r["delivered per s"].median >= KEEPS_UP * rate]
-    ages = ", ".join(f"{r['design']} {r['age when taken, p50 (ms)'].median:.1f} ms "
-                     f"(p99 {r['age when taken, p99 (ms)'].median:.1f} ms)" for _, r in t.iterrows())
     kept_words = ("every design kept up" if len(kept) == len(t) else
                   f"{', '.join(kept) or 'no design'} kept up (delivered at least 95% of the schedule)")
     ring_vs = ""
@@ -186,12 +184,10 @@ def paced_sentence(g: LmaxRecording) -> str:
                        + (f" (flat out: {flat_out.text('.1f', '×')})" if flat_out.n else "") + ".")
             if len(kept) == len(t):
                 ring_vs += (" Below both designs' capacity each delivers what is scheduled, so this ratio is 1 by "
-                            "construction: it shows that the designs age messages alike at this load, not which one "
-                            "carries more.")
+                            "construction; the table shows how old their messages were on arrival.")
     return (f"At one producer and one consumer, each producer pushing {rate:,.0f} messages a second on a schedule "
-            f"(about half the delivery of the slowest of the designs compared when it ran flat out, so every design "
-            "can keep up), "
-            f"{kept_words}. The median age of a message when taken: {ages}.{ring_vs}")
+            f"(about half the slowest design's flat-out delivery, so every design can keep up), {kept_words}."
+            f"{ring_vs}")
 
 
 def _at(table: pd.DataFrame, variant: str, sessions: int | None = None, col: str = "throughput") -> float:
@@ -213,6 +209,7 @@ def best(table: pd.DataFrame, variant: str) -> tuple[float, float]:
 
 
 ONE_COUNTER = "shared_atomic"  # the layout whose threads all add to one counter
+ONE_THREAD_ATOMIC = "single_atomic"  # the same atomic add on one thread: what the shared counter is set against
 PER_COUNTER = "ns_per_counter_increment"
 
 
@@ -342,13 +339,11 @@ def call_notes(g: LmaxRecording) -> dict[str, Any]:
                f"block per message. Consumers pop up to {per_call:,} messages per call the same way. Rates are "
                f"messages per second; latency percentiles are per call of up to {per_call:,} messages")
         budget = g.recording.parameters.get("call_budget_ms")
-        carries = (f"Each call carries up to {per_call:,} messages and ends once it has run {budget:g} ms, so one "
-                   f"client round trip is spread over many transactions (up to {per_call:,})" if budget else
-                   f"Each call carries {per_call:,} messages, so one client round trip is spread over {per_call:,} "
-                   "transactions")
-        read = (f"{carries} and the rates measure the server's work per message.{waited} The client and every "
-                f"session still share the same {cpus} CPUs, so beyond {cpus} producers the sessions take turns "
-                "rather than run side by side, and the absolute rates are this small machine's.")
+        carries = (f"Each call carries up to {per_call:,} messages and ends once it has run {budget:g} ms, so" if budget
+                   else f"Each call carries {per_call:,} messages, so")
+        read = (f"{carries} the rates measure the server's work per message.{waited} The client and the sessions "
+                f"share the same {cpus} CPUs: beyond {cpus} producers they take turns, and the absolute rates are this "
+                "small machine's.")
     return {"db_pushes_per_call": per_call, "db_call_how": how, "db_client_note": f"{read} {back_off}",
             "db_wait_sampler": f"{load_record.wait_sampler_text(g)} {overcounted_text(g)}".strip()}
 
@@ -367,8 +362,8 @@ def overcounted_text(g: LmaxRecording) -> str:
                       + ("the first repetition" if r == 0 else f"repetition {r + 1}") for (s, r), n in points.items())
     if over["offcpu"].all():
         return (f"The {len(over)} point{'s' if len(over) != 1 else ''} that carried the off-CPU capture ({where}) are "
-                f"left out of the wait shares, where the sampler counted the ended sessions as on CPU ({span} the "
-                "samples it could take), and out of the rate medians, since perf ran beside them.")
+                f"left out of the wait shares (the sampler counted their ended sessions as on CPU: {span} the samples "
+                "it could take) and out of the rate medians (perf ran beside them).")
     return (f"The wait shares leave out {len(over)} point{'s' if len(over) != 1 else ''} ({where}), where the sampler "
             f"counted ended sessions as on CPU ({span} the samples it could take).")
 
@@ -377,10 +372,9 @@ def back_off_sentence(g: LmaxRecording) -> str:
     """What a PostgreSQL session did when it found nothing to pop or a full ring, as its recording says (prose)."""
     how = g.recording.parameters.get("back_off")
     if how:
-        return ("A call that found nothing to pop (an empty queue or ring, or in the naive queue a row another "
-                f"consumer took first), or a full ring, backed off {how}. A backend sleeping in the server shows the "
-                f"wait event Timeout:PgSleep, named here \"{WAIT_WORDS['Timeout:PgSleep']}\": it is waiting for "
-                "messages or for a free slot, not working, and not waiting for its client.")
+        return (f"A call that found nothing to pop, or a full ring, backed off {how}; a backend asleep in the server "
+                f"shows Timeout:PgSleep, named here \"{WAIT_WORDS['Timeout:PgSleep']}\": waiting for messages or a "
+                "free slot, not working.")
     return ("In this recording a call that found nothing to pop, or a full ring, returned at once and the client "
             "backed off before its next call, so its backend waited for the client (ClientRead) meanwhile.")
 
@@ -454,9 +448,8 @@ def delivery_numbers(db: LmaxRecording, d: pd.DataFrame) -> dict[str, Any]:
         n["db_keepup_sentence"] = (
             "Every design's consumers kept up with its producers." if not any(behind) else
             f"In {sum(behind)} of {len(points)} points the consumers took off less than {KEEPS_UP:.0%} of what the "
-            "producers pushed (the median over repetitions of delivered ÷ pushed, each repetition's own), so those "
-            "designs did not keep up on this machine: their push rates are not rates a "
-            "steady queue could sustain, and the backlog and the age of a message on arrival grew through the run.")
+            "producers pushed (median over repetitions): those designs did not keep up, so their push rates are not "
+            "rates a steady queue could sustain.")
     else:
         n["db_keepup_sentence"] = "This recording ran no consumers, so it cannot say whether a design keeps up."
     return n
@@ -566,8 +559,7 @@ def spread_sentence(db: LmaxRecording) -> str:
         why.append(f"its {who} outnumber the {logical_cpus(db)} logical CPUs, so each repetition also measures how "
                    "the scheduler shared them out")
     if "WAL" in waits or "IO:" in waits:
-        why.append("a rate bound by the WAL flush follows the disk's flush latency, which other work on a shared "
-                   "virtual disk moves from one moment to the next")
+        why.append("a rate bound by the WAL flush follows the flush latency of a shared virtual disk")
     median_x = float(g["x"].median())
     tail = f"; the median point's repetitions differed by {median_x:.2f}×."
     return words + (": " + "; ".join(why) if why else "") + tail
@@ -597,9 +589,8 @@ def split_sentence(runs: pd.DataFrame, variant: str = "ring", sessions: int = 1)
     return (f"{len(slow)} of the {len(part)} repetitions of the ring with one producer ran at "
             f"{slow['throughput'].median() / fast['throughput'].median():.2f} of the others' rate, with a median "
             f"enqueue-to-dequeue time {lat:.1f}× as long: the hand-off between the two CPUs itself got slower for "
-            "those repetitions, which is why the interval of that ratio is wide. On a virtual machine the host "
-            "decides which physical cores run the vCPUs and may move them; the cache-line chapter measures the "
-            "transfer between this machine's CPUs, and a reader's own run shows whether it holds still.")
+            "those repetitions, which is why the interval of that ratio is wide (on a virtual machine the host "
+            "decides which physical cores run the vCPUs, and may move them).")
 
 
 @per_view
@@ -630,6 +621,11 @@ def key_numbers(shown) -> dict[str, Any]:
     n["db_fillfactor"] = db.recording.parameters.get("fillfactor_ring", NAN)
     n["lmax_inc_cas2_ns"] = float(inc.get("two threads with CAS", NAN))
     n["lmax_inc_lock2_ns"] = float(inc.get("two threads with a lock", NAN))
+    n["lmax_inc_cas1_ns"] = float(inc.get("single thread with CAS", NAN))
+    ms = lmax.increments.set_index("method")["elapsed_ms"] if lmax.increments is not None else {}
+    n["lmax_inc_cas1_ms"] = float(ms.get("single thread with CAS", NAN))
+    n["lmax_inc_cas2_ms"] = float(ms.get("two threads with CAS", NAN))
+    n["lmax_inc_cas_x"] = n["lmax_inc_cas2_ms"] / n["lmax_inc_cas1_ms"]
     n["pub_ceiling_x"] = n["lmax_1p1c_disruptor"] / n["pub_v3_msgs"]
 
     # native, measured
@@ -659,11 +655,14 @@ def key_numbers(shown) -> dict[str, Any]:
     n["nat_ring_maxp_batch"] = _at(t, "ring", maxp, "mean_batch")
     n["nat_ring_1p_batch"] = _at(t, "ring", 1, "mean_batch")
     fs = false_sharing(native).set_index("layout")[PER_COUNTER]
-    for layout in ("single", "adjacent", "padded", "shared_atomic"):
+    for layout in ("single", "adjacent", "padded", ONE_COUNTER, ONE_THREAD_ATOMIC):
         n[f"fs_{layout}_ns"] = float(fs.get(layout, NAN))
     costs = counter_costs(native)
     n["fs_adjacent_x"] = ratio_spread(costs, PER_COUNTER, "adjacent", "padded", variant="layout").median
-    n["fs_shared_x"] = ratio_spread(costs, PER_COUNTER, "shared_atomic", "single", variant="layout").median
+    # the contended atomic against the same atomic add on one thread (not against a plain increment, which would
+    # measure the atomic instruction as much as the contention)
+    n["fs_shared_x"] = ratio_spread(costs, PER_COUNTER, ONE_COUNTER, ONE_THREAD_ATOMIC, variant="layout").median
+    n["fs_atomic_words"] = atomic_words(native, n)
 
     # the database, measured (PostgreSQL reference, or a reader's recording)
     d = scaling(db)
@@ -690,6 +689,8 @@ def key_numbers(shown) -> dict[str, Any]:
     n.update(delivery_numbers(db, d))
     n.update(regime_numbers(db, d))
     n["db_paced_sentence"] = paced_sentence(db)
+    n["db_window_sentence"] = window_sentence(db)
+    n["db_cursor_growth_words"] = cursor_growth_words(db)
     # the ceiling compares what was delivered: the native ring's consumer took every message, so a database
     # design counts with the messages its consumers took off (its push rate where it ran no consumers)
     ring_1p = runs.loc[(runs["variant"] == "ring") & (runs["sessions"] == 1), "throughput"]
@@ -714,30 +715,77 @@ def key_numbers(shown) -> dict[str, Any]:
     return {k: _py(v) for k, v in n.items()}
 
 
-TOPICS = {"legacy_bottleneck": "disk-based bottleneck", "scaling_knee": "where scaling stops",
-          "single_thread": "one thread", "speedup": "speed-up", "cannot_retry": "why v3 runs alone",
-          "spinlock": "spinlock"}
+def atomic_words(native: LmaxRecording, n: dict) -> str:
+    """The one-thread atomic beside the shared one (prose), or why this recording cannot set them side by side."""
+    if math.isnan(n.get(f"fs_{ONE_THREAD_ATOMIC}_ns", NAN)):
+        return ("This recording predates the one-thread atomic run, so it cannot say how much of that is the "
+                "atomic instruction itself and how much the second thread.")
+    s = ratio_spread(counter_costs(native), PER_COUNTER, ONE_COUNTER, ONE_THREAD_ATOMIC, variant="layout")
+    return (f"The same atomic add on one thread, with no other core asking for the line, took "
+            f"{n[f'fs_{ONE_THREAD_ATOMIC}_ns']:.2f} ns, so the second thread multiplied its cost by "
+            f"{s.text('.1f', '×')}, paired by repetition.")
+
+
+def backlog_growth(g: LmaxRecording, variant: str, sessions: int | None):
+    """The spread over repetitions of how fast one point's backlog grew through its measured window (messages a
+    second: the backlog at the end less the one at the start, over the window)."""
+    r = g.runs
+    need = {"backlog", "backlog_start", "elapsed_s"}
+    if sessions is None or not need <= set(r.columns):
+        return spread([])
+    part = r[(r["variant"] == variant) & (r["sessions"] == sessions)]
+    return spread((part["backlog"] - part["backlog_start"]) / part["elapsed_s"])
+
+
+def window_sentence(g: LmaxRecording) -> str:
+    """How long each point's measured window was, and what that means for a design whose backlog grows (prose)."""
+    window = (g.recording.parameters or {}).get("duration_s")
+    if not window:
+        return ""
+    words = f"Each point's measured window was {float(window):g} s."
+    reg = regime_sessions(g)
+    grew = backlog_growth(g, "naive", reg)
+    if not grew.n or grew.median <= 0:
+        return words
+    start = g.runs.loc[(g.runs["variant"] == "naive") & (g.runs["sessions"] == reg), "backlog_start"].median()
+    return (f"{words} Run flat out, the queue table never caught up: its backlog, a median of {start:,.0f} messages "
+            f"when the window opened, grew by {grew.text(',.0f')} a second through it ({reg} producer"
+            f"{'s' if reg != 1 else ''}, {reg} consumer{'s' if reg != 1 else ''}). Its delivered rate is a transient of "
+            "that window, not a steady state: a longer window would leave more consumed entries for each pop to read "
+            "past.")
+
+
+CURSORS = ("lmax_ring_write", "lmax_ring_read")  # the ring designs' two one-row cursor tables
+
+
+def cursor_growth_words(g: LmaxRecording) -> str:
+    """How the ring designs' one-row cursor tables grew under concurrency (medians over repetitions; prose for
+    the chapter's "Do" list), or "" when the recording has no cursor statistics."""
+    rel = g.relation
+    if rel is None or "relation" not in rel or rel.empty:
+        return ""
+    cur = rel[rel["relation"].isin(CURSORS)].assign(mb=lambda f: f["table_bytes"] / 2**20)
+    one, more = cur[cur["sessions"] == 1], cur[cur["sessions"] > 1]
+    if one.empty or more.empty:
+        return ""
+    top = more.loc[more["mb"].idxmax()]
+    upd = more["n_tup_upd"].astype(float)
+    hot = (more["n_tup_hot_upd"].astype(float) / upd).where(upd > 0).dropna()
+    window = (g.recording.parameters or {}).get("duration_s")
+    within = f" in one {float(window):g}-second run" if window else " in one run"
+    return (f"with one producer each took {one['mb'].max():.3f} MB at most (table and index); with more they grew "
+            f"to as much as {top['mb']:.2f} MB{within} ({label(top['variant'], g.engine)}, {int(top['sessions'])} "
+            f"producers), although at least {hot.min():.1%} of their updates were HOT (sizes on the details page)")
 
 
 def locked_backlog_text(native: LmaxRecording, n: dict) -> str:
     """How many messages the locked queue's median message waited behind (Little's law: rate × median latency),
-    against its capacity and the time a full queue takes to drain at the measured rate."""
+    against its capacity."""
     size = (native.recording.parameters or {}).get("queue_size")
     rate, p50 = n.get("nat_locked_1p", NAN), n.get("nat_locked_1p_p50_us", NAN)
     if not size or not np.isfinite(rate) or not np.isfinite(p50) or rate <= 0:
         return "The locked queue's latency is mostly time spent waiting in the queue behind other messages."
     queued = rate * p50 * 1e-6
-    drain = size / rate * 1e6
-    return (f"The locked queue's latency is mostly time spent waiting in the queue. Its producer outruns its "
-            f"consumer, so messages pile up: a full queue of {int(size):,} slots drains in about {drain:,.0f} µs at "
-            f"{rate:,.0f} messages a second, and the median wait of {p50:,.0f} µs means about {queued:,.0f} "
-            f"messages ahead of a typical one (Little's law: rate × wait), {queued / size:.0%} of the queue.")
-
-
-def published_findings(adkin: LmaxRecording) -> pd.DataFrame:
-    f = adkin.findings.copy()
-    f["design"] = [label(v) for v in f["variant"]]
-    f["topic"] = [TOPICS.get(t, str(t).replace("_", " ")) for t in f["topic"]]
-    f["threads"] = f["sessions"].map(lambda x: "" if pd.isna(x) else f"{int(x)}")
-    return f[["order", "topic", "design", "threads", "statement"]].rename(
-        columns={"order": "step", "topic": "finding"}).set_index("step")
+    return (f"The locked queue's latency is mostly waiting in the queue: its producer outruns its consumer, and "
+            f"its median wait of {p50:,.0f} µs at {rate:,.0f} messages a second means about {queued:,.0f} messages "
+            f"ahead of a typical one (Little's law: rate × wait), {queued / size:.0%} of its {int(size):,} slots.")

@@ -1,10 +1,8 @@
--- Where the queue's sessions spent their working time over a longer stretch: wait events
--- sampled in the background by the pg_wait_sampling extension (loaded through
--- shared_preload_libraries and created in this database; without it, this says so).
--- Unlike the snapshot of active sessions before it, this counts every sample since the
--- profile was last reset (SELECT pg_wait_sampling_reset_profile();), per process: the join
--- keeps the client backends still connected (background processes sit in Activity:* waits),
--- and Client:ClientRead, the wait of a session idle between statements, is left out.
+-- Where the queue's sessions spent their working time over a longer stretch: every wait
+-- event the pg_wait_sampling extension sampled since its profile was last reset
+-- (SELECT pg_wait_sampling_reset_profile();), for the client backends still connected, with
+-- Client:ClientRead (a session idle between statements) left out.  Needs the extension in
+-- shared_preload_libraries and in this database; without it, this says so.
 -- Sources:
 --   pg_wait_sampling_profile: https://github.com/postgrespro/pg_wait_sampling (README)
 --   backend_type and the wait events:

@@ -2,9 +2,8 @@
 -- https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-db-index-physical-stats-transact-sql
 -- Ghost records a delete-based queue leaves behind, which every consumer looking for the
 -- oldest row steps over until the ghost cleanup task removes them.  Set @queue to the
--- queue table.  The default, dbo.lmax_disk_queue, is only an illustration: the delete-based queue the chapter's
--- SQL Server setup would create; no recording in this book ran it.  SAMPLED reads part of the index; DETAILED
--- reads all of it (slower).
+-- queue table (the default is the chapter's own delete-based queue).  SAMPLED reads part of the index;
+-- DETAILED reads all of it (slower).
 DECLARE @queue nvarchar(300) = N'dbo.lmax_disk_queue';
 -- OBJECT_ID of a name that does not exist is NULL, and a NULL object_id makes
 -- sys.dm_db_index_physical_stats read every object in the database: stop instead.
