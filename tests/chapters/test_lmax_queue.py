@@ -603,3 +603,24 @@ def test_the_wait_figure_gives_its_bars_the_width():
     for ax in drawn:  # short labels: the session counts only, the design in the panel's title
         assert all(len(t.get_text()) <= 8 for t in ax.get_yticklabels()), [t.get_text() for t in ax.get_yticklabels()]
         assert ax.get_position().width > 0.3   # each panel's bars take most of its half of the figure
+
+
+def test_the_opening_lists_every_judged_verdict_beside_its_number(monkeypatch):
+    """Issue 31, point 12: the lead claim's *inconclusive* was in the claims table only."""
+    import pandas as pd
+
+    from contention_book.chapters.lmax_queue.claims import C
+    from contention_book.chapters.lmax_queue.finding import in_short
+
+    rows = pd.DataFrame([{"claim": C["ring_1p"], "measured": "ring 3.7× (0.9–6.9) the locked queue's rate",
+                          "verdict": "inconclusive: the interval 0.9–6.9 straddles 1"},
+                         {"claim": C["non_durable"], "measured": "1.08× (0.90–1.27)", "verdict": "inconclusive"},
+                         {"claim": C["ring_np"], "measured": "", "verdict": "not testable here"}])
+    from contention_book.chapters.lmax_queue import finding
+
+    monkeypatch.setattr(finding, "where", lambda view: f"{view} on 2 CPUs")
+    shown = type("Shown", (), {"native": "C model", "db": "PostgreSQL 15 analogue"})()
+    text = in_short(rows, shown)
+    assert "ring over a locked queue, 1 producer, 3.7× (0.9–6.9): *inconclusive*" in text
+    assert "UNLOGGED beyond that, 1.08× (0.90–1.27): *inconclusive*" in text
+    assert "*Not testable here*: 1 more claim" in text

@@ -26,9 +26,9 @@ def verdict_words(rows: pd.DataFrame, shown=None) -> dict[str, str]:
 
 
 def in_short(rows: pd.DataFrame, shown) -> str:
-    """The opening: what was tested, what was found (the numbers the claims table prints), then the action; each
-    claim's verdict stays in the claims table under it."""
-    from ..shared.in_short import Markdown, number
+    """The opening: what was tested, what was found (the numbers the claims table prints), the action, then every
+    verdict beside its own number (review: the lead claim's *inconclusive* was in the table only)."""
+    from ..shared.in_short import Markdown, number, verdict_list
 
     m = rows.set_index("claim")["measured"] if len(rows) else pd.Series(dtype=str)
     ring, ceiling, delayed = (number(m.get(C[k], "")) for k in ("ring_1p", "ceiling", "delayed"))
@@ -46,5 +46,17 @@ def in_short(rows: pd.DataFrame, shown) -> str:
     found_text = ("**Found:** " + "; ".join(found) + "." if found else
                   "**Found:** this recording cannot set the in-process ring beside a database design.")
     action = ("**For a DBA:** check that the consumers keep up, then what they wait on; where each message commits "
-              "on its own, the log flush comes before any latch. Each claim's verdict is in the table below.")
-    return Markdown(f"{tested} {found_text} {action}")
+              "on its own, the log flush comes before any latch.")
+    listed = ""
+    if len(rows):
+        present = set(map(str, rows["claim"]))
+        labels = {C[k]: v for k, v in VERDICT_LABELS.items() if C[k] in present}
+        listed = f" **Verdicts:** {verdict_list(rows, labels, name_untested=False)}"
+    return Markdown(f"{tested} {found_text} {action}{listed}")
+
+
+# the claims the opening names, in the claims table's words made short (the untested are counted, not named)
+VERDICT_LABELS = {"ring_1p": "ring over a locked queue, 1 producer", "ring_np": "with several producers",
+                  "false_sharing": "false sharing", "atomic": "contended atomic add",
+                  "no_growth": "the ring does not grow (its updates HOT)", "delayed": "WAL flush off the commit path",
+                  "non_durable": "UNLOGGED beyond that", "ceiling": "the in-process ceiling"}
