@@ -615,7 +615,8 @@ def test_the_opening_lists_every_judged_verdict_beside_its_number(monkeypatch):
     rows = pd.DataFrame([{"claim": C["ring_1p"], "measured": "ring 3.7× (0.9–6.9) the locked queue's rate",
                           "verdict": "inconclusive: the interval 0.9–6.9 straddles 1"},
                          {"claim": C["non_durable"], "measured": "1.08× (0.90–1.27)", "verdict": "inconclusive"},
-                         {"claim": C["ring_np"], "measured": "", "verdict": "not testable here"}])
+                         {"claim": C["ring_np"], "measured": "", "verdict": "not testable here"},
+                         {"claim": C["v2"], "measured": "", "verdict": "not testable here"}])
     from contention_book.chapters.lmax_queue import finding
 
     monkeypatch.setattr(finding, "where", lambda view: f"{view} on 2 CPUs")
@@ -623,4 +624,4 @@ def test_the_opening_lists_every_judged_verdict_beside_its_number(monkeypatch):
     text = in_short(rows, shown)
     assert "ring over a locked queue, 1 producer, 3.7× (0.9–6.9): *inconclusive*" in text
     assert "UNLOGGED beyond that, 1.08× (0.90–1.27): *inconclusive*" in text
-    assert "*Not testable here*: 1 more claim" in text
+    assert "*Not testable here*: 2 more claims" in text  # every untested row of the table, named or not

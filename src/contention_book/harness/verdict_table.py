@@ -30,7 +30,8 @@ VOCABULARY = (
                                      "article's side of no effect), but stops short of the claim's threshold, or of the published size by more "
                                      "than the stated factor."),
     ("differs", "the measurement points the other way: its interval lies wholly on the other side of no "
-                "effect, or of the claim's threshold."),
+                "effect (for a share or a difference, which has no such point, on the other side of the claim's "
+                "threshold)."),
     ("inconclusive", "the interval over repetitions straddles the threshold, or too few repetitions ran."),
     ("not testable here", "this platform, or what it can measure, cannot answer the claim (it needs SQL Server, "
                           "or more CPUs than the recording's machine has, or it measures something else); the row "

@@ -103,7 +103,7 @@ def _fixes_sentence(n: dict[str, Any], gain: str) -> str:
         return f"Here {text}."
     med = float(re.search(r"\d+(?:\.\d+)?", str(n["q_hash_vs_seq"])).group(0))
     reach = text[text.index(" (both"):].strip(" ()") if " (both" in text else ""
-    return (f"Neither of the article's fixes paid off measurably: hash partitioning, {gain} for the article's customer, ran at {hx} "
+    return (f"Neither fix paid off measurably: hash partitioning, {gain} for the article's customer, ran at {hx} "
             f"the sequential key's rate (a median {1 - med:.0%} slower), the non-sequential key at {rx}"
             + (f"; {reach}." if reach else "."))
 

@@ -49,8 +49,10 @@ def in_short(rows: pd.DataFrame, shown) -> str:
               "on its own, the log flush comes before any latch.")
     listed = ""
     if len(rows):
-        present = set(map(str, rows["claim"]))
-        labels = {C[k]: v for k, v in VERDICT_LABELS.items() if C[k] in present}
+        # every row of the claims table, so the untested are counted as the table has them; a judged claim
+        # without a short name keeps its own
+        short = {C[k]: v for k, v in VERDICT_LABELS.items()}
+        labels = {str(c): short.get(str(c), str(c)) for c in rows["claim"]}
         listed = f" **Verdicts:** {verdict_list(rows, labels, name_untested=False)}"
     return Markdown(f"{tested} {found_text} {action}{listed}")
 

@@ -104,4 +104,5 @@ def in_short(shown, n: dict[str, Any]) -> str:
     return Markdown(
         f"**Found:** {found[:1].upper() + found[1:]} "
         "**For a DBA:** before changing an affinity mask, measure LOGCACHE_ACCESS back-offs and see where the "
-        f"log writers run: from SQL Server 2016, on hidden schedulers on NUMA node 0. **Verdicts:** {listed}")
+        f"log writers run (the placement query) rather than assume a node: from SQL Server 2016 on hidden schedulers on "
+        f"NUMA node 0, while the article's build had its log writer on node 1. **Verdicts:** {listed}")

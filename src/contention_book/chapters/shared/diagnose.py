@@ -85,8 +85,8 @@ def queries(chapter: str, engine: str) -> list[Query]:
 
 MAIN_QUERIES = 2  # per engine on a chapter's main page: what is happening now, and where; the rest on its details
 # said once above the SQL Server queries on every main page: no SQL Server was available where the book was made
-SQLSERVER_UNRUN = ("*Checked against Microsoft's documentation and the book's simulator, not run on a SQL Server "
-                   "for this book.*")
+SQLSERVER_UNRUN = ("*Checked against Microsoft's documentation and against the book's simulator (a test program that "
+                   "answers these queries as the documentation describes), not run on a SQL Server for this book.*")
 
 
 def markdown(chapter: str, engine: str, part: str = "all") -> str:
