@@ -79,11 +79,13 @@ def test_every_opening_names_every_verdict_and_stays_short(in_shorts, chapter):
 
 @pytest.mark.parametrize("chapter", ["lmax-queue"])
 def test_reviewed_openings_say_what_was_tested_what_was_found_then_the_action(in_shorts, chapter):
-    """Review round 3, item 25: one sentence of what was tested, the finding, then the action; each verdict stays in
-    the claims table (no verdict list), and the opening stays short."""
+    """Review round 3, item 25: one sentence of what was tested, the finding, then the action, and the opening stays
+    short; issue 31, point 12: then every judged verdict beside its own number."""
     text, rows = in_shorts[chapter]
-    assert text.startswith("**Tested:** ") and text.index("**Found:**") < text.index("**For a DBA:**")
-    assert "**Verdicts" not in text and "claim's verdict is in the table below" in text
+    assert text.startswith("**Tested:** ") and text.index("**Found:**") < text.index("**For a DBA:**") \
+        < text.index("**Verdicts:**")
+    judged = rows[~rows["verdict"].map(head).isin(UNTESTED)]
+    assert text.split("**Verdicts:**")[1].count(": *") >= len(judged)
     tested = text.split("**Found:**")[0].strip()
     assert tested.endswith(".") and tested[:-1].count(". ") == 0  # one sentence
     assert _words(text) <= 185, (chapter, _words(text))

@@ -31,9 +31,11 @@ def header_note(shown: PublishedAndMeasured, by_title: bool = False) -> str:
 
 def titled(note: str, recordings) -> str:
     """A Recordings list with each recording named by its manifest's title, not its id (a folder name a reader
-    need not know); the id stays in the Data page link.  A recording without a title keeps its id."""
+    need not know); the id stays in the Data page link.  A recording without a title keeps its id, and a reader's
+    own (neither a shipped reference nor a transcription) keeps it beside its title: the folder to look in."""
     for r in recordings:
         title = str(r.manifest.get("title") or "").removeprefix("Published: ").strip()
         if title:
-            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”")
+            own = not (r.id.endswith("-reference") or r.id.startswith("published-"))
+            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”" + (f" (`{r.id}`)" if own else ""))
     return note
