@@ -27,8 +27,8 @@ VOCABULARY = (
                              "analogue against SQL Server, 2 CPUs against a large server), or the measured effect "
                              "is larger than the published one by more than the stated factor; the row says which."),
     ("direction reproduced, weaker", "the measurement moves the article's way (its interval lies on the "
-                                     "article's side of no effect), but stops short of the claim's threshold, or falls short of the published "
-                                     "size by more than the stated factor."),
+                                     "article's side of no effect), but stops short of the claim's threshold, or "
+                                     "falls short of the published size by more than the stated factor."),
     ("differs", "the measurement points the other way: its interval lies wholly on the other side of no "
                 "effect (for a share or a difference, which has no such point, on the other side of the claim's "
                 "threshold)."),

@@ -21,11 +21,12 @@ A ratio that moves the article's way (its interval lies on the article's
 side of 1, no effect) but stops short of the claim's threshold is
 *direction reproduced, weaker*, and so is one whose size was compared and
 found smaller than the published one, outside the stated factor; a larger
-one stays *direction reproduced*, and the size column says how far.  *Differs* is kept for a measurement that points the
-other way.
+one stays *direction reproduced*, and the size column says how far.
+*Differs* is kept for a measurement that points the other way.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
@@ -156,7 +157,6 @@ def judge(direction: str, size: Size) -> tuple[str, str]:
         # the article's direction holds: *differs* is kept for the other direction.  A smaller effect than the
         # published one (a ratio nearer 1, a count nearer 1: |log| smaller) is weaker; a larger one still reproduces
         # the direction, and the size column says how far
-        import math
         m, p = size.measured.median, size.published
         if m > 0 and p > 0 and abs(math.log(m)) < abs(math.log(p)):
             return f"{WEAKER}: smaller than published, outside the stated factor", text
