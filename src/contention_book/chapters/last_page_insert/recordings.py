@@ -5,7 +5,7 @@ from pathlib import Path
 
 from contention_book.harness import recording as rec
 
-from ..shared.shown import PublishedAndMeasured, load_published_and_measured
+from ..shared.shown import PublishedAndMeasured, load_published_and_measured, titled
 
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED
 
@@ -43,14 +43,9 @@ def header_note(shown: "Shown") -> str:
     """The closing Recordings list, each recording named by its manifest's title and date, not its id (a folder
     name a reader need not know; the Data page link keeps it).  A reader's recording from outside this book's data
     keeps its id too, since that is the folder they will look for."""
-    from contention_book.harness.checkout import data_root
-
     measured = shown.measured.recording
-    note = rec.shown_note([("Measured or reader's recording", measured)], [g.recording for g in shown.published])
-    title = str(measured.manifest.get("title") or "").strip()
-    ours = measured.path.resolve().parent == (data_root() / measured.chapter).resolve() and measured.path.name == measured.id
-    if title:
-        note = note.replace(f"`{measured.id}`", f"“{title}”" + ("" if ours else f" (`{measured.id}`)"), 1)
+    note = titled(rec.shown_note([("Measured or reader's recording", measured)],
+                                 [g.recording for g in shown.published]), [measured])
     for g in shown.published:  # "transcribed from <author>, <title> (<date>)" already names it
         note = note.replace(f"Published: `{g.recording.id}`, transcribed from ", "Published: transcribed from ", 1)
     return note

@@ -7,6 +7,7 @@ from typing import Any
 
 from contention_book.harness import recording as rec
 
+from ..shared.shown import titled
 from ..shared.stacks import load_profiles, parse_spec
 from .spec import CHAPTER, DEFAULT_MEASURED, LAYOUT, PUBLISHED, PUBLISHED_C2C
 
@@ -74,16 +75,6 @@ def load_shown(recording: str = "", stacks: str = "") -> Shown:
     if stacks:
         groups["stacks parameter"] = load_profiles(parse_spec(stacks))
     return Shown(load(PUBLISHED), load(PUBLISHED_C2C), measured, groups, stacks)
-
-
-def titled(note: str, recordings) -> str:
-    """The Recordings list with each recording named by its manifest's title, not its id (a folder name a reader
-    need not know); the id stays in the Data page link.  A recording without a title keeps its id."""
-    for r in recordings:
-        title = str(r.manifest.get("title") or "").removeprefix("Published: ").strip()
-        if title:
-            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”")
-    return note
 
 
 def header_note(shown: Shown) -> str:

@@ -31,11 +31,13 @@ def header_note(shown: PublishedAndMeasured, by_title: bool = False) -> str:
 
 def titled(note: str, recordings) -> str:
     """A Recordings list with each recording named by its manifest's title, not its id (a folder name a reader
-    need not know); the id stays in the Data page link.  A recording without a title keeps its id, and a reader's
-    own (neither a shipped reference nor a transcription) keeps it beside its title: the folder to look in."""
+    need not know); the id stays in the Data page link.  A recording without a title keeps its id, and one from
+    outside this book's data (a reader's own) keeps it beside its title: the folder its reader will look for."""
+    from contention_book.harness.checkout import data_root
+
     for r in recordings:
         title = str(r.manifest.get("title") or "").removeprefix("Published: ").strip()
         if title:
-            own = not (r.id.endswith("-reference") or r.id.startswith("published-"))
-            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”" + (f" (`{r.id}`)" if own else ""))
+            ours = r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
+            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”" + ("" if ours else f" (`{r.id}`)"))
     return note
