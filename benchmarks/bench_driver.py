@@ -46,7 +46,7 @@ apart from the service time (send to end), which of the two carries any
 excess, and each client's CPU per call stand beside it; the figures go to
 benchmarks/results/bench-driver-open.json.  ``--open-only`` runs just this
 part (one closed-loop pgbench run for the rate, then the points; with
-``--seconds 3`` about four minutes).  Last, each
+``--seconds 3`` about six minutes).  Last, each
 wait sampler (pg_wait_sampling in the server, polling pg_stat_activity at
 20 Hz) with its observer cost in CPU per second of run.  These are figures
 for a reader, not timed unit tests.
@@ -75,7 +75,7 @@ import numpy as np
 from contention_book.harness import workloads
 from contention_book.harness.driver import Statement, run_sessions
 from contention_book.harness.embedded_pg import EmbeddedPostgres
-from contention_book.harness import native_window, pg_loop, pg_waits, redaction
+from contention_book.harness import embedded_pg, native_window, pg_loop, pg_waits, redaction
 from contention_book.harness.pg_waits import WaitSampler
 from contention_book.harness.tail_ratio import pooled_ratio
 from contention_book.harness.targets import ensure_own_database, resolve_target
@@ -253,9 +253,9 @@ def main(argv=None) -> int:
     ap.add_argument("--open-sessions", type=int, default=4, help="sessions of the open-loop comparison (default 4)")
     ap.add_argument("--open-only", action="store_true",
                     help="only the open-loop comparison (one closed-loop pgbench run for its rate, then the -R points;"
-                         " clients default to loop): a quick check, e.g. --open-only --seconds 3 --repeats 4")
-    ap.add_argument("--open-repeats", type=int, default=8,
-                    help="interleaved pgbench -R / driver pairs per open-loop load (default 8)")
+                         " clients default to loop): a quick check, e.g. --open-only --seconds 3")
+    ap.add_argument("--open-repeats", type=int, default=12,
+                    help="interleaved pgbench -R / driver pairs per open-loop load (default 12)")
     ap.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "results" / "bench-driver-open.json",
                     help="where the open-loop figures are written (default benchmarks/results/bench-driver-open.json)")
     ap.add_argument("--shares", default="0.5,0.9", help="open-loop loads as shares of pgbench's closed-loop rate")
@@ -273,10 +273,13 @@ def main(argv=None) -> int:
     temp_root = None
     root = os.environ.get("CONTENTION_BOOK_PG_ROOT")
     if not root:
+        embedded_pg.sweep_killed("bench-driver-pg-", log=lambda m: print(m.replace("[harness]", "[bench-driver]")))
         temp_root = Path(tempfile.mkdtemp(prefix="bench-driver-pg-"))
         os.chmod(temp_root, 0o755)
         root = str(temp_root / "pg")
     pg = EmbeddedPostgres(root=Path(root))
+    if temp_root is not None:
+        embedded_pg.claim_temporary(pg)  # a killed run's cluster is swept by the next run
     was_running = (pg.data / "PG_VERSION").exists() and pg.running()
     pg.start()
     print(f"[bench-driver] PostgreSQL on 127.0.0.1:{pg.port} ({pg.root}); {os.cpu_count()} logical CPUs; "
@@ -514,10 +517,11 @@ def main(argv=None) -> int:
               "judged on the p99 of every call of every pair pooled, driver over pgbench -R, with a 90% bootstrap "
               "interval over the pairs; the median of the pairs' own ratios and their range stand beside it. "
               "p50/p99 in ms, pooled; lag = scheduled start to send, service = send to end (p99, ms, pooled); "
-              "cpu = the client's CPU per call (µs; pgbench's whole run, the driver's window): on 2 CPUs it is "
-              "taken from the server")
+              "pgb/s, drv/s = calls completed per second of window (below the rate: that client fell behind its "
+              "schedule); cpu = the client's CPU per call (µs; pgbench's whole run, the driver's window): on 2 CPUs "
+              "it is taken from the server")
         print(f"{'load':>5} {'rate/s':>7} {'client':>8} {'pgb p50':>8} {'pgb p99':>8} {'drv p50':>8} {'drv p99':>8} "
-              f"{'ratio':>6} {'90% int.':>10} {'pair md':>7} {'range':>11} {'done/s':>7} {'pgb lag':>8} {'drv lag':>8} "
+              f"{'ratio':>6} {'90% int.':>10} {'pair md':>7} {'range':>11} {'pgb/s':>7} {'drv/s':>7} {'pgb lag':>8} {'drv lag':>8} "
               f"{'pgb svc':>8} {'drv svc':>8} {'pgb cpu':>7} {'drv cpu':>7}")
         open_rows, record = {}, []
         # each client's window as the chapters run it (for the loop: in C, native/pg_openloop.c), and the loop's
@@ -575,6 +579,7 @@ def main(argv=None) -> int:
                     "warmup_s": OPEN_WARMUP_S, "p99_ratio_pooled": round(tail.ratio, 3),
                     "p99_ratio_interval_90": [round(tail.low, 3), round(tail.high, 3)],
                     "p99_ratio_pairs": [round(x, 3) for x in pairs],
+                    "done_per_s": {"pgbench": round(ref.lat.size / (reps * secs)), "driver": round(m(done[client]))},
                     "pgbench": summary(ref), "driver": summary(drv),
                     "lag_p99_ratio": round(lag, 3), "service_p99_ratio": round(svc, 3),
                     "cpu_us_per_call": {"pgbench": round(m(cpu_open["pgbench"]) * 1e6, 1),
@@ -584,7 +589,7 @@ def main(argv=None) -> int:
                 print(f"{share:>5.0%} {rate:>7,.0f} {client:>8} {ref.ms('lat', 50):>8.3f} {ref.ms('lat', 99):>8.3f} "
                       f"{drv.ms('lat', 50):>8.3f} {drv.ms('lat', 99):>8.3f} {tail.ratio:>6.2f} "
                       f"{tail.low:>4.2f}-{tail.high:<5.2f} {m(pairs):>7.2f} {min(pairs):>5.2f}-{max(pairs):<5.2f} "
-                      f"{m(done[client]):>7,.0f} {ref.ms('lag', 99):>8.3f} {drv.ms('lag', 99):>8.3f} "
+                      f"{ref.lat.size / (reps * secs):>7,.0f} {m(done[client]):>7,.0f} {ref.ms('lag', 99):>8.3f} {drv.ms('lag', 99):>8.3f} "
                       f"{ref.ms('svc', 99):>8.3f} {drv.ms('svc', 99):>8.3f} "
                       f"{m(cpu_open['pgbench']) * 1e6:>7.1f} {m(cpu_open[client]) * 1e6:>7.1f}", flush=True)
         for client in open_clients:

@@ -105,15 +105,22 @@ def run_lock_dir(tmp_path_factory):
         os.environ[LOCK_DIR_ENV] = saved
 
 
+PG_PREFIX = "contention-book-pg-"
+
+
 @pytest.fixture(scope="session")
 def pg():
     """The embedded cluster, in a temporary directory, with KNOWN_PASSWORD."""
-    from contention_book.harness.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
+    from contention_book.harness.embedded_pg import (EmbeddedPostgres, EmbeddedPostgresError, claim_temporary,
+                                                     sweep_killed)
 
-    root = Path(tempfile.mkdtemp(prefix="contention-book-pg-"))
+    sweep_killed(PG_PREFIX)  # the clusters of a test session that was killed before its teardown
+    root = Path(tempfile.mkdtemp(prefix=PG_PREFIX))
     os.chmod(root, 0o755)
     try:
-        server = EmbeddedPostgres(root=root / "pg", password=KNOWN_PASSWORD).start()
+        server = EmbeddedPostgres(root=root / "pg", password=KNOWN_PASSWORD)
+        claim_temporary(server)
+        server.start()
     except EmbeddedPostgresError as exc:
         shutil.rmtree(root, ignore_errors=True)
         pytest.fail(f"the embedded PostgreSQL could not start: {exc}")

@@ -94,6 +94,11 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
     frame = findings_frame(notebooks)
     counted = totals(frame["verdict"])
     summary = "; ".join(f"{v} {n}" for v, n in counted if n) or "no verdicts yet"  # a verdict may hold a comma
+    own = int(frame["published"].fillna("").astype(str).str.startswith(OWN_CHECK).sum())
+    if own:
+        summary += (f". {own} of these rows {'is' if own == 1 else 'are'} the book's own "
+                    f"check{'s' * (own != 1)}, not an article's claim: {'its' if own == 1 else 'their'} Published "
+                    "cell begins “not in the article”")
     meaning = dict(VOCABULARY)
     older = "a word of an older build of its chapter, from before this vocabulary"
     count_rows = "".join(f"<tr><td><b>{html_.escape(v)}</b></td><td>{html_.escape(meaning.get(v, older))}</td>"
@@ -130,6 +135,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
     return out
 
 
+OWN_CHECK = "not in the article"  # a Published cell so begun: a check the book added, counted apart on Findings
 PREDICTIONS_DIR = VERDICTS_DIR.parent / "predictions"   # written by each chapter's capacity section
 NOT_ON_FINDINGS = ("workload bound", "no model")  # prediction rows that predict nothing: counted, not tabled
 

@@ -306,6 +306,39 @@ def embedded(var: str = ENV_VAR, stop_after: bool = True, log=print, max_connect
             log("[harness] embedded PostgreSQL stopped")
 
 
+def sweep_killed(prefix: str, log=print) -> list[Path]:
+    """Stop and remove the temporary clusters (``<tmp>/<prefix>*/pg``) whose run was killed before it could.
+
+    A test session or a benchmark makes its cluster in a fresh temporary folder and records its own pid there
+    (``claim_temporary``); a SIGTERM or SIGKILL skips its teardown, and the cluster would run on.  The next one
+    to start sweeps what such runs left: a folder whose recorded run is alive (a parallel test worker) is kept.
+    """
+    import tempfile
+
+    swept = []
+    for folder in sorted(Path(tempfile.gettempdir()).glob(f"{prefix}*")):
+        pg = EmbeddedPostgres(root=folder / "pg")
+        stale = pg.stale_owner()
+        if stale is None:
+            continue
+        try:
+            if (pg.data / "PG_VERSION").exists() and pg.running():
+                pg.stop_stale()
+        except EmbeddedPostgresError as exc:
+            log(f"[harness] {folder}: could not stop the cluster run pid {stale} left ({exc}); left in place")
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        log(f"[harness] removed {folder}: its run (pid {stale}) was killed and left its cluster behind")
+        swept.append(folder)
+    return swept
+
+
+def claim_temporary(pg: "EmbeddedPostgres") -> None:
+    """Record this process as the owner of a cluster in a temporary folder, before it starts (see sweep_killed)."""
+    pg.root.mkdir(parents=True, exist_ok=True)
+    pg.owner_file.write_text(f"{os.getpid()}\n")
+
+
 def _processes_naming(program: str, argument: str) -> list[int]:
     """Pids of running ``program`` processes whose command line holds ``argument`` (read from /proc)."""
     found = []

@@ -103,8 +103,11 @@ def _fixes_sentence(n: dict[str, Any], gain: str) -> str:
         return f"Here {text}."
     med = float(re.search(r"\d+(?:\.\d+)?", str(n["q_hash_vs_seq"])).group(0))
     reach = text[text.index(" (both"):].strip(" ()") if " (both" in text else ""
-    return (f"Neither fix paid off measurably: hash partitioning, {gain} for the article's customer, ran at {hx} "
-            f"the sequential key's rate (a median {1 - med:.0%} slower), the non-sequential key at {rx}"
+    # the rate is shown, but a rate beside a short queue does not test the article's gain: the verdict says so
+    untested = (", which a queue this short cannot test"
+                if str(n.get("v_hash_rate", "")).startswith("not testable here") else "")
+    return (f"Neither fix paid off measurably{untested}: hash partitioning, {gain} for the article's customer, ran at "
+            f"{hx} the sequential key's rate (a median {1 - med:.0%} slower), the non-sequential key at {rx}"
             + (f"; {reach}." if reach else "."))
 
 

@@ -54,7 +54,8 @@ C = {
     "ring_np": "The ring keeps its lead with several producers",
     "false_sharing": "Counters in one cache line slow each other down although nothing is shared (false sharing)",
     "atomic": "A contended atomic add costs far more than the same atomic add on one thread",
-    "no_growth": "A ring of fixed slots updated in place does not grow; an insert/delete queue leaves dead rows",
+    "no_growth": ("A ring of fixed slots updated in place does not grow; an insert/delete queue leaves dead rows "
+                  "(the book's own check: the article has none)"),
     "delayed": "Taking durability off the commit path helps the ring (delayed durability)",
     "non_durable": "A non-durable table helps the ring beyond that (SCHEMA_ONLY; here UNLOGGED)",
     "v1_knee": "v1 (interpreted loop) falls away from linear scaling at 23 threads",
