@@ -66,6 +66,19 @@ def test_findings_are_the_chapters_saved_verdict_rows(checkout, monkeypatch):
     assert "</td><td>1</td></tr>" in page and "<b>reproduced</b></td><td>the direction holds and" in page
 
 
+def test_findings_count_the_books_own_checks_apart(checkout, monkeypatch):
+    """A row whose Published cell says the article has no such claim is the book's own check, and the page says
+    how many rows are (review round 4: chapter 5's ring-growth row was counted as an article's claim)."""
+    monkeypatch.setenv(book_pages.PAGE_DATA_ENV, str(checkout / "book" / "chapters"))
+    row = {"claim": "c", "recording": "r", "measured": "m", "rule": "r", "verdict": "direction reproduced"}
+    book_pages.save_verdicts("demo", pd.DataFrame([{**row, "published": "4.5 s"}]))
+    assert "own check" not in book_pages.write_findings(book.notebooks()).read_text()
+    book_pages.save_verdicts("demo", pd.DataFrame([{**row, "published": "4.5 s"},
+                                                   {**row, "published": "not in the article: it built none"}]))
+    page = book_pages.write_findings(book.notebooks()).read_text()
+    assert "One of these rows is the book's own check, not an article's claim" in page
+
+
 def test_findings_show_rows_saved_before_the_new_columns(checkout, monkeypatch):
     """An older chapter's rows (no tested_on, no size, the old word "agrees") still show, with a note."""
     monkeypatch.setenv(book_pages.PAGE_DATA_ENV, str(checkout / "book" / "chapters"))

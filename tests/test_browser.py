@@ -50,6 +50,10 @@ OVERFLOW_JS = """
     }
     if (!scrolls) bad.push(el.tagName + ' ' + (el.id || el.getAttribute('src') || '') + ' right=' + Math.round(r.right) + ' column=' + Math.round(col.right));
   }
+  // the right-hand contents: one long word in a heading widened it past the window (chapter 4 at 1,400 px)
+  const side = document.querySelector('.bd-sidebar-secondary');
+  if (side && side.clientWidth && side.scrollWidth > side.clientWidth + 1)
+    bad.push('the right-hand contents: ' + side.scrollWidth + ' px of content in ' + side.clientWidth);
   return bad;
 }
 """

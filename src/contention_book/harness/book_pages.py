@@ -96,9 +96,10 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
     summary = "; ".join(f"{v} {n}" for v, n in counted if n) or "no verdicts yet"  # a verdict may hold a comma
     own = int(frame["published"].fillna("").astype(str).str.startswith(OWN_CHECK).sum())
     if own:
-        summary += (f". {own} of these rows {'is' if own == 1 else 'are'} the book's own "
-                    f"check{'s' * (own != 1)}, not an article's claim: {'its' if own == 1 else 'their'} Published "
-                    "cell begins “not in the article”")
+        summary += (". One of these rows is the book's own check, not an article's claim: its Published cell "
+                    "begins “not in the article”" if own == 1 else
+                    f". {own} of these rows are the book's own checks, not an article's claims: their Published "
+                    "cells begin “not in the article”")
     meaning = dict(VOCABULARY)
     older = "a word of an older build of its chapter, from before this vocabulary"
     count_rows = "".join(f"<tr><td><b>{html_.escape(v)}</b></td><td>{html_.escape(meaning.get(v, older))}</td>"
