@@ -78,3 +78,40 @@ def test_the_builds_own_log_lines_never_reach_the_example(tmp_path, monkeypatch)
     for name in book_pages.PERFTOOLS_EXAMPLES:
         text = (tmp_path / name).read_text()
         assert "[book]" not in text and "$S/" in text
+
+
+def test_the_examples_run_again_only_when_what_they_depend_on_changes(tmp_path, monkeypatch):
+    """An unchanged build reuses the examples' pages (they cost 1.2 s a build); a changed input runs them again."""
+    import contention_book.perftools.__main__ as cli
+
+    real, runs = cli.main, []
+
+    def counted(argv):
+        runs.append(argv[0])
+        return real(argv)
+
+    monkeypatch.setattr(cli, "main", counted)
+    book_pages.write_perftools_pages(tmp_path)
+    assert len(runs) == len(book_pages.PERFTOOLS_EXAMPLES)
+    book_pages.write_perftools_pages(tmp_path)
+    assert len(runs) == len(book_pages.PERFTOOLS_EXAMPLES)  # nothing changed: not run again
+    (tmp_path / "perftools-diff.md").unlink()
+    book_pages.write_perftools_pages(tmp_path)
+    assert len(runs) == 2 * len(book_pages.PERFTOOLS_EXAMPLES) and (tmp_path / "perftools-diff.md").exists()
+    real_stamp = book_pages._perftools_examples_stamp
+    monkeypatch.setattr(book_pages, "_perftools_examples_stamp", lambda stacks: real_stamp(stacks) + "-changed")
+    book_pages.write_perftools_pages(tmp_path)
+    assert len(runs) == 3 * len(book_pages.PERFTOOLS_EXAMPLES)
+
+
+def test_the_stamp_follows_the_inputs_and_perftools_code(tmp_path, monkeypatch):
+    stacks = data_root() / book_pages.PERFTOOLS_EXAMPLE_STACKS
+    before = book_pages._perftools_examples_stamp(stacks)
+    assert before == book_pages._perftools_examples_stamp(stacks)
+    copy = tmp_path / "stacks"
+    copy.mkdir()
+    for f in stacks.glob("*.folded.gz"):
+        (copy / f.name).write_bytes(f.read_bytes())
+    assert book_pages._perftools_examples_stamp(copy) == before  # the same bytes elsewhere: the same pages
+    (copy / "sequential.folded.gz").write_bytes(b"changed")
+    assert book_pages._perftools_examples_stamp(copy) != before

@@ -179,11 +179,19 @@ def leaf_wait(g: LpiRecording, q: dict[str, Spread]) -> tuple[Spread, str]:
 def wait_share(g: LpiRecording, variant: str, sessions: int, wait: str, active_only: bool = False) -> float:
     if g.waits is None and g.engine == "sqlserver" and wait != IDLE:  # no samples: the server's wait deltas
         return delta_share(g, variant, sessions, wait)
-    w = wait_shares(g, active_only=active_only, top=100)
-    hit = w[(w["variant"] == variant) & (w["sessions"] == sessions) & (w["wait"] == wait)]
-    if w[(w["variant"] == variant) & (w["sessions"] == sessions)].empty:
-        return float("nan")
-    return float(hit["share"].sum())
+    point = _wait_index(g, active_only).get((variant, sessions))
+    return float("nan") if point is None else point.get(wait, 0.0)
+
+
+@_once_per_pass
+def _wait_index(g: LpiRecording, active_only: bool) -> dict[tuple, dict[str, float]]:
+    """(variant, sessions) -> {wait: share}: a page asks for a hundred shares of one view, each a scan of the frame
+    (0.1 s per repetition's numbers, before this)."""
+    out: dict[tuple, dict[str, float]] = {}
+    for (variant, sessions, wait), share in wait_shares(g, active_only=active_only, top=100) \
+            .groupby(["variant", "sessions", "wait"])["share"].sum().items():
+        out.setdefault((variant, sessions), {})[wait] = float(share)
+    return out
 
 
 def little(g: LpiRecording, variant: str, sessions: int, wait: str = "LWLock:BufferContent") -> dict[str, float]:
@@ -378,22 +386,34 @@ def read_cost_table(g: LpiRecording) -> pd.DataFrame:
 
 
 def _read(g: LpiRecording, variant: str, query: str, col: str) -> float:
-    r = read_cost_table(g)
-    hit = r[(r["variant"] == variant) & (r["query"] == query)]
-    return float(hit[col].iloc[0]) if len(hit) else float("nan")
+    return _first(read_cost_table(g), ("variant", "query"), (variant, query), col)
 
 
 # -- numbers, verdicts, notes --------------------------------------------------------
 def _tp(g: LpiRecording, variant: str, sessions: int) -> float:
-    t = throughput_table(g)
-    hit = t[(t["variant"] == variant) & (t["sessions"] == sessions)]
-    return float(hit["throughput"].iloc[0]) if len(hit) else float("nan")
+    return _first(throughput_table(g), ("variant", "sessions"), (variant, sessions), "throughput")
 
 
 def _dens(g: LpiRecording, variant: str, col: str) -> float:
-    d = density_table(g)
-    hit = d[d["variant"] == variant]
-    return float(hit[col].iloc[0]) if len(hit) else float("nan")
+    return _first(density_table(g), ("variant",), (variant,), col)
+
+
+_first_rows: dict[tuple, dict] = {}
+
+
+def _first(frame: pd.DataFrame, keys: tuple[str, ...], at: tuple, col: str) -> float:
+    """``frame[col]`` on the first row whose ``keys`` equal ``at`` (NaN if none): the row index is built once per
+    frame (kept while the frame lives; a view's tables are held by the view)."""
+    entry = _first_rows.get((id(frame), keys))
+    if entry is None or entry["frame"] is not frame:
+        if len(_first_rows) > 256:
+            _first_rows.clear()
+        rows: dict[tuple, int] = {}
+        for i, values in enumerate(zip(*(frame[k].tolist() for k in keys))):
+            rows.setdefault(tuple(values), i)
+        entry = _first_rows[(id(frame), keys)] = {"frame": frame, "rows": rows}
+    i = entry["rows"].get(tuple(at))
+    return float("nan") if i is None else float(frame[col].iloc[i])
 
 
 def hot_wait(g: LpiRecording) -> str:
