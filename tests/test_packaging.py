@@ -22,7 +22,10 @@ def fresh_venv(tmp_path_factory):
     where = tmp_path_factory.mktemp("pkg") / "venv"
     venv.EnvBuilder(with_pip=True).create(where)
     py = where / "bin" / "python"
-    proc = subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(repo_root()), "perftools==0.2.5"],
+    # --no-compile: byte-compiling pandas, matplotlib and the rest was most of this fixture's 106 s in CI, and
+    # nothing here depends on .pyc files
+    proc = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-compile", str(repo_root()),
+                           "perftools==0.2.5"],
                           capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 and any(s in proc.stderr for s in OFFLINE):
         pytest.skip(f"PyPI is not reachable from here: {proc.stderr.strip().splitlines()[-1]}")
