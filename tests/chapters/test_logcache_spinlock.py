@@ -448,6 +448,22 @@ def test_a_writer_the_workers_outran_is_not_called_starved():
     assert [analysis.byte_size(x) for x in (61440, 64 << 20, 1536, 512)] == ["60 KiB", "64 MiB", "1.5 KiB", "512 bytes"]
 
 
+def test_a_writer_that_never_flushed_while_sharing_is_starved_not_a_division_error():
+    """CI met it: a smallest native run in which the writer, sharing a CPU, did not flush once (ZeroDivisionError)."""
+    assert analysis.flush_ratio(120.0, 0.0) == float("inf") and analysis.flush_ratio(0.0, 0.0) == 1.0
+    assert analysis.flush_ratio(120.0, 40.0) == 3.0 and np.isnan(analysis.flush_ratio(float("nan"), 0.0))
+    big = {"nat_buffer_bytes": float(spec.TOY_BUFFER_BYTES), "nat_a_throughput": 35e6, "nat_b_throughput": 45e6}
+    w = analysis.writer_words(_writer_numbers(**big, nat_flush_x=float("inf"), nat_a_writer_share_pct=0.0,
+                                              nat_b_writer_share_pct=60.0))
+    assert w["nat_writer_sentence"].startswith("Sharing a CPU with busy workers the writer starved: it did not flush "
+                                               "once (with a CPU of its own it flushed 60% of the log)")
+    assert "inf" not in w["nat_writer_sentence"]
+    # neither variant flushed (the workers flushed everything): a bystander, whatever the ratio
+    w = analysis.writer_words(_writer_numbers(**big, nat_flush_x=1.0, nat_a_writer_share_pct=0.0,
+                                              nat_b_writer_share_pct=0.0))
+    assert "bystander" in w["nat_writer_sentence"]
+
+
 def test_a_writer_that_keeps_up_alone_and_falls_behind_shared_is_starved():
     big = {"nat_buffer_bytes": float(spec.TOY_BUFFER_BYTES), "nat_a_throughput": 35e6, "nat_b_throughput": 45e6}
     w = analysis.writer_words(_writer_numbers(**big, nat_flush_x=9.0, nat_a_writer_share_pct=40.0,

@@ -94,7 +94,7 @@ def write_findings(notebooks: dict[str, Path]) -> Path:
     frame = findings_frame(notebooks)
     counted = totals(frame["verdict"])
     summary = "; ".join(f"{v} {n}" for v, n in counted if n) or "no verdicts yet"  # a verdict may hold a comma
-    own = int(frame["published"].fillna("").astype(str).str.startswith(OWN_CHECK).sum())
+    own = sum(isinstance(p, str) and p.startswith(OWN_CHECK) for p in frame["published"])
     if own:
         summary += (". One of these rows is the book's own check, not an article's claim: its Published cell "
                     "begins “not in the article”" if own == 1 else

@@ -103,6 +103,15 @@ def machine_words(manifest: Mapping[str, Any]) -> str:
     return machine
 
 
+def in_book_data(recording) -> bool:
+    """A recording shipped in this book's data (``data/<chapter>/<id>``), not a reader's own from elsewhere: the
+    Data page has a row for it, and its folder name need not be shown."""
+    from .checkout import data_root
+
+    r = recording
+    return r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
+
+
 def anchor(chapter: str, recording_id: str) -> str:
     """The id of a recording's row on the Data page (chapters link to it)."""
     return re.sub(r"[^A-Za-z0-9-]+", "-", f"recording-{chapter}-{recording_id}").strip("-").lower()
@@ -131,15 +140,13 @@ def recordings_note(measured, published) -> str:
     ``measured`` is ``[(label, Recording)]``; ``published`` is ``[Recording]``."""
     import html as html_
 
-    from .checkout import data_root
-
     lines = ["This chapter renders the recordings below. How each measured one was made (its command, machine, "
              'compiler, and the machine\'s load before and after) is on the <a href="../data.html#provenance">Data '
              "page</a>."]
     for label, r in measured:
         m = r.manifest
         date = str(m.get("started") or "")[:10]
-        ours = r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
+        ours = in_book_data(r)
         where = (f' (<a href="../data.html#{anchor(r.chapter, r.id)}-made">how it was made</a>)' if ours else
                  "; a recording from outside this book's data: its manifest.json says how it was made")
         folder = f" (folder `{r.path.name}`)" if r.path.name != r.id else ""

@@ -138,8 +138,7 @@ def header_note(shown: Shown) -> str:
     its reader finds it.  The book-wide note (:func:`harness.recording.shown_note`) lists ids."""
     import html
 
-    from contention_book.harness.checkout import data_root
-    from contention_book.harness.provenance import anchor, engine_words, machine_words, public_text
+    from contention_book.harness.provenance import anchor, engine_words, in_book_data, machine_words, public_text
 
     lines = ['How each measured recording was made (command, machine, compiler, load) is on the '
              '<a href="../data.html#provenance">Data page</a>.']
@@ -147,8 +146,7 @@ def header_note(shown: Shown) -> str:
         m = r.manifest
         title = html.escape(str(m.get("title") or r.id))
         date = str(m.get("started") or "")[:10]
-        ours = r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
-        if ours:
+        if in_book_data(r):
             lines.append(f"- *{title}*: {engine_words(m)} on {machine_words(m)}, recorded {date} "
                          f'(<a href="../data.html#{anchor(r.chapter, r.id)}-made">how it was made</a>)')
         else:

@@ -538,6 +538,17 @@ def _who_flushed(n: Mapping[str, Any]) -> str:
             "part of it inline" + (f", and {alone}." if alone else "."))
 
 
+def flush_ratio(alone: float, shared: float) -> float:
+    """How many times as often the writer flushed with a CPU of its own as when it shared one.  A writer that never
+    flushed while sharing (a small run can end before it comes round) flushed infinitely less often, not a
+    division error; one that flushed in neither variant has no ratio to give (1.0: nothing changed)."""
+    if alone != alone or shared != shared:
+        return NAN
+    if shared:
+        return alone / shared
+    return float("inf") if alone else 1.0
+
+
 def writer_words(n: Mapping[str, Any]) -> dict[str, str]:
     """What the toy's log writer did, in words, from the numbers :func:`table_numbers` has gathered: how long the
     buffer lasts against the writer's sleep (``nat_buffer_sentence``), whether the writer or the workers flushed
@@ -575,6 +586,12 @@ def writer_words(n: Mapping[str, Any]) -> dict[str, str]:
             f"But the writer was mostly a bystander here: even with a CPU of its own it flushed only {sb:.0f}% of "
             f"the log{shared}, and the workers flushed the rest themselves, so its flush rate says little about a "
             "starved writer.")
+    elif fx == float("inf"):  # a small run: sharing a CPU, the writer never came round to flush in the window
+        starved = True
+        alone = f" (with a CPU of its own it flushed {sb:.0f}% of the log)" if sb == sb else ""
+        out["nat_writer_sentence"] = (
+            f"Sharing a CPU with busy workers the writer starved: it did not flush once{alone}, and the workers "
+            "flushed the whole log themselves.")
     elif fx >= 2:
         starved = True
         if sa == sa and sa <= sb - TOOK_OVER:
@@ -720,7 +737,7 @@ def table_numbers(shown) -> dict[str, Any]:
     else:
         n["nat_b_vs_a_text"] = "not measured"
     n["nat_repetitions"] = nat.repetitions if nat is not None else 0
-    n["nat_flush_x"] = n["nat_b_writer_flushes_per_s"] / n["nat_a_writer_flushes_per_s"]
+    n["nat_flush_x"] = flush_ratio(n["nat_b_writer_flushes_per_s"], n["nat_a_writer_flushes_per_s"])
     n["nat_spins_x"] = n["nat_a_spins_per_record"] / n["nat_b_spins_per_record"] \
         if n["nat_b_spins_per_record"] else NAN
     n["nat_placement"] = placement_text(lc, n["nat_b_workers"]) if len(lc) else ""

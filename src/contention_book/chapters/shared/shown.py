@@ -33,11 +33,11 @@ def titled(note: str, recordings) -> str:
     """A Recordings list with each recording named by its manifest's title, not its id (a folder name a reader
     need not know); the id stays in the Data page link.  A recording without a title keeps its id, and one from
     outside this book's data (a reader's own) keeps it beside its title: the folder its reader will look for."""
-    from contention_book.harness.checkout import data_root
+    from contention_book.harness.provenance import in_book_data
 
     for r in recordings:
         title = str(r.manifest.get("title") or "").removeprefix("Published: ").strip()
         if title:
-            ours = r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
-            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”" + ("" if ours else f" (`{r.id}`)"))
+            note = note.replace(f"`{r.id}`", f"“{title[:1].upper() + title[1:]}”"
+                                + ("" if in_book_data(r) else f" (`{r.id}`)"))
     return note
