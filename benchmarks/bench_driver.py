@@ -589,7 +589,8 @@ def main(argv=None) -> int:
                 print(f"{share:>5.0%} {rate:>7,.0f} {client:>8} {ref.ms('lat', 50):>8.3f} {ref.ms('lat', 99):>8.3f} "
                       f"{drv.ms('lat', 50):>8.3f} {drv.ms('lat', 99):>8.3f} {tail.ratio:>6.2f} "
                       f"{tail.low:>4.2f}-{tail.high:<5.2f} {m(pairs):>7.2f} {min(pairs):>5.2f}-{max(pairs):<5.2f} "
-                      f"{ref.lat.size / (reps * secs):>7,.0f} {m(done[client]):>7,.0f} {ref.ms('lag', 99):>8.3f} {drv.ms('lag', 99):>8.3f} "
+                      f"{ref.lat.size / (reps * secs):>7,.0f} {m(done[client]):>7,.0f} "
+                      f"{ref.ms('lag', 99):>8.3f} {drv.ms('lag', 99):>8.3f} "
                       f"{ref.ms('svc', 99):>8.3f} {drv.ms('svc', 99):>8.3f} "
                       f"{m(cpu_open['pgbench']) * 1e6:>7.1f} {m(cpu_open[client]) * 1e6:>7.1f}", flush=True)
         for client in open_clients:

@@ -57,5 +57,6 @@ def in_short(rows: pd.DataFrame, shown) -> str:
 # the claims the opening names, in the claims table's words made short (the untested are counted, not named)
 VERDICT_LABELS = {"ring_1p": "ring over a locked queue, 1 producer", "ring_np": "with several producers",
                   "false_sharing": "false sharing", "atomic": "contended atomic add",
-                  "no_growth": "the ring does not grow (the book's own check)", "delayed": "WAL flush off the commit path",
+                  "no_growth": "the ring does not grow (the book's own check)",
+                  "delayed": "WAL flush off the commit path",
                   "non_durable": "UNLOGGED beyond that", "ceiling": "the in-process ceiling"}
