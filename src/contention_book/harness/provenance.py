@@ -108,8 +108,8 @@ def in_book_data(recording) -> bool:
     Data page has a row for it, and its folder name need not be shown."""
     from .checkout import data_root
 
-    r = recording
-    return r.path.resolve().parent == (data_root() / r.chapter).resolve() and r.path.name == r.id
+    path = recording.path
+    return path.resolve().parent == (data_root() / recording.chapter).resolve() and path.name == recording.id
 
 
 def anchor(chapter: str, recording_id: str) -> str:

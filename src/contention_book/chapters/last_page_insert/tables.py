@@ -386,33 +386,32 @@ def read_cost_table(g: LpiRecording) -> pd.DataFrame:
 
 
 def _read(g: LpiRecording, variant: str, query: str, col: str) -> float:
-    return _first(read_cost_table(g), ("variant", "query"), (variant, query), col)
+    return _first(g, read_cost_table, ("variant", "query"), (variant, query), col)
 
 
 # -- numbers, verdicts, notes --------------------------------------------------------
 def _tp(g: LpiRecording, variant: str, sessions: int) -> float:
-    return _first(throughput_table(g), ("variant", "sessions"), (variant, sessions), "throughput")
+    return _first(g, throughput_table, ("variant", "sessions"), (variant, sessions), "throughput")
 
 
 def _dens(g: LpiRecording, variant: str, col: str) -> float:
-    return _first(density_table(g), ("variant",), (variant,), col)
+    return _first(g, density_table, ("variant",), (variant,), col)
 
 
-_first_rows: dict[tuple, dict] = {}
+@_once_per_pass
+def _row_index(g: LpiRecording, table, keys: tuple[str, ...]) -> tuple[pd.DataFrame, dict[tuple, int]]:
+    """One of a view's tables and its first row for each value of ``keys``: a page asks for a hundred cells of
+    one view, each a boolean scan of the frame before this."""
+    frame, rows = table(g), {}
+    for i, values in enumerate(zip(*(frame[k].tolist() for k in keys))):
+        rows.setdefault(values, i)
+    return frame, rows
 
 
-def _first(frame: pd.DataFrame, keys: tuple[str, ...], at: tuple, col: str) -> float:
-    """``frame[col]`` on the first row whose ``keys`` equal ``at`` (NaN if none): the row index is built once per
-    frame (kept while the frame lives; a view's tables are held by the view)."""
-    entry = _first_rows.get((id(frame), keys))
-    if entry is None or entry["frame"] is not frame:
-        if len(_first_rows) > 256:
-            _first_rows.clear()
-        rows: dict[tuple, int] = {}
-        for i, values in enumerate(zip(*(frame[k].tolist() for k in keys))):
-            rows.setdefault(tuple(values), i)
-        entry = _first_rows[(id(frame), keys)] = {"frame": frame, "rows": rows}
-    i = entry["rows"].get(tuple(at))
+def _first(g: LpiRecording, table, keys: tuple[str, ...], at: tuple, col: str) -> float:
+    """``table(g)[col]`` on the first row whose ``keys`` equal ``at``; NaN if none."""
+    frame, rows = _row_index(g, table, keys)
+    i = rows.get(tuple(at))
     return float("nan") if i is None else float(frame[col].iloc[i])
 
 
