@@ -180,3 +180,27 @@ def test_blocked_under_sums_a_function_s_sleeps_by_its_caller(tmp_path):
                  "postgres (2);postgres!secure_read;libc.so.6!epoll_wait;[state S] 60\n")
     callers, total = blocked_under(p, "LWLockAcquire")
     assert total == 100 and callers == {"postgres!_bt_relandgetbuf": 30, "postgres!read_seq_tuple": 10}
+
+
+@pytest.mark.parametrize("kw", [{}, {"states": ["S"]}, {"tids": [11]}, {"threads_only": True}, {"process_root": False}])
+def test_one_reading_folds_the_same_as_offcpu_and_wakeup_apart(tmp_path, kw):
+    """The capture's single pass (offcpu_and_wakeup) gives what the two calls give, counts and warnings included."""
+    text = (_switch("bench", 10, "1.000000", "S", "bench", 11, FUTEX)
+            + _switch("bench", 11, "1.000100", "S", "bench", 12, FUTEX).replace("bench 11/11", "bench 10/11")
+            + _waking("bench", 12, "1.000250", "bench", 11, WAKER).replace("bench 12/12", "bench 10/12")
+            + _switch("bench", 12, "1.000300", "R+", "bench", 11, FUTEX).replace("bench 12/12", "bench 10/12")
+            + _waking("irq", 99, "1.000350", "bench", 12, (f"try_to_wake_up {K}",))
+            + _waking("x", 98, "1.000360", "never", 55)
+            + "not a header line\n\n"
+            + _switch("bench", 11, "1.000400", "D", "bench", 10, FUTEX).replace("bench 11/11", "bench 10/11")
+            + _switch("bench", 13, "1.000500", "S", "bench", 12, FUTEX)
+            + _switch("bench", 12, "1.000450", "S", "bench", 13, FUTEX)  # out of order: 13 in before it left
+            + _waking("irq", 99, "1.000420", "bench", 12, (f"try_to_wake_up {K}",)))  # and woken before it slept
+    p = _capture(tmp_path, text)
+    wake_kw = {k: v for k, v in kw.items() if k != "process_root"}
+    off, wake = offcpu.offcpu_and_wakeup(p, **kw)
+    assert off == offcpu.offcpu(p, **kw)
+    assert wake == offcpu.wakeup(p, **wake_kw)
+    assert off.stacks and (wake.stacks or kw), "the capture has intervals and wake-ups to compare"
+    if not kw:
+        assert off.backwards == 1 and wake.backwards == 2 and off.skipped_lines == 1 and wake.not_blocked == 1

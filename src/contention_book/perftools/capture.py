@@ -523,8 +523,7 @@ class OffCpuRecorder(_PerfRun):
             return
         who = {"tids": st.pids} if st.pids else {"comms": st.comms}
         who["threads_only"] = self.threads_only
-        off = offcpu.offcpu(script, **who)
-        wake = offcpu.wakeup(script, **who)
+        off, wake = offcpu.offcpu_and_wakeup(script, **who)
         st.events = sum(off.events.values())
         st.intervals, st.blocked_us = off.intervals, off.total_us
         st.open_at_end, st.began_before, st.wakeup_us = off.open_at_end, off.began_before, wake.total_us

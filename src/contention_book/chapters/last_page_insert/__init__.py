@@ -14,13 +14,15 @@ The process-per-session driver of the driver benchmark is
 :mod:`contention_book.harness.procdriver`.
 """
 from ..shared.diagnose import ChapterQueries
-from . import claims, diagrams, figures, finding, recordings, tables
+from ..shared.lazy import drawing_modules
+from . import claims, finding, recordings, tables
 from .claims import verdicts
 from .finding import key_numbers
 from .recordings import header_note, load_shown
 from .spec import SPEC
 
 diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
+__getattr__ = drawing_modules(__name__)  # figures and diagrams (matplotlib) on first use: a live run draws nothing
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams",
            "figures", "finding", "recordings", "tables"]

@@ -12,13 +12,15 @@ Its engines: run_native, run_postgres and run_sqlserver; the rest is the
 shape of every chapter (chapters/__init__.py).
 """
 from ..shared.diagnose import ChapterQueries
-from . import claims, diagrams, figures, finding, recordings, tables
+from ..shared.lazy import drawing_modules
+from . import claims, finding, recordings, tables
 from .claims import verdicts
 from .recordings import header_note, load_shown
 from .spec import SPEC
 from .finding import key_numbers
 
 diagnose = ChapterQueries(SPEC.chapter)  # the On your own server queries (chapters.shared.diagnose)
+__getattr__ = drawing_modules(__name__)  # figures and diagrams (matplotlib) on first use: a live run draws nothing
 
 __all__ = ["SPEC", "load_shown", "header_note", "key_numbers", "verdicts", "claims", "diagnose", "diagrams", "figures",
            "finding", "recordings", "tables"]

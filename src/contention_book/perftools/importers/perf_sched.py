@@ -112,23 +112,34 @@ class Problems:
                 f"(line {e.line}: expected {e.expected}; found {e.found!r}); --strict makes this an error")
 
 
-def _frames(lines: list[tuple[int, str]], bad: Problems) -> tuple[str, ...]:
+def _frame(ln: str) -> tuple[str, bool] | None:
+    """``(name, unnamed)`` of one frame line, or None; ``unnamed``: a ``dso![unknown]`` frame."""
+    if ln.endswith(" (deleted))"):  # a mapping of a deleted file: '(/memfd:x (deleted))'
+        ln = ln[: -len(" (deleted))")] + ")"
+    parsed = parse_frame(ln)
+    return None if parsed is None else (frame_name(*parsed), parsed[1] == "[unknown]")
+
+
+def _frames(lines: list[tuple[int, str]], bad: Problems, seen: dict[str, tuple[str, bool] | None]) -> tuple[str, ...]:
+    """``seen``: the frame lines met so far (a capture repeats the same few thousand lines in every event)."""
     out: list[str] = []
     for n, ln in lines:
-        if ln.endswith(" (deleted))"):  # a mapping of a deleted file: '(/memfd:x (deleted))'
-            ln = ln[: -len(" (deleted))")] + ")"
-        parsed = parse_frame(ln)
-        if parsed is None:
+        try:
+            frame = seen[ln]
+        except KeyError:
+            frame = seen[ln] = _frame(ln)
+        if frame is None:
             bad.add(n, FRAME_EXPECTED, ln)
             continue
-        name = frame_name(*parsed)
-        if parsed[1] == "[unknown]" and out and out[-1] == name:
+        name, unnamed = frame
+        if unnamed and out and out[-1] == name:
             continue  # one dso![unknown] frame per run of unnamed frames in a dso, as perf_script folds them
         out.append(name)
     return tuple(out)
 
 
-def _event(n: int, header: str, frames: list[tuple[int, str]], bad: Problems, other: dict) -> SchedEvent | None:
+def _event(n: int, header: str, frames: list[tuple[int, str]], bad: Problems, other: dict,
+           seen: dict) -> SchedEvent | None:
     m = _HEADER.match(header)
     if m is None:
         bad.add(n, HEADER_EXPECTED, header)
@@ -159,7 +170,7 @@ def _event(n: int, header: str, frames: list[tuple[int, str]], bad: Problems, ot
             bad.add(n, WAKEUP_EXPECTED, header)
             return None
         ev.target_comm, ev.target_tid = p.group("comm"), int(p.group("pid"))
-    ev.frames = _frames(frames, bad)
+    ev.frames = _frames(frames, bad, seen)
     return ev
 
 
@@ -169,6 +180,7 @@ def read_events(path, bad: Problems, other: dict | None = None) -> Iterator[Sche
     Other events (cycles, ...) are counted into ``other`` by name and left
     out; ``#`` comment lines are skipped."""
     other = {} if other is None else other
+    seen: dict[str, tuple[str, bool] | None] = {}  # frame line -> its frame (grows with distinct lines only)
     header: tuple[int, str] | None = None
     frames: list[tuple[int, str]] = []
     last = ""
@@ -179,7 +191,7 @@ def read_events(path, bad: Problems, other: dict | None = None) -> Iterator[Sche
             ln = raw.rstrip("\n")
             if not ln.strip():
                 if header is not None:
-                    ev = _event(*header, frames, bad, other)
+                    ev = _event(*header, frames, bad, other, seen)
                     if ev is not None:
                         yield ev
                 header, frames = None, []
@@ -191,7 +203,7 @@ def read_events(path, bad: Problems, other: dict | None = None) -> Iterator[Sche
                 continue
             if _HEADER.match(ln):
                 if header is not None:  # no blank line between two events
-                    ev = _event(*header, frames, bad, other)
+                    ev = _event(*header, frames, bad, other, seen)
                     if ev is not None:
                         yield ev
                 header, frames = (n, ln), []
@@ -204,7 +216,7 @@ def read_events(path, bad: Problems, other: dict | None = None) -> Iterator[Sche
         bad.add(n, CUT_EXPECTED, last)
         return
     if header is not None:
-        ev = _event(*header, frames, bad, other)
+        ev = _event(*header, frames, bad, other, seen)
         if ev is not None:
             yield ev
 
