@@ -11,6 +11,7 @@ ENGINE ?=
 TARGET ?=
 RECORDING ?=
 RECORD_TO ?=
+PAGE ?=
 ALLOW_SERVER_CHANGES ?=
 PARAMS ?=
 
@@ -26,6 +27,7 @@ help:
 	@echo "make book      execute every chapter on its recorded data and build the HTML book"
 	@echo "make test      run everything CI checks (starts and stops its own PostgreSQL)"
 	@echo "make chapter CH=ghost-cleanup [SOURCE=live ENGINE=postgres|sqlserver TARGET=DSN_OR_ENV_VAR] [RECORDING=id|dir]"
+	@echo "             [PAGE=out.ipynb]  the executed page to that file instead of the book (no HTML; the book is left as it is)"
 	@echo "make record CH=<chapter> ENGINE=<engine> [TARGET=...]   a live run, kept as a new recording under data/"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench-perftools   parse-speed and memory benchmark of the stack importers"
@@ -50,7 +52,7 @@ book: setup
 	$(BIN)/python -m contention_book.harness.book build
 
 # Values reach Python through the environment, never through a shell line, and are not echoed.
-export CH SOURCE ENGINE TARGET RECORDING RECORD_TO ALLOW_SERVER_CHANGES PARAMS
+export CH SOURCE ENGINE TARGET RECORDING RECORD_TO ALLOW_SERVER_CHANGES PARAMS PAGE
 
 # make chapter / make record end with the line that says why they did not succeed (a refusal, a failure) and
 # exit non-zero.  make adds its own "Error N" after a failed recipe, so the run's recipe may fail quietly (-s and

@@ -29,7 +29,8 @@ os.environ.setdefault("OFFCPU", "0")
 # one worker: two workers never build into the same folder at once, and no built-page check reads a half-built
 # book or skips for want of one.  The build comes first, as in a run on one CPU (test_book.py sorts first).
 BOOK_BUILD_GROUP = "book-build"
-BOOK_BUILD_TESTS = ("tests/test_book.py::test_the_book_builds_with_warnings_as_errors", "tests/test_book_reading.py::",
+BOOK_BUILD_TESTS = ("tests/test_book.py::test_the_book_builds_with_warnings_as_errors",
+                    "tests/test_book.py::test_notebook_runs_on_recorded_data", "tests/test_book_reading.py::",
                     "tests/test_browser.py::")
 _MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope\s*=\s*["'](?:module|class|package)["']""")
 

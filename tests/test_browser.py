@@ -85,8 +85,10 @@ def site():
 
 
 @pytest.fixture(scope="module")
-def visited(site):
-    """Visit every page once: overflow, images, links, screenshot."""
+def read(site):
+    """Every page visited once, and all the tests need read from it then: overflow, images, links and a
+    screenshot; each page's headings, "In short" box, images and tables; each chapter page's prose.  (Three
+    visits per page, one per question, were a minute of the suite on 2 CPUs.)"""
     base, page = site
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
@@ -100,6 +102,11 @@ def visited(site):
             "broken_images": page.evaluate(
                 "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"),
             "links": page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)"),
+            "shape": page.evaluate(PAGE_SHAPE_JS), "images": page.evaluate(IMAGES_JS),
+            "tables": page.evaluate(TABLES_JS),
+            "prose": page.evaluate(PROSE_JS) if rel.startswith("chapters/") else None,
+            "scrolled": (page.evaluate(SCROLLED_JS) if rel.startswith("chapters/") or rel in ("findings.html", "data.html")
+                         else []),
         }
         # The whole page at once: a viewport as tall as the page (Playwright's full_page stitching shifts the
         # theme's sticky sidebar), then back to the ordinary viewport for the next page.
@@ -108,6 +115,12 @@ def visited(site):
         page.screenshot(path=str(SHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")))
         page.set_viewport_size({"width": 1400, "height": 900})
     return out
+
+
+@pytest.fixture(scope="module")
+def visited(read):
+    """Overflow, images and links of every page."""
+    return {rel: {k: v[k] for k in ("overflow", "broken_images", "links")} for rel, v in read.items()}
 
 
 def test_every_page_is_visited(visited):
@@ -234,17 +247,9 @@ TABLES_JS = """
 
 
 @pytest.fixture(scope="module")
-def shapes(site):
+def shapes(read):
     """Each page's headings, "In short" box, images and tables, read in the browser."""
-    base, page = site
-    out = {}
-    for path in pages():
-        rel = path.relative_to(HTML).as_posix()
-        page.goto(f"{base}/{rel}")
-        page.wait_for_load_state("load")
-        out[rel] = {"shape": page.evaluate(PAGE_SHAPE_JS), "images": page.evaluate(IMAGES_JS),
-                    "tables": page.evaluate(TABLES_JS)}
-    return out
+    return {rel: {k: v[k] for k in ("shape", "images", "tables")} for rel, v in read.items()}
 
 
 def _is_main_chapter(rel: str) -> bool:
@@ -361,19 +366,9 @@ SCROLLED_JS = """
 """
 
 
-def test_no_table_is_hidden_in_a_scroll_box(site):
+def test_no_table_is_hidden_in_a_scroll_box(read):
     """A table too wide for the column is split or turned on its side (harness.display), never left to scroll."""
-    base, page = site
-    bad = {}
-    for path in pages():
-        rel = path.relative_to(HTML).as_posix()
-        if not (rel.startswith("chapters/") or rel in ("findings.html", "data.html")):
-            continue
-        page.goto(f"{base}/{rel}")
-        page.wait_for_load_state("load")
-        found = page.evaluate(SCROLLED_JS)
-        if found:
-            bad[rel] = found
+    bad = {rel: v["scrolled"] for rel, v in read.items() if v["scrolled"]}
     assert not bad, bad
 
 
@@ -396,17 +391,9 @@ FILE_NAME_IN_PROSE = r"(?<![\w/.-])[\w-]+(?:/[\w-]+)*\.(?:csv|json|gz|folded|py|
 
 
 @pytest.fixture(scope="module")
-def prose(site):
+def prose(read):
     """Each chapter page's words outside code: what a reader reads as sentences, tables and captions."""
-    base, page = site
-    out = {}
-    for path in pages():
-        rel = path.relative_to(HTML).as_posix()
-        if rel.startswith("chapters/"):
-            page.goto(f"{base}/{rel}")
-            page.wait_for_load_state("load")
-            out[rel] = page.evaluate(PROSE_JS)
-    return out
+    return {rel: v["prose"] for rel, v in read.items() if v["prose"] is not None}
 
 
 def book_ids() -> set[str]:

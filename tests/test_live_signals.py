@@ -52,9 +52,11 @@ def _run_processes(cluster_root: Path) -> list[str]:
 
 
 def _make(env: dict, *params: str, record_to: Path) -> subprocess.Popen:
+    """``make chapter ... SOURCE=live``, its page written beside the recording (PAGE=): a test's run never
+    replaces the checkout's built chapter, which the browser tests may be reading."""
     return subprocess.Popen(
         ["make", "--no-print-directory", "chapter", "CH=logcache-spinlock", "SOURCE=live", "ENGINE=postgres",
-         f"RECORD_TO={record_to}", f"PARAMS={' '.join(params)}"],
+         f"RECORD_TO={record_to}", f"PARAMS={' '.join(params)}", f"PAGE={record_to.parent / (record_to.name + '.ipynb')}"],
         cwd=repo_root(), env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -129,6 +131,7 @@ def test_signal_mid_run_restores_everything(tmp_path, cluster_root, sig, prestar
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert json.loads((again / "manifest.json").read_text())["status"] == {"state": "complete"}
+    assert (tmp_path / "again.ipynb").exists(), "the page was not rendered where PAGE= said"
 
 
 def test_after_sigkill_of_the_runner_the_next_run_repairs_everything(tmp_path, cluster_root):

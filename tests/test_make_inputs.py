@@ -144,3 +144,19 @@ def test_a_word_in_a_recordings_number_column_ends_make_chapter_naming_file_line
     status, lines = make_merged("chapter", "CH=latch-fairness", f"RECORDING={dest}")
     assert_refusal_is_last(status, lines, "RecordingError", "file runs.csv line 2 column jain_index: 'lots'")
     assert not any("KeyError" in line or "TypeError" in line for line in lines), lines
+
+
+def test_page_sends_the_executed_chapter_to_a_file_and_leaves_the_book_alone(tmp_path):
+    """PAGE=: the page to the reader's file, no HTML, and the book's own executed chapter untouched (the live
+    signal tests render through it while the browser tests read the built book)."""
+    from contention_book.harness import book
+
+    assert book.argv_from_make({"CH": "ghost-cleanup", "PAGE": "x.ipynb"})[-3:] == ["--output", "x.ipynb", "--no-html"]
+    assert "--no-html" not in book.argv_from_make({"CH": "ghost-cleanup"})
+    own = book.executed_path(book.notebooks()["latch-fairness"])
+    before = own.stat().st_mtime_ns if own.exists() else None
+    page = tmp_path / "mine.ipynb"
+    status, lines = make_merged("chapter", "CH=latch-fairness", f"PAGE={page}")
+    assert status == 0, lines
+    assert page.exists() and not any("[book] HTML:" in line for line in lines), lines
+    assert (own.stat().st_mtime_ns if own.exists() else None) == before

@@ -633,7 +633,7 @@ def pending_docs(chapters: list[str]) -> list[str]:
     return [*docs, "findings"]
 
 
-MAKE_VARS = ("CH", "SOURCE", "ENGINE", "TARGET", "RECORDING", "RECORD_TO", "ALLOW_SERVER_CHANGES", "PARAMS")
+MAKE_VARS = ("CH", "SOURCE", "ENGINE", "TARGET", "RECORDING", "RECORD_TO", "ALLOW_SERVER_CHANGES", "PARAMS", "PAGE")
 
 
 def argv_from_make(env: dict[str, str]) -> list[str]:
@@ -652,6 +652,8 @@ def argv_from_make(env: dict[str, str]) -> list[str]:
             argv += [flag, get[var]]
     if get["ALLOW_SERVER_CHANGES"].lower() in ("1", "true", "yes", "on"):
         argv.append("--allow-server-changes")
+    if get["PAGE"]:  # the page to a file of the reader's, and no HTML: the book's own pages stay as they are
+        argv += ["--output", get["PAGE"], "--no-html"]
     try:
         words = shlex.split(get["PARAMS"])
     except ValueError as exc:
