@@ -106,6 +106,44 @@ def test_figures_are_fitted_to_the_text_column():
     plt.close(fig)
 
 
+def _png(fig) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("case", ["many decades", "under a decade", "minor grid", "minor marks"])
+def test_minor_ticks_that_draw_nothing_are_dropped_and_the_picture_is_unchanged(case):
+    """A log axis over six decades labels no minor tick and, in the book's style, marks none: they go, and the
+    PNG is byte for byte the same.  Under a decade the minor ticks are labelled; with a minor grid or tick marks
+    they draw lines: they stay."""
+    from matplotlib.ticker import NullLocator
+
+    import seaborn as sns
+
+    with plt.rc_context():
+        sns.set_theme(style="whitegrid", context="notebook", font_scale=0.8)
+        pictures, kept = [], []
+        for drop in (False, True):
+            fig, ax = plt.subplots(figsize=(4, 3))
+            top = 3 if case == "under a decade" else 1e6
+            ax.plot([1, top], [2, 5])
+            ax.set_xscale("log")
+            if case == "minor grid":
+                ax.grid(True, which="minor", axis="x")
+            if case == "minor marks":
+                ax.tick_params(axis="x", which="minor", bottom=True)
+            if drop:
+                style.drop_silent_minor_ticks(fig)
+            kept.append(not isinstance(ax.xaxis.get_minor_locator(), NullLocator))
+            pictures.append(_png(fig))
+            plt.close(fig)
+    assert pictures[0] == pictures[1], "dropping silent minor ticks changed the picture"
+    assert kept[1] == (case != "many decades")
+
+
 def test_a_module_has_one_colour_everywhere():
     assert style.module_colour("postgres") == style.module_colour("postgres")
     assert style.module_colour("some.dll") == style.module_colour("some.dll")
@@ -319,3 +357,15 @@ def test_log_axes_are_labelled_without_math_text():
     assert [list(map(style.power_text, labels)) for labels in before] == after
     assert "10²" in after[0] and "3×10²" in after[1] and not any("$" in t for labels in after for t in labels)
     plt.close(fig)
+
+
+def test_a_recording_outside_the_books_data_is_named_without_a_link_to_a_row_the_data_page_lacks():
+    """The verdict table names each recording in words linked to its Data page row; a reader's own recording
+    (make chapter ... RECORD_TO=elsewhere) has no row there, so its words stand alone (a link would be broken)."""
+    from contention_book.harness.provenance import recording_link
+
+    linked = recording_link("lmax-queue", "measured-postgres-reference")
+    assert linked.startswith('<a href="../data.html#recording-lmax-queue-measured-postgres-reference">')
+    assert "this book&#x27;s PostgreSQL reference run</a>" in linked
+    alone = recording_link("lmax-queue", "my-run", None)
+    assert alone == "the recording my-run" and "<a" not in alone

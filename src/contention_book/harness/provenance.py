@@ -120,8 +120,9 @@ def anchor(chapter: str, recording_id: str) -> str:
 ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlserver": "SQL Server", "native": "native (C)"}
 
 
-def recording_link(chapter: str, recording_id: str, data_page: str = "../data.html") -> str:
-    """A recording named in words, linked to its row on the Data page, where its id, machine and commit are."""
+def recording_link(chapter: str, recording_id: str, data_page: str | None = "../data.html") -> str:
+    """A recording named in words, linked to its row on the Data page, where its id, machine and commit are;
+    ``data_page=None``: the words alone (a recording from outside the book's data has no row there)."""
     m = re.fullmatch(r"measured-(\w+)-reference", recording_id)
     if m:
         words = f"this book's {ENGINE_NAMES.get(m.group(1), m.group(1))} reference run"
@@ -129,6 +130,8 @@ def recording_link(chapter: str, recording_id: str, data_page: str = "../data.ht
         words = "the article's published numbers"
     else:
         words = f"the recording {recording_id}"
+    if data_page is None:
+        return html.escape(words)
     return f'<a href="{data_page}#{anchor(chapter, recording_id)}">{html.escape(words)}</a>'
 
 
@@ -148,7 +151,7 @@ def recordings_note(measured, published) -> str:
         date = str(m.get("started") or "")[:10]
         ours = in_book_data(r)
         where = (f' (<a href="../data.html#{anchor(r.chapter, r.id)}-made">how it was made</a>)' if ours else
-                 "; a recording from outside this book's data: its manifest.json says how it was made")
+                 "; a recording from outside this book's data: its `manifest.json` says how it was made")
         folder = f" (folder `{r.path.name}`)" if r.path.name != r.id else ""
         lines.append(f"- {html_.escape(label)}: `{r.id}`{folder}, {engine_words(m)} on {machine_words(m)}, recorded "
                      f"{date}{where}")

@@ -151,7 +151,7 @@ def header_note(shown: Shown) -> str:
                          f'(<a href="../data.html#{anchor(r.chapter, r.id)}-made">how it was made</a>)')
         else:
             lines.append(f"- *{title}*: `{r.id}` (folder `{r.path.name}`), {engine_words(m)} on {machine_words(m)}, "
-                         f"recorded {date}; a recording from outside this book's data: its manifest.json says how "
+                         f"recorded {date}; a recording from outside this book's data: its `manifest.json` says how "
                          "it was made")
             lines += [f"  - note: {public_text(n, r.chapter, r.id)}" for n in m.get("notes") or []]
     for r in (shown.adkin.recording, shown.lmax.recording):

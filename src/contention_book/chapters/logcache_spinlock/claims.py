@@ -12,7 +12,7 @@ import pandas as pd
 from ..shared.claims import Claim, Size, both, above, below, judge, missing_point, table, tested_on
 from ..shared.spread import Spread, ratio_spread, spread
 from .spec import MIN_CPUS_FOR_ALONE
-from .tables import (NAN, VIRTUAL, c2c_by_relation, logcache_summary, sqlserver_spin_table,
+from .tables import (NAN, VIRTUAL, c2c_by_relation, logcache_summary, plural, sqlserver_spin_table,
                      stack_shares_table, toy_point, xid_wait_shares)
 from ..shared.memo import per_view
 
@@ -185,7 +185,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
             small = 0 < ncpu < MIN_CPUS_FOR_PINNING
             why = (f"; with {ncpu} CPUs pinning the walwriter alone takes {100 // ncpu}% of the CPUs from the "
                    "backends, which outweighs any relief of the log" if small else "")
-            add(CLAIM1 + PG, pub_aff, pg, f"pinned {r.text('.2f', '×')} the default rate at {top_n} sessions{why}",
+            add(CLAIM1 + PG, pub_aff, pg, f"pinned {r.text('.2f', '×')} the default rate at {plural(top_n, 'session')}{why}",
                 f"not testable here: {ncpu} CPUs, so the walwriter's CPU is {100 // ncpu}% of the machine" if small
                 else above(r, 1.05), Size.not_comparable(PG_SIZE))
         else:
@@ -268,7 +268,7 @@ def verdicts(shown, stack_shares: pd.DataFrame | None = None) -> pd.DataFrame:
         # insertion locks were never contended here, so there was nothing to relieve.
         top, sh = xid_wait_shares(pg)
         add(CLAIM5, "XDESMGR spins rise with the optimised mask", pg,
-            f"SQL Server only. PostgreSQL analogue at {top} sessions, share of client-backend samples: "
+            f"SQL Server only. PostgreSQL analogue at {plural(top, 'session')}, share of client-backend samples: "
             f"LWLock:XidGen {sh['LWLock:XidGen'].text('.0%')} and IPC:ProcArrayGroupUpdate "
             f"{sh['IPC:ProcArrayGroupUpdate'].median:.0%} (transaction ids handed out and cleared at commit); the "
             f"WAL insertion locks {sh['LWLock:WAL*'].median:.0%}, so there was no log pressure to relieve",
