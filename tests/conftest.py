@@ -31,7 +31,8 @@ os.environ.setdefault("OFFCPU", "0")
 BOOK_BUILD_GROUP = "book-build"
 BOOK_BUILD_TESTS = ("tests/test_book.py::test_the_book_builds_with_warnings_as_errors",
                     "tests/test_book.py::test_notebook_runs_on_recorded_data", "tests/test_book_reading.py::",
-                    "tests/test_browser.py::")
+                    "tests/test_browser.py::",
+                    "tests/test_make_inputs.py::test_page_sends_the_executed_chapter_to_a_file_and_leaves_the_book")
 _MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\([^)]*scope\s*=\s*["'](?:module|class|package)["']""")
 
 

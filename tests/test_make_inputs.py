@@ -148,7 +148,8 @@ def test_a_word_in_a_recordings_number_column_ends_make_chapter_naming_file_line
 
 def test_page_sends_the_executed_chapter_to_a_file_and_leaves_the_book_alone(tmp_path):
     """PAGE=: the page to the reader's file, no HTML, and the book's own executed chapter untouched (the live
-    signal tests render through it while the browser tests read the built book)."""
+    signal tests render through it while the browser tests read the built book).  In the book build's work unit
+    (tests/conftest.py): the build itself rewrites that page."""
     from contention_book.harness import book
 
     assert book.argv_from_make({"CH": "ghost-cleanup", "PAGE": "x.ipynb"})[-3:] == ["--output", "x.ipynb", "--no-html"]
