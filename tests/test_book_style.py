@@ -369,3 +369,19 @@ def test_a_recording_outside_the_books_data_is_named_without_a_link_to_a_row_the
     assert "this book&#x27;s PostgreSQL reference run</a>" in linked
     alone = recording_link("lmax-queue", "my-run", None)
     assert alone == "the recording my-run" and "<a" not in alone
+
+
+def test_jittered_dots_land_in_the_same_place_in_every_build():
+    """A strip plot's jitter is seeded under fixed_jitter (chapter 5's false-sharing figure), and the caller's
+    random state is left as it was."""
+    import numpy as np
+
+    np.random.seed(7)
+    expected_next = np.random.uniform(size=3)
+    np.random.seed(7)
+    with style.fixed_jitter():
+        first = np.random.uniform(size=5)
+    with style.fixed_jitter():
+        second = np.random.uniform(size=5)
+    assert (first == second).all()
+    assert (np.random.uniform(size=3) == expected_next).all()

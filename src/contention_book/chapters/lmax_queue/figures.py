@@ -5,7 +5,7 @@ import pandas as pd
 
 from . import tables as analysis
 from .recordings import LmaxRecording
-from ..shared.style import legend_below
+from ..shared.style import fixed_jitter, legend_below
 from ..shared.offcpu import ChapterOffCpu
 
 
@@ -200,8 +200,9 @@ def plot_false_sharing(native: LmaxRecording, lmax: LmaxRecording):
     inc = analysis.paper_increments(lmax)
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
     runs = analysis.counter_costs(native)
-    sns.stripplot(data=runs.assign(layout=runs["layout"].map(lambda x: names.get(x, x))), order=order,
-                  y="layout", x=analysis.PER_COUNTER, ax=axes[0], color="tab:blue", alpha=0.5, size=4)
+    with fixed_jitter():  # the same dots in every build
+        sns.stripplot(data=runs.assign(layout=runs["layout"].map(lambda x: names.get(x, x))), order=order,
+                      y="layout", x=analysis.PER_COUNTER, ax=axes[0], color="tab:blue", alpha=0.5, size=4)
     sns.scatterplot(data=fs, y="layout", x=analysis.PER_COUNTER, ax=axes[0], color="black", marker="|", s=300,
                     legend=False)
     axes[0].set_xscale("log")

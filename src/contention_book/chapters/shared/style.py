@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import zlib
+from contextlib import contextmanager
 from typing import Iterable
 
 TEXT_WIDTH_IN = 7.6  # the book's text column, in inches at the figure's own dpi of 100
@@ -61,6 +62,20 @@ def fit_width(fig, width_in: float = TEXT_WIDTH_IN):
     if w > width_in:
         fig.set_size_inches(width_in, h * width_in / w)
     return drop_silent_minor_ticks(plain_powers(thousands(whole_counts(fig))))
+
+
+@contextmanager
+def fixed_jitter(seed: int = 0):
+    """Seaborn's strip plots jitter their dots with numpy's global random numbers: under this, the same data draw
+    the same picture in every build (and the global state is put back after)."""
+    import numpy as np
+
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(saved)
 
 
 def drop_silent_minor_ticks(fig):
