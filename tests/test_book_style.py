@@ -367,7 +367,7 @@ def test_a_recording_outside_the_books_data_is_named_without_a_link_to_a_row_the
     linked = recording_link("lmax-queue", "measured-postgres-reference")
     assert linked.startswith('<a href="../data.html#recording-lmax-queue-measured-postgres-reference">')
     assert "this book&#x27;s PostgreSQL reference run</a>" in linked
-    alone = recording_link("lmax-queue", "my-run", None)
+    alone = recording_link("lmax-queue", "my-run")  # no data/lmax-queue/my-run
     assert alone == "the recording my-run" and "<a" not in alone
 
 

@@ -120,9 +120,12 @@ def anchor(chapter: str, recording_id: str) -> str:
 ENGINE_NAMES = {"postgres": "PostgreSQL", "sqlserver": "SQL Server", "native": "native (C)"}
 
 
-def recording_link(chapter: str, recording_id: str, data_page: str | None = "../data.html") -> str:
-    """A recording named in words, linked to its row on the Data page, where its id, machine and commit are;
-    ``data_page=None``: the words alone (a recording from outside the book's data has no row there)."""
+def recording_link(chapter: str, recording_id: str, data_page: str = "../data.html") -> str:
+    """A recording named in words, linked to its row on the Data page, where its id, machine and commit are.  The
+    Data page has a row for each ``data/<chapter>/<id>`` (book_pages.recordings); a recording from elsewhere (a
+    reader's own) has none, and is named in words alone rather than by a broken link."""
+    from .checkout import data_root
+
     m = re.fullmatch(r"measured-(\w+)-reference", recording_id)
     if m:
         words = f"this book's {ENGINE_NAMES.get(m.group(1), m.group(1))} reference run"
@@ -130,7 +133,7 @@ def recording_link(chapter: str, recording_id: str, data_page: str | None = "../
         words = "the article's published numbers"
     else:
         words = f"the recording {recording_id}"
-    if data_page is None:
+    if not (data_root() / chapter / recording_id / "manifest.json").is_file():
         return html.escape(words)
     return f'<a href="{data_page}#{anchor(chapter, recording_id)}">{html.escape(words)}</a>'
 

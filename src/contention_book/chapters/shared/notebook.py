@@ -389,7 +389,6 @@ def show_verdicts(chapter, shown) -> None:
 
     from contention_book.harness.book_pages import DETAILS_OUTPUT, claims_anchor, save_verdicts
 
-    from contention_book.harness.checkout import data_root
     from contention_book.harness.provenance import recording_link
     from contention_book.harness.verdict_table import RULES_SPLIT, verdict_table_html
 
@@ -398,10 +397,8 @@ def show_verdicts(chapter, shown) -> None:
     name = chapter.SPEC.chapter
     page = details_page(name)
     if "recording" in rows.columns:  # words and a link to the Data page, not the recording's id
-        listed = data_root() / name  # the Data page has a row for each recording there; a reader's own has none
         rows = rows.assign(recording=rows["recording"].map(  # a row with no recording keeps its "—"
-            lambda rid: rid if not isinstance(rid, str) or rid in ("", "—") else recording_link(
-                name, rid, "../data.html" if (listed / rid / "manifest.json").is_file() else None)))
+            lambda rid: rid if not isinstance(rid, str) or rid in ("", "—") else recording_link(name, rid)))
     out = verdict_table_html(rows, caption=book_display.numbered(
                                  "The article's claims, checked: the published number, the measured one, and the "
                                  "verdict (notes under the table say why, and whether the size was compared; the "
