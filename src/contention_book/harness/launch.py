@@ -8,6 +8,7 @@ SIGTERM to it and goes on waiting while the child restores what it changed.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,6 +21,23 @@ from .live import default_destination
 from .targets import check_target_name
 
 FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def held_for_the_child():
+    """The forwarded signals blocked in this thread while the child is created, so that it starts with them
+    blocked: one forwarded while Python is still loading the child stays pending until ``contention_book.run``
+    has said what it does with it (until then Python's own SIGINT handler would print a KeyboardInterrupt
+    traceback from inside whatever import it interrupted).  A signal that reached this process meanwhile is
+    handled when the block is lifted, and forwarded to the child, which then exists."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 class LiveRunInterrupted(KeyboardInterrupt):
@@ -84,6 +102,7 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
         received.append(signum)
         child = holder["child"]
         if child is not None and child.poll() is None:
+            holder["forwarded"] = True
             if os.name == "nt":
                 child.send_signal(signal.CTRL_BREAK_EVENT)
             else:
@@ -98,12 +117,13 @@ def run_live(chapter: str, engine: str, *, target: str | None = None, params: Ma
         for s in previous:
             signal.signal(s, forward)
         if not received:
-            holder["child"] = subprocess.Popen(cmd, **popen_kw)
+            with held_for_the_child():
+                holder["child"] = subprocess.Popen(cmd, **popen_kw)
         child = holder["child"]
         if child is None:  # stopped before the run was started: nothing to wait for
             raise LiveRunInterrupted(f"live run of {chapter} stopped by {signal.Signals(received[0]).name} before "
                                      "it started; nothing was started or changed", 128 + received[0])
-        if received:
+        if received and not holder.get("forwarded"):
             forward(received[-1], None)
         if relay is not None:
             def pump() -> None:
