@@ -65,6 +65,7 @@ def load(path, *, process_root: bool | None = None) -> Profile:
         process_root = _first_frames_are_processes(path)
     b = ProfileBuilder()
     stack_cache: dict[str, int] = {}
+    frame_ids: dict[str, int] = {}  # a frame's text -> its id: the distinct stacks repeat a few thousand frames
     sids, weights, procs = [], [], []
     with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
@@ -93,7 +94,13 @@ def load(path, *, process_root: bool | None = None) -> Profile:
                 frames = text.split(";")
                 if "" in frames:
                     raise FormatError(name, lineno, "a frame name between each pair of ';'", line)
-                sid = stack_cache[text] = b.stack([b.frame(*split_frame_name(fr)) for fr in frames])
+                ids = []
+                for fr in frames:
+                    fid = frame_ids.get(fr)
+                    if fid is None:
+                        fid = frame_ids[fr] = b.frame(*split_frame_name(fr))
+                    ids.append(fid)
+                sid = stack_cache[text] = b.stack(ids)
             sids.append(sid)
             weights.append(w)
             procs.append(proc)
