@@ -385,3 +385,53 @@ def test_jittered_dots_land_in_the_same_place_in_every_build():
         second = np.random.uniform(size=5)
     assert (first == second).all()
     assert (np.random.uniform(size=3) == expected_next).all()
+
+
+@pytest.mark.parametrize("where", ["bottom", "top"])
+def test_titles_at_the_top_of_their_axes_draw_the_same_picture_or_are_caught(where):
+    """The book's style puts a title at the top of its axes (axes.titley = 1) instead of finding, on every drawing,
+    whether tick labels sit above the axes.  With the tick labels below, as in every figure of the book, the PNG
+    is byte for byte the one matplotlib's own placement draws; a figure with tick labels on top would have its
+    title overprint them, and the figure check says so."""
+    from contention_book.chapters.shared import notebook
+
+    pictures, problems = [], []
+    for book in (False, True):
+        with plt.rc_context():
+            if book:
+                notebook.book_style()
+            else:
+                notebook.book_style()
+                plt.rcParams["axes.titley"] = None  # matplotlib's default: placed on every drawing
+            fig, ax = plt.subplots(figsize=(4, 3))
+            ax.plot([1, 2, 3], [2e6, 3e6, 5e6])
+            ax.set_title("throughput by threads")
+            if where == "top":
+                ax.xaxis.tick_top()
+            pictures.append(_png(fig))
+            problems.append(style.overlaps(fig))
+            plt.close(fig)
+    if where == "bottom":
+        assert pictures[0] == pictures[1] and problems == [[], []], problems
+    else:
+        assert problems[0] == [] and any("title" in p for p in problems[1]), problems
+
+
+def test_a_diagram_is_the_same_bytes_in_every_build(monkeypatch):
+    """No date and no random ids in a diagram's SVG: a rebuilt page is byte for byte the page before."""
+    import time
+
+    from contention_book.chapters.shared import notebook
+
+    shown = []
+    monkeypatch.setattr(notebook, "display", lambda obj: shown.append(obj.data))
+    with plt.rc_context():
+        notebook.book_style()
+        for _ in range(2):
+            fig, ax = plt.subplots(figsize=(3, 2))
+            ax.bar(["a", "b"], [1, 2], hatch="//")
+            ax.set_title("a diagram")
+            notebook.show_diagram("same", fig, "two bars, the second twice the first", "Two bars.")
+            time.sleep(1.1)  # a date in the SVG would differ by now
+    first, second = (s.split("<figcaption>")[0] for s in shown)
+    assert first == second

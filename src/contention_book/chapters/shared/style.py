@@ -229,7 +229,25 @@ def overlaps(fig) -> list[str]:
         for b in range(a + 1, len(titles)):
             if titles[a][1].overlaps(titles[b][1]):
                 found.append(f"titles of axes {titles[a][0]} and {titles[b][0]} overlap")
+    for i, box in titles:
+        found += [f"the title of axes {i} overprints {what}" for what, extent in _above(fig.axes[i], renderer)
+                  if box.overlaps(extent)]
     return found + past_canvas(fig, renderer)
+
+
+def _above(ax, renderer):
+    """Text of an axes that may sit where its title does: x tick labels and an x label on top, the y axis's offset
+    ("1e6").  The book's style puts titles at the top of the axes (axes.titley = 1, notebook.book_style) rather
+    than above such text, so a figure that has any must not overprint it."""
+    out = []
+    if ax.xaxis.get_ticks_position() in ("top", "unknown"):
+        out += [("its top tick labels", t.label2.get_window_extent(renderer)) for t in ax.xaxis.get_major_ticks()
+                if t.label2.get_visible() and t.label2.get_text()]
+    if ax.xaxis.get_label_position() == "top" and ax.xaxis.label.get_text():
+        out.append(("its x label", ax.xaxis.label.get_window_extent(renderer)))
+    if ax.yaxis.offsetText.get_visible() and ax.yaxis.offsetText.get_text():
+        out.append(("its y axis's offset", ax.yaxis.offsetText.get_window_extent(renderer)))
+    return out
 
 
 def past_canvas(fig, renderer) -> list[str]:
