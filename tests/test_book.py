@@ -100,7 +100,7 @@ def test_live_chapter_run_renders_and_leaks_no_password(pg, tmp_path, capfd):
     record_to = tmp_path / "recordings"
     record_to.mkdir()
     out = book.execute("ghost-cleanup", {"source": "live", "engine": "postgres", "target": TEST_ENV_VAR,
-                                         "updates": 2000, "record_to": str(record_to)},
+                                         "updates": 2000, "repetitions": 1, "record_to": str(record_to)},
                        output=tmp_path / "live.ipynb")
     made = [p for p in record_to.iterdir() if p.is_dir()]
     assert len(made) == 1 and (made[0] / "manifest.json").exists()

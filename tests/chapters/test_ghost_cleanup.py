@@ -348,7 +348,7 @@ def test_stacks_recorded_or_explained(pg, tmp_path, monkeypatch):
     monkeypatch.delenv("PERF")
     if not perf_available().ok:
         pytest.skip("perf is not usable on this machine; the path without it is covered above")
-    path = run_live(target=TEST_ENV_VAR, engine="postgres", updates=3000, chunk=1000,
+    path = run_live(target=TEST_ENV_VAR, engine="postgres", updates=3000, chunk=1000, repetitions=1,  # stacks: rep. 1
                          record_to=str(tmp_path / "perf"), database="contention_test", log=lambda *_: None)
     g = ghost.load(path)
     assert set(g.stacks) == {"baseline", "vacuum_each_chunk", "idle_read_committed", "open_snapshot"}
