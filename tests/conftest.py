@@ -21,9 +21,9 @@ os.environ.setdefault("CONTENTION_BOOK_MACHINE_CARD", "0")
 # tests/perftools/test_perftools_offcpu_capture.py records one of its own.
 os.environ.setdefault("OFFCPU", "0")
 # pytest keeps each test module's assertion-rewritten code in __pycache__, unless bytecode writing is off.  Where
-# PYTHONDONTWRITEBYTECODE=1 is set (as on the machines this book is built and tested on), every test worker rewrote all the test
-# modules again on every run: 9 s of CPU per worker before its first test.  The cache holds our tests' code only
-# (.gitignore keeps it out of the repository); .ci/run builds it while apt-get installs.
+# PYTHONDONTWRITEBYTECODE=1 is set (as on the machines this book is built and tested on), every test worker rewrote
+# all the test modules again on every run: 9 s of CPU per worker before its first test.  The cache holds our tests'
+# code only (.gitignore keeps it out of the repository); .ci/run builds it while apt-get installs.
 sys.dont_write_bytecode = False
 
 

@@ -398,10 +398,8 @@ def test_titles_at_the_top_of_their_axes_draw_the_same_picture_or_are_caught(whe
     pictures, problems = [], []
     for book in (False, True):
         with plt.rc_context():
-            if book:
-                notebook.book_style()
-            else:
-                notebook.book_style()
+            notebook.book_style()
+            if not book:
                 plt.rcParams["axes.titley"] = None  # matplotlib's default: placed on every drawing
             fig, ax = plt.subplots(figsize=(4, 3))
             ax.plot([1, 2, 3], [2e6, 3e6, 5e6])

@@ -57,7 +57,8 @@ def _make(env: dict, *params: str, record_to: Path) -> subprocess.Popen:
     call (warmup_s=0): what it measures is not what these tests check."""
     return subprocess.Popen(
         ["make", "--no-print-directory", "chapter", "CH=logcache-spinlock", "SOURCE=live", "ENGINE=postgres",
-         f"RECORD_TO={record_to}", f"PARAMS={' '.join(params + ('warmup_s=0',))}", f"PAGE={record_to.parent / (record_to.name + '.ipynb')}"],
+         f"RECORD_TO={record_to}", f"PARAMS={' '.join(params + ('warmup_s=0',))}",
+         f"PAGE={record_to.parent / (record_to.name + '.ipynb')}"],
         cwd=repo_root(), env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

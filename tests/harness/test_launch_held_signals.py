@@ -2,7 +2,7 @@
 
 The book forwards a terminal's Ctrl-C to the runner it started (harness.launch).  One that landed while the child
 was importing ``signal`` itself reached Python's own SIGINT handler and printed a KeyboardInterrupt traceback from
-inside the import (seen in CI: ``test_a_signal_in_the_first_seconds_of_make_chapter_leaves_nothing``).
+inside the import (seen in a suite run: ``test_a_signal_in_the_first_seconds_of_make_chapter_leaves_nothing``).
 """
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def stop_signals(log: Callable[[str], None]) -> Iterator[dict]:
     interrupts.clear()
     for s in STOP_SIGNALS:
         signal.signal(s, handler)
-    if hasattr(signal, "pthread_sigmask"):  # started by harness.launch with them held: one that came meanwhile lands now
+    if hasattr(signal, "pthread_sigmask"):  # harness.launch starts a run with them held: one that came meanwhile lands
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
         yield state
